@@ -1,0 +1,124 @@
+"""`invoke build`: the offline compiler of the database project.
+
+sources -> facts per file (parsed, or from the cache) -> catalog -> name
+resolution and conventions -> deploy order -> dist/deploy.sql, manifest.json.
+It never talks to a server.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from relq.build import cache, conventions, emit, resolve
+from relq.build.catalog import build_catalog
+from relq.build.diagnostics import Diagnostic, apply_allows
+from relq.build.extract import Extractor
+from relq.build.facts import Definition, FileFacts
+from relq.build.layout import Source, discover
+from relq.build.order import dependencies, deploy_order
+from relq.build.parse import parse
+
+KNOWN_CHECKS = set(conventions.CHECKS) | set(resolve.CHECKS)
+# Parse in worker processes only when enough files changed to pay for their start.
+_PARALLEL_FROM = 12
+
+
+@dataclass
+class BuildResult:
+    diagnostics: list[Diagnostic]
+    order: list[str] = field(default_factory=list)
+    files: int = 0
+    parsed: int = 0
+    seconds: float = 0.0
+    wrote: list[Path] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.diagnostics
+
+
+def analyse_file(root: Path, source: Source) -> FileFacts:
+    """Parse one file and extract its facts and convention findings."""
+    facts = FileFacts(source.path, source.checksum)
+    tree, error = parse(root, source.path, source.text)
+    if tree is None:
+        facts.parse_error = error
+        facts.definitions = placeholder(source)
+        return facts
+    extractor = Extractor(tree, source.text)
+    extractor.run()
+    facts.definitions = extractor.definitions
+    facts.references = extractor.references
+    facts.allows = extractor.allows
+    facts.findings = conventions.findings(source, tree, extractor.definitions)
+    return facts
+
+
+def placeholder(source: Source) -> list[Definition]:
+    """What an unparsable file is named to create, so that its one parse error
+    is not echoed as an unknown name by every file that uses the object."""
+    kind = {"types": "type", "tables": "table", "functions": "function", "views": "view",
+            "procedures": "procedure"}.get(source.folder)
+    if kind is None or source.stem.count(".") != 1:
+        return []
+    return [Definition(kind, source.stem, 1, opaque=True, view_columns_known=False)]
+
+
+def _facts(root: Path, sources: list[Source]) -> tuple[list[FileFacts], int]:
+    cached = cache.load(root)
+    todo = [s for s in sources if s.path not in cached or cached[s.path].checksum != s.checksum]
+    fresh: dict[str, FileFacts] = {}
+    if len(todo) >= _PARALLEL_FROM and (os.cpu_count() or 1) > 1:
+        with ProcessPoolExecutor() as pool:
+            for facts in pool.map(analyse_file, [root] * len(todo), todo, chunksize=4):
+                fresh[facts.path] = facts
+    else:
+        for s in todo:
+            fresh[s.path] = analyse_file(root, s)
+    facts = [fresh.get(s.path) or cached[s.path] for s in sources]
+    cache.store(root, facts)
+    return facts, len(todo)
+
+
+def build(root: Path, write: bool = True) -> BuildResult:
+    """Check the project under ``root`` and, when it is clean, write dist/."""
+    started = time.perf_counter()
+    sources, strays = discover(root)
+    facts, parsed = _facts(root, sources)
+    problems = [
+        Diagnostic(p, 1, "layout", "this file is outside the layout: put it in a kind's folder "
+                                   "under database/ (types, tables, ...) or in tests_tsqlt/")
+        for p in strays
+    ]
+    for f in facts:
+        if f.parse_error is not None:
+            problems.append(Diagnostic(f.path, f.parse_error.line, "parse", f.parse_error.message))
+        problems += [Diagnostic(f.path, x.line, x.check, x.message) for x in f.findings]
+    by_path = {s.path: s for s in sources}
+    database = [f for f in facts if not by_path[f.path].is_test]
+    tests = [f for f in facts if by_path[f.path].is_test]
+    catalog, duplicates = build_catalog(database)
+    with_tests = catalog.extended(tests, duplicates)
+    problems += duplicates
+    problems += resolve.resolve(database, catalog)
+    problems += resolve.resolve(tests, with_tests)
+    deps = dependencies(database, catalog)
+    order, cycles = deploy_order(deps)
+    problems += cycles
+    diagnostics = apply_allows(problems, facts, KNOWN_CHECKS)
+    result = BuildResult(diagnostics, order, len(sources), parsed)
+    dist = root / "dist"
+    outputs = [dist / "deploy.sql", dist / "manifest.json"]
+    if result.ok and write:
+        script = emit.deploy_script(order, by_path)
+        emit.write(dist, script, emit.manifest(order, database, deps, catalog, script))
+        result.wrote = outputs
+    elif not result.ok:
+        for stale in outputs:  # never leave a script behind that does not match the sources
+            stale.unlink(missing_ok=True)
+    result.seconds = time.perf_counter() - started
+    return result

@@ -1,0 +1,49 @@
+"""The parse cache: each file's facts, kept by the file's checksum.
+
+A parse is the slow part of a build; a rebuild after one file changed parses
+only that file. The cache is keyed by everything that could change the facts
+of an unchanged file: relq's build code, sqlfluff's version and .sqlfluff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import sqlfluff
+
+from relq.build.facts import FileFacts, from_json, to_json
+
+CACHE_DIR = ".relq_cache"
+
+
+def cache_key(root: Path) -> str:
+    h = hashlib.sha256(sqlfluff.__version__.encode())
+    for file in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(file.read_bytes())
+    config = root / ".sqlfluff"
+    if config.is_file():
+        h.update(config.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def load(root: Path) -> dict[str, FileFacts]:
+    file = root / CACHE_DIR / f"facts-{cache_key(root)}.json"
+    try:
+        raw = json.loads(file.read_text(encoding="utf-8"))
+        return {path: from_json(FileFacts, data) for path, data in raw.items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}  # no cache, or one we cannot read: parse everything
+
+
+def store(root: Path, facts: list[FileFacts]) -> None:
+    folder = root / CACHE_DIR
+    folder.mkdir(exist_ok=True)
+    name = f"facts-{cache_key(root)}.json"
+    for old in folder.glob("facts-*.json"):
+        if old.name != name:
+            old.unlink()
+    tmp = folder / (name + ".tmp")
+    tmp.write_text(json.dumps({f.path: to_json(f) for f in facts}), encoding="utf-8")
+    tmp.replace(folder / name)

@@ -1,0 +1,99 @@
+"""The catalog: every object the project's files create, by name."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from relq.build.diagnostics import Diagnostic
+from relq.build.facts import Definition, FileFacts
+from relq.build.names import BUILTIN_TYPES, key, qualify, unquote
+
+# Principals every database has.
+BUILTIN_PRINCIPALS = frozenset(
+    """public dbo guest db_owner db_datareader db_datawriter db_ddladmin db_securityadmin
+    db_accessadmin db_backupoperator db_denydatareader db_denydatawriter""".split()
+)
+_TYPE_TEXT = re.compile(r"^(?P<name>[^(]+?)\s*(?P<args>\(.*\))?$")
+
+
+@dataclass
+class Entry:
+    definition: Definition
+    path: str
+
+    @property
+    def kind(self) -> str:
+        return self.definition.kind
+
+
+@dataclass
+class Catalog:
+    objects: dict[str, Entry] = field(default_factory=dict)  # tables, views, functions, procedures
+    types: dict[str, Entry] = field(default_factory=dict)
+    messages: dict[str, Entry] = field(default_factory=dict)
+    roles: dict[str, Entry] = field(default_factory=dict)
+    schemas: dict[str, Entry] = field(default_factory=dict)
+    # constraints and indexes by table, from the table's file and later ALTERs
+    constraints: dict[str, list[tuple[Definition, str]]] = field(default_factory=dict)
+
+    def add(self, facts: FileFacts, problems: list[Diagnostic]) -> None:
+        for d in facts.definitions:
+            if d.kind in ("index", "constraint"):
+                self.constraints.setdefault(key(d.table or ""), []).append((d, facts.path))
+                continue
+            space = self._space(d.kind)
+            k = key(d.name)
+            if k in space:
+                first = space[k]
+                problems.append(Diagnostic(
+                    facts.path, d.line, "duplicate-object",
+                    f"{d.kind} {d.name} is already created by {first.path}:"
+                    f"{first.definition.line}"))
+                continue
+            space[k] = Entry(d, facts.path)
+
+    def _space(self, kind: str) -> dict[str, Entry]:
+        return {"type": self.types, "message": self.messages, "role": self.roles,
+                "schema": self.schemas}.get(kind, self.objects)
+
+    def lookup(self, kind: str, name: str) -> Entry | None:
+        return self._space(kind).get(key(name))
+
+    def has_role(self, name: str) -> bool:
+        return name.casefold() in BUILTIN_PRINCIPALS or key(name) in self.roles
+
+    def table_constraints(self, table: str) -> list[tuple[Definition, str]]:
+        return self.constraints.get(key(table), [])
+
+    def base_type(self, text: str) -> str | None:
+        """A column type with alias types resolved: ``dbo.QueueState`` -> ``VARCHAR(20)``;
+        None for a type the catalog does not know."""
+        m = _TYPE_TEXT.match(text.strip())
+        if not m:
+            return None
+        name = [unquote(p) for p in m["name"].split(".")]
+        if len(name) == 1 and name[0].casefold() in BUILTIN_TYPES:
+            return (name[0] + (m["args"] or "")).upper().replace(" ", "")
+        entry = self.types.get(key(qualify(name)))
+        if entry is None or entry.definition.base_type is None:
+            return None
+        return self.base_type(entry.definition.base_type)
+
+
+    def extended(self, files: list[FileFacts], problems: list[Diagnostic]) -> Catalog:
+        """A copy of this catalog with the objects of more files (the tests)."""
+        more = Catalog(dict(self.objects), dict(self.types), dict(self.messages),
+                       dict(self.roles), dict(self.schemas),
+                       {k: list(v) for k, v in self.constraints.items()})
+        for facts in files:
+            more.add(facts, problems)
+        return more
+
+
+def build_catalog(files: list[FileFacts]) -> tuple[Catalog, list[Diagnostic]]:
+    catalog = Catalog()
+    problems: list[Diagnostic] = []
+    for facts in files:
+        catalog.add(facts, problems)
+    return catalog, problems

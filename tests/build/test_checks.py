@@ -1,0 +1,386 @@
+"""Each check of `invoke build`, proven on a planted error: the build fails,
+naming the file, the line and the problem, and reports nothing else. The clean
+fixture proves that none of them fires falsely."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from relq.build import KNOWN_CHECKS
+from tests.build.conftest import HEADER, Project
+
+NEXT = "database/procedures/dbo.Next_Job_trx.sql"
+LOG = "database/procedures/dbo.Log_Job_utx.sql"
+JOB = "database/tables/dbo.Job.sql"
+STATUS = "database/tables/dbo.JobStatus.sql"
+VIEW = "database/views/dbo.Worker_Job_V.sql"
+FN = "database/functions/dbo.JobIsKnown_fn.sql"
+TYPE = "database/types/dbo.QueueState.sql"
+DATA = "database/data/dbo.JobStatus.sql"
+ROLE = "database/security/JobWorker.sql"
+MSG = "database/messages/50001.InsideTransaction.sql"
+TEST = "tests_tsqlt/Next_JobTests.class.sql"
+
+
+@dataclass
+class Case:
+    id: str
+    edits: list[tuple[str, str, str]]
+    # (file, a text on the line, check, a part of the message)
+    expect: list[tuple[str, str, str, str]]
+    writes: list[tuple[str, str]] = field(default_factory=list)
+
+
+def proc(name: str, body: str, params: str = "") -> str:
+    """A procedure file in the full _trx shape, with ``body`` as its work."""
+    return f"""{HEADER}/* {name}: a test procedure.{params and chr(10) + '   ' + params + ': a parameter.'} */
+CREATE OR ALTER PROCEDURE {name}{chr(10) + '    ' + params + ' INT' if params else ''}
+AS
+BEGIN
+    SET NOCOUNT ON;
+    DECLARE @ErrNo INT;
+    DECLARE @RowCnt INT;
+    IF (@@TRANCOUNT > 0)
+        BEGIN
+            RAISERROR (50001, 16, 1, N'{name}');
+            GOTO EXIT_ERROR;
+        END;
+    BEGIN TRANSACTION T;
+{body}
+    COMMIT TRANSACTION T;
+    RETURN 0;
+
+    EXIT_TRANSACTION:
+    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION T;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO
+"""
+
+
+CASES = [
+    # -- resolution --------------------------------------------------------------
+    Case("unknown table in UPDATE",
+         [(NEXT, "UPDATE dbo.Job\n", "UPDATE dbo.Jobs\n")],
+         [(NEXT, "UPDATE dbo.Jobs", "unknown-table", "unknown table or view dbo.Jobs (in UPDATE)")]),
+    Case("unknown table in a view's FROM",
+         [(VIEW, "FROM dbo.Job AS j", "FROM dbo.Jobz AS j")],
+         [(VIEW, "FROM dbo.Jobz", "unknown-table", "unknown table or view dbo.Jobz (in SELECT)")]),
+    Case("unqualified misspelt table in a CTE",
+         [(NEXT, "FROM dbo.Job AS j WITH", "FROM Jobb AS j WITH")],
+         [(NEXT, "FROM Jobb AS j", "unknown-table", "dbo.Jobb")]),
+    Case("a procedure used as a table",
+         [(VIEW, "FROM dbo.Job AS j", "FROM dbo.Next_Job_trx AS j")],
+         [(VIEW, "FROM dbo.Next_Job_trx", "unknown-table", "it is a procedure")]),
+    Case("unknown type of a column",
+         [(STATUS, "[Status] dbo.QueueState,", "[Status] dbo.QueueStat,")],
+         [(STATUS, "dbo.QueueStat,", "unknown-type", "unknown type dbo.QueueStat")]),
+    Case("unknown type of a parameter",
+         [(FN, "(@Status dbo.QueueState)", "(@Status dbo.QueueStatus)")],
+         [(FN, "(@Status dbo.QueueStatus)", "unknown-type", "unknown type dbo.QueueStatus")]),
+    Case("unknown function",
+         [(NEXT, "UpdatedAt = SYSUTCDATETIME(),", "UpdatedAt = dbo.Now_fn(),")],
+         [(NEXT, "dbo.Now_fn()", "unknown-function", "unknown function dbo.Now_fn")]),
+    Case("a CHECK constraint calling a missing function",
+         [(JOB, "CHECK (dbo.JobIsKnown_fn(", "CHECK (dbo.JobIsKnwn_fn(")],
+         [(JOB, "dbo.JobIsKnwn_fn", "unknown-function",
+           "CHECK constraint Job_HasKnown_Status calls dbo.JobIsKnwn_fn, which no file")]),
+    Case("a function called with too few arguments",
+         [(JOB, "dbo.JobIsKnown_fn([Status])", "dbo.JobIsKnown_fn()")],
+         [(JOB, "dbo.JobIsKnown_fn()", "argument-count",
+           "dbo.JobIsKnown_fn takes 1 argument (@Status); this call passes 0")]),
+    Case("unknown procedure",
+         [(NEXT, "EXEC dbo.Log_Job_utx", "EXEC dbo.Log_Jobs_utx")],
+         [(NEXT, "EXEC dbo.Log_Jobs_utx", "unknown-procedure", "unknown procedure dbo.Log_Jobs_utx")]),
+    Case("EXEC with a parameter the procedure does not declare",
+         [(NEXT, "@Note = N'claimed'", "@Notes = N'claimed'")],
+         [(NEXT, "@Notes = N'claimed'", "unknown-parameter",
+           "dbo.Log_Job_utx has no parameter @notes")]),
+    Case("EXEC without a parameter that has no default",
+         [(NEXT, "@JobId = @JobId, @Note", "@Note")],
+         [(NEXT, "EXEC dbo.Log_Job_utx", "missing-parameter",
+           "EXEC dbo.Log_Job_utx without @JobId, which has no default")]),
+    Case("EXEC with too many positional arguments",
+         [(NEXT, "EXEC dbo.Log_Job_utx @JobId = @JobId, @Note = N'claimed';",
+           "EXEC dbo.Log_Job_utx @JobId, N'claimed', 3;")],
+         [(NEXT, "EXEC dbo.Log_Job_utx", "argument-count",
+           "declares 2 parameters; this EXEC passes 3 by position")]),
+    Case("INSERT naming a column the table lacks",
+         [(TEST, "INSERT INTO dbo.Job (JobId, [Status],", "INSERT INTO dbo.Job (JobId, [State],")],
+         [(TEST, "INSERT INTO dbo.Job", "unknown-column", "table dbo.Job has no column State (in INSERT)")]),
+    Case("UPDATE ... SET naming a column the table lacks",
+         [(NEXT, "Attempts = Attempts + 1", "Attempt = Attempts + 1")],
+         [(NEXT, "UPDATE dbo.Job", "unknown-column",
+           "table dbo.Job has no column Attempt (in UPDATE ... SET)")]),
+    Case("UPDATE of an alias resolves to its table",
+         [(LOG, "SET j.UpdatedAt = SYSUTCDATETIME()", "SET j.UpdatedOn = SYSUTCDATETIME()")],
+         [(LOG, "UPDATE j", "unknown-column", "table dbo.Job has no column UpdatedOn")]),
+    Case("MERGE inserting a column the table lacks",
+         [(DATA, "INSERT ([Status])", "INSERT ([State])")],
+         [(DATA, "INSERT ([State])", "unknown-column",
+           "table dbo.JobStatus has no column State (in MERGE ... INSERT)")]),
+    Case("a key on a column the table lacks",
+         [(JOB, "PRIMARY KEY CLUSTERED (JobId)", "PRIMARY KEY CLUSTERED (JobID2)")],
+         [(JOB, "CONSTRAINT PK_Job", "unknown-column",
+           "PRIMARY KEY PK_Job: table dbo.Job has no column JobID2")]),
+    Case("an index on a column the table lacks",
+         [(JOB, "ON dbo.Job (UpdatedAt)", "ON dbo.Job (UpdatedOn)")],
+         [(JOB, "CREATE NONCLUSTERED INDEX", "unknown-column",
+           "INDEX IX_Job_Updated: table dbo.Job has no column UpdatedOn")]),
+    Case("a foreign key to a missing table",
+         [(JOB, "REFERENCES dbo.JobStatus ([Status])", "REFERENCES dbo.JobState ([Status])")],
+         [(JOB, "CONSTRAINT Job_IsStatedBy_JobStatus", "foreign-key",
+           "references dbo.JobState, which is not a table of this project")]),
+    Case("a foreign key to a missing column",
+         [(JOB, "REFERENCES dbo.JobStatus ([Status])", "REFERENCES dbo.JobStatus (State)")],
+         [(JOB, "CONSTRAINT Job_IsStatedBy_JobStatus", "foreign-key",
+           "references dbo.JobStatus.State, which does not exist")]),
+    Case("a foreign key whose column types differ",
+         [(JOB, "[Status] VARCHAR(20) NOT NULL,", "[Status] VARCHAR(30) NOT NULL,")],
+         [(JOB, "CONSTRAINT Job_IsStatedBy_JobStatus", "foreign-key",
+           "dbo.Job.Status is VARCHAR(30) but dbo.JobStatus.Status is VARCHAR(20)")]),
+    Case("a foreign key to columns that are not a key",
+         [(JOB, "REFERENCES dbo.JobStatus ([Status])", "REFERENCES dbo.Job ([Status])")],
+         [(JOB, "CONSTRAINT Job_IsStatedBy_JobStatus", "foreign-key",
+           "references (Status) of dbo.Job, which is not its primary key or a unique key")]),
+    Case("RAISERROR with an unregistered number",
+         [(NEXT, "RAISERROR (50003,", "RAISERROR (50033,")],
+         [(NEXT, "RAISERROR (50033,", "unregistered-message",
+           "RAISERROR 50033: no file in database/messages registers message 50033")]),
+    Case("THROW with an unregistered number",
+         [(LOG, "    RETURN 0;\n", "    THROW 50077, N'no', 1;\n    RETURN 0;\n")],
+         [(LOG, "THROW 50077", "unregistered-message", "THROW 50077: no file")]),
+    Case("GRANT to a role nobody creates",
+         [(ROLE, "TO JobWorker;\nGRANT SELECT", "TO JobWorkers;\nGRANT SELECT")],
+         [(ROLE, "TO JobWorkers", "unknown-role", "unknown role JobWorkers")]),
+    Case("GRANT on an object nobody creates",
+         [(ROLE, "OBJECT::dbo.Next_Job_trx", "OBJECT::dbo.Next_Jobs_trx")],
+         [(ROLE, "dbo.Next_Jobs_trx", "unknown-object", "unknown object dbo.Next_Jobs_trx")]),
+    Case("a test referencing a procedure nobody creates",
+         [(TEST, "EXEC Next_JobTests.ClaimOne;", "EXEC Next_JobTests.ClaimTwo;")],
+         [(TEST, "ClaimTwo", "unknown-procedure", "unknown procedure Next_JobTests.ClaimTwo")]),
+    Case("the same object created twice",
+         [],
+         [(VIEW, "CREATE OR ALTER VIEW", "duplicate-object",
+           "view dbo.Worker_Job_V is already created by database/views/dbo.Worker_Job2_V.sql:5"),
+          ("database/views/dbo.Worker_Job2_V.sql", "CREATE OR ALTER VIEW", "file-name",
+           "the file creates dbo.Worker_Job_V: name it dbo.Worker_Job_V.sql")],
+         writes=[("database/views/dbo.Worker_Job2_V.sql",
+                  HEADER + "/* a copy */\nCREATE OR ALTER VIEW dbo.Worker_Job_V\nAS\n"
+                  "SELECT j.JobId FROM dbo.Job AS j;\nGO\n")]),
+    Case("views that need each other",
+         [(VIEW, "FROM dbo.Job AS j;", "FROM dbo.Job AS j\nWHERE NOT EXISTS (SELECT 1 FROM dbo.Other_V);")],
+         [("database/views/dbo.Other_V.sql", "", "cycle",
+           "no deploy order exists: database/views/dbo.Other_V.sql -> "
+           "database/views/dbo.Worker_Job_V.sql -> database/views/dbo.Other_V.sql")],
+         writes=[("database/views/dbo.Other_V.sql",
+                  HEADER + "/* needs the worker view */\nCREATE OR ALTER VIEW dbo.Other_V\nAS\n"
+                  "SELECT v.JobId FROM dbo.Worker_Job_V AS v;\nGO\n")]),
+    Case("an unparsable section",
+         [(VIEW, "FROM dbo.Job AS j;", "FROM dbo.Job AS j WHERE (;")],
+         [(VIEW, "FROM dbo.Job AS j WHERE (", "parse", "sqlfluff (tsql) cannot parse this")]),
+    Case("a file outside the layout",
+         [],
+         [("database/stray.sql", "", "layout", "outside the layout")],
+         writes=[("database/stray.sql", HEADER)]),
+    # -- conventions -------------------------------------------------------------
+    Case("no SET header",
+         [(FN, HEADER, "")],
+         [(FN, "/* dbo.JobIsKnown_fn", "file-header",
+           "must start with SET ANSI_NULLS ON; SET QUOTED_IDENTIFIER ON; and GO")]),
+    Case("a file named for another object",
+         [(FN, "FUNCTION dbo.JobIsKnown_fn (", "FUNCTION dbo.JobKnown_fn (")],
+         [(FN, "FUNCTION dbo.JobKnown_fn", "file-name",
+           "the file creates dbo.JobKnown_fn: name it dbo.JobKnown_fn.sql"),
+          (JOB, "dbo.JobIsKnown_fn(", "unknown-function", "dbo.JobIsKnown_fn")]),
+    Case("a message file registering another number",
+         [(MSG, "@msgnum = 50001", "@msgnum = 50011")],
+         [(MSG, "", "file-name", "named <number>.<Meaning>.sql"),
+          (NEXT, "RAISERROR (50001,", "unregistered-message", "50001")]),
+    Case("a type created without its guard",
+         [(TYPE, "IF TYPE_ID(N'dbo.QueueState') IS NULL\n", "")],
+         [(TYPE, "CREATE TYPE", "rerunnable", "guard it with IF TYPE_ID(")]),
+    Case("a table created without its guard",
+         [(STATUS, "IF OBJECT_ID(N'dbo.JobStatus', N'U') IS NULL\n", "")],
+         [(STATUS, "CREATE TABLE", "rerunnable", "guard it with IF OBJECT_ID(")]),
+    Case("an index created without a guard",
+         [(JOB, "IF NOT EXISTS (\n    SELECT 1 FROM sys.indexes\n"
+                "    WHERE name = N'IX_Job_Updated' AND object_id = OBJECT_ID(N'dbo.Job')\n)\n", "")],
+         [(JOB, "CREATE NONCLUSTERED INDEX", "rerunnable", "this fails on a second run")]),
+    Case("a procedure created without OR ALTER",
+         [(LOG, "CREATE OR ALTER PROCEDURE", "CREATE PROCEDURE")],
+         [(LOG, "CREATE PROCEDURE", "rerunnable", "use CREATE OR ALTER")]),
+    Case("reference rows by plain INSERT",
+         [(DATA, "MERGE dbo.JobStatus AS target\nUSING (VALUES ('Pending'), ('Processing')) AS source "
+                 "([Status])\n    ON target.[Status] = source.[Status]\nWHEN NOT MATCHED BY TARGET THEN\n"
+                 "    INSERT ([Status]) VALUES (source.[Status]);",
+           "INSERT INTO dbo.JobStatus ([Status]) VALUES ('Pending');")],
+         [(DATA, "INSERT INTO", "rerunnable", "use MERGE")]),
+    Case("sp_addmessage without @replace",
+         [(MSG, ",\n    @replace = 'replace'", "")],
+         [(MSG, "EXEC sys.sp_addmessage", "rerunnable", "@replace = 'replace'")]),
+    Case("an object without a header comment",
+         [(VIEW, "/* dbo.Worker_Job_V: what a worker may see of a job. */\n", "")],
+         [(VIEW, "CREATE OR ALTER VIEW", "header-comment", "needs a header comment")]),
+    Case("a header comment that skips a parameter",
+         [(LOG, "   @Note: why; optional.\n", "")],
+         [(LOG, "CREATE OR ALTER PROCEDURE", "header-comment", "does not describe parameter @Note")]),
+    Case("a function without _fn",
+         [(FN, "FUNCTION dbo.JobIsKnown_fn (", "FUNCTION dbo.JobIsKnown ("),
+          (JOB, "dbo.JobIsKnown_fn(", "dbo.JobIsKnown(")],
+         [(FN, "FUNCTION dbo.JobIsKnown", "object-suffix", "must end in _fn"),
+          (FN, "FUNCTION dbo.JobIsKnown", "file-name", "name it dbo.JobIsKnown.sql")]),
+    Case("an unnamed constraint",
+         [(JOB, "CONSTRAINT DF_Job_Attempts DEFAULT (0)", "DEFAULT (0)")],
+         [(JOB, "Attempts INT", "unnamed-constraint", "name this DEFAULT constraint of dbo.Job")]),
+    Case("a primary key named otherwise",
+         [(STATUS, "CONSTRAINT PK_JobStatus", "CONSTRAINT JobStatus_PK")],
+         [(STATUS, "CONSTRAINT JobStatus_PK", "constraint-name", "PK_JobStatus")]),
+    Case("an index named otherwise",
+         [(JOB, "INDEX IX_Job_Due", "INDEX Job_Due")],
+         [(JOB, "INDEX Job_Due", "constraint-name", "IX_Job_<Purpose>")]),
+    Case("a procedure without SET NOCOUNT ON",
+         [(LOG, "    SET NOCOUNT ON;\n", "")],
+         [(LOG, "CREATE OR ALTER PROCEDURE", "nocount", "must start with SET NOCOUNT ON")]),
+    Case("a _trx without the @@TRANCOUNT guard",
+         [(NEXT, "IF (@@TRANCOUNT > 0)", "IF (@Worker IS NULL)")],
+         [(NEXT, "CREATE OR ALTER PROCEDURE", "trancount-guard", "IF @@TRANCOUNT > 0")]),
+    Case("a _utx guarding the wrong way",
+         [(LOG, "IF (@@TRANCOUNT = 0)", "IF (@@TRANCOUNT > 0)")],
+         [(LOG, "CREATE OR ALTER PROCEDURE", "trancount-guard", "IF @@TRANCOUNT = 0")]),
+    Case("an unnamed transaction",
+         [(NEXT, "BEGIN TRANSACTION Next_Job_trx;", "BEGIN TRANSACTION;")],
+         [(NEXT, "BEGIN TRANSACTION;", "named-transaction", "name the transaction")]),
+    Case("a transaction name longer than SQL Server allows",
+         [(NEXT, "Next_Job_trx;\n\n    WITH", "Next_Job_trx_with_a_very_long_name_x;\n\n    WITH"),
+          (NEXT, "COMMIT TRANSACTION Next_Job_trx", "COMMIT TRANSACTION Next_Job_trx_with_a_very_long_name_x"),
+          (NEXT, "ROLLBACK TRANSACTION Next_Job_trx", "ROLLBACK TRANSACTION Next_Job_trx_with_a_very_long_name_x")],
+         [(NEXT, "BEGIN TRANSACTION Next_Job", "named-transaction", "has 36 characters; SQL Server allows 32")]),
+    Case("a COMMIT naming another transaction",
+         [(NEXT, "COMMIT TRANSACTION Next_Job_trx", "COMMIT TRANSACTION Next_Job")],
+         [(NEXT, "COMMIT TRANSACTION Next_Job", "named-transaction", "COMMIT TRANSACTION Next_Job_trx")]),
+    Case("a _utx that begins a transaction",
+         [(LOG, "    RETURN 0;\n", "    BEGIN TRANSACTION L;\n    RETURN 0;\n")],
+         [(LOG, "BEGIN TRANSACTION L", "named-transaction", "must not begin or commit one")]),
+    Case("a DML without @@ROWCOUNT and @@ERROR captured",
+         [(NEXT, "    SELECT\n        @RowCnt = @@ROWCOUNT,\n        @ErrNo = @@ERROR;\n", "")],
+         [(NEXT, "UPDATE dbo.Job", "capture-after-dml", "SELECT @RowCnt = @@ROWCOUNT")]),
+    Case("a capture of @@ERROR alone",
+         [(LOG, "        @RowCnt = @@ROWCOUNT,\n", "")],
+         [(LOG, "UPDATE j", "capture-after-dml", "in one statement")]),
+    Case("a _trx without EXIT_TRANSACTION",
+         [(NEXT, "    EXIT_TRANSACTION:\n    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Next_Job_trx;\n", ""),
+          (NEXT, "GOTO EXIT_TRANSACTION;", "GOTO EXIT_ERROR;"),
+          (NEXT, "GOTO EXIT_TRANSACTION;", "GOTO EXIT_ERROR;")],
+         [(NEXT, "CREATE OR ALTER PROCEDURE", "exit-labels", "EXIT_TRANSACTION: then EXIT_ERROR:")]),
+    Case("a rollback without the XACT_STATE guard",
+         [(NEXT, "IF XACT_STATE() <> 0 ROLLBACK", "ROLLBACK")],
+         [(NEXT, "    ROLLBACK TRANSACTION", "rollback-guard", "IF XACT_STATE() <> 0 ROLLBACK")]),
+    Case("an error path returning 0",
+         [(NEXT, "    EXIT_ERROR:\n    RETURN 1;", "    EXIT_ERROR:\n    RETURN 0; -- planted")],
+         [(NEXT, "-- planted", "error-return", "RETURN a non-zero code")]),
+    Case("a RAISERROR not followed by GOTO",
+         [(NEXT, "RAISERROR (50003, 16, 1, N'dbo.Next_Job_trx', @RowCnt);\n            GOTO EXIT_TRANSACTION;",
+           "RAISERROR (50003, 16, 1, N'dbo.Next_Job_trx', @RowCnt);")],
+         [(NEXT, "RAISERROR (50003", "raiserror-goto", "RAISERROR does not stop the procedure")]),
+    Case("a GOTO to a missing label",
+         [(NEXT, "IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;", "IF (@ErrNo <> 0) GOTO EXIT_TRANSACTON;")],
+         [(NEXT, "GOTO EXIT_TRANSACTON", "goto-label", "dbo.Next_Job_trx has no such label")]),
+    Case("a RAISERROR of ad-hoc text",
+         [(NEXT, "RAISERROR (50003, 16, 1, N'dbo.Next_Job_trx', @RowCnt);",
+           "RAISERROR (N'lost the row', 16, 1);")],
+         [(NEXT, "RAISERROR (N'lost", "raiserror-number", "raise a registered error number")]),
+    Case("SELECT * in a view",
+         [(VIEW, "    j.JobId,\n    j.[Status],\n    j.UpdatedAt AS Token\n", "    j.*\n")],
+         [(VIEW, "j.*", "select-star", "name the columns")]),
+    Case("local time",
+         [(NEXT, "UpdatedAt = SYSUTCDATETIME(),", "UpdatedAt = GETDATE(),")],
+         [(NEXT, "GETDATE()", "utc-time", "GETDATE is not a precise UTC time")]),
+    Case("EXEC of a string",
+         [(LOG, "    RETURN 0;\n", "    EXEC (N'SELECT 1');\n    RETURN 0;\n")],
+         [(LOG, "EXEC (N'SELECT 1')", "dynamic-sql", "use sys.sp_executesql with parameters")]),
+    Case("sp_executesql without parameters",
+         [(LOG, "    RETURN 0;\n", "    EXEC sys.sp_executesql N'SELECT 1 AS One;';\n    RETURN 0;\n")],
+         [(LOG, "N'SELECT 1 AS One;'", "dynamic-sql", "as parameters")]),
+    Case("a sqlcmd variable",
+         [(VIEW, "j.UpdatedAt AS Token", "j.UpdatedAt AS [$(Token)]")],
+         [(VIEW, "$(Token)", "sqlcmd-safe", "scripting variable")]),
+    Case("a test class created under another name",
+         [(TEST, "NewTestClass 'Next_JobTests'", "NewTestClass 'NextTests'")],
+         [(TEST, "", "file-name", "EXEC tSQLt.NewTestClass 'Next_JobTests'")]),
+    Case("a test procedure outside its file's test class",
+         [(TEST, "CREATE PROCEDURE Next_JobTests.ClaimOne", "CREATE PROCEDURE dbo.ClaimOne"),
+          (TEST, "EXEC Next_JobTests.ClaimOne;", "EXEC dbo.ClaimOne;")],
+         [(TEST, "CREATE PROCEDURE dbo.ClaimOne", "file-name",
+           "procedure dbo.ClaimOne is not in the test class Next_JobTests")]),
+    # -- silencing ---------------------------------------------------------------
+    Case("an allow without a reason",
+         [(NEXT, "UpdatedAt = SYSUTCDATETIME(),", "UpdatedAt = GETDATE(), -- relq:allow utc-time")],
+         [(NEXT, "GETDATE()", "utc-time", "GETDATE"),
+          (NEXT, "GETDATE()", "allow", "must say why")]),
+    Case("an allow that silences nothing",
+         [(NEXT, "UpdatedAt = SYSUTCDATETIME(),",
+           "UpdatedAt = SYSUTCDATETIME(), -- relq:allow utc-time because it is already UTC")],
+         [(NEXT, "relq:allow", "allow", "silences nothing on line")]),
+    Case("an allow of a check that cannot be silenced",
+         [(VIEW, "FROM dbo.Job AS j;", "FROM dbo.Job AS j; -- relq:allow parse because I say so")],
+         [(VIEW, "relq:allow", "allow", "names no check that can be silenced: parse")]),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_a_planted_error_fails_the_build_at_its_line(project: Project, case: Case) -> None:
+    for path, old, new in case.edits:
+        project.edit(path, old, new)
+    for path, text in case.writes:
+        project.write(path, text)
+    result = project.build()
+    got = sorted((d.path, d.line, d.check, d.message) for d in result.diagnostics)
+    want = sorted((path, project.line_of(path, needle) if needle else 1, check, fragment)
+                  for path, needle, check, fragment in case.expect)
+    assert [g[:3] for g in got] == [w[:3] for w in want], "\n".join(map(str, result.diagnostics))
+    for g, w in zip(got, want, strict=True):
+        assert w[3] in g[3]
+    assert not result.ok
+
+
+def test_the_clean_fixture_builds_without_a_single_finding(project: Project) -> None:
+    result = project.build()
+    assert [str(d) for d in result.diagnostics] == []
+    assert result.ok
+
+
+def test_an_allow_with_a_reason_silences_exactly_its_check_on_its_line(project: Project) -> None:
+    project.edit(NEXT, "UpdatedAt = SYSUTCDATETIME(),",
+                 "-- relq:allow utc-time because this column is shown to people in local time\n"
+                 "        UpdatedAt = GETDATE(),")
+    assert project.problems() == []
+
+
+def test_every_check_is_planted_at_least_once() -> None:
+    planted = {check for case in CASES for _, _, check, _ in case.expect}
+    assert KNOWN_CHECKS - planted == set()
+
+
+@pytest.mark.parametrize("name, body", [
+    ("system objects", "    SELECT TOP (1) o.name FROM sys.objects AS o;\n"
+                       "    EXEC sys.sp_getapplock @Resource = N'x', @LockMode = 'Exclusive';\n"),
+    ("temp tables and table variables",
+     "    DECLARE @T TABLE (Id INT NOT NULL);\n    INSERT INTO @T (Id) VALUES (1);\n"
+     "    SELECT @RowCnt = @@ROWCOUNT, @ErrNo = @@ERROR;\n"
+     "    SELECT t.Id INTO #Copy FROM @T AS t;\n    DROP TABLE #Copy;\n"),
+    ("a CTE updated through its name",
+     "    WITH q AS (SELECT TOP (1) j.Attempts FROM dbo.Job AS j ORDER BY j.JobId)\n"
+     "    UPDATE q SET q.Attempts = 0;\n    SELECT @RowCnt = @@ROWCOUNT, @ErrNo = @@ERROR;\n"),
+    ("informational RAISERROR", "    RAISERROR (N'progress', 0, 1) WITH NOWAIT;\n"),
+])
+def test_what_sql_server_or_the_statement_itself_defines_is_not_unknown(
+    project: Project, name: str, body: str
+) -> None:
+    project.write("database/procedures/dbo.Probe_trx.sql", proc("dbo.Probe_trx", body))
+    problems = [p for p in project.problems() if "raiserror-number" not in p]
+    assert problems == []

@@ -1,0 +1,172 @@
+"""What the build writes, and how it orders, caches and reports."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from sqlfluff.core import FluffConfig, Linter
+
+import pytest
+
+from relq.build import KNOWN_CHECKS, build
+from relq.build.report import show
+from relq.errors import RelqError
+from tests.build.conftest import HEADER, Project
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_deploy_order_follows_references_then_kinds(project: Project) -> None:
+    order = project.build().order
+
+    def at(path: str) -> int:
+        return order.index(path)
+
+    # types first; a table after the table its foreign key references; the
+    # function a CHECK constraint calls pulled ahead of its table, after the
+    # table the function reads; procedures after what they call; data and
+    # security last.
+    assert at("database/types/dbo.QueueState.sql") < at("database/tables/dbo.JobStatus.sql")
+    assert (at("database/tables/dbo.JobStatus.sql") < at("database/functions/dbo.JobIsKnown_fn.sql")
+            < at("database/tables/dbo.Job.sql"))
+    assert (at("database/tables/dbo.Job.sql") < at("database/views/dbo.Worker_Job_V.sql")
+            < at("database/procedures/dbo.Next_Job_trx.sql"))
+    assert at("database/procedures/dbo.Log_Job_utx.sql") < at("database/procedures/dbo.Next_Job_trx.sql")
+    assert order[-2:] == ["database/data/dbo.JobStatus.sql", "database/security/JobWorker.sql"]
+    assert not any(p.startswith("tests_tsqlt/") for p in order)
+
+
+def test_deploy_sql_is_identical_byte_for_byte_across_builds(project: Project) -> None:
+    project.build()
+    first = (project.root / "dist" / "deploy.sql").read_bytes()
+    manifest = (project.root / "dist" / "manifest.json").read_bytes()
+    (project.root / ".relq_cache").rename(project.root / "old_cache")  # a cold build too
+    project.build()
+    assert (project.root / "dist" / "deploy.sql").read_bytes() == first
+    assert (project.root / "dist" / "manifest.json").read_bytes() == manifest
+
+
+def test_deploy_sql_parses_with_sqlfluff_and_carries_its_checksum(project: Project) -> None:
+    project.build()
+    script = (project.root / "dist" / "deploy.sql").read_text(encoding="utf-8")
+    parsed = Linter(config=FluffConfig(overrides={"dialect": "tsql"})).parse_string(script)
+    assert parsed.violations == []
+    checksum = re.search(r"^-- checksum: sha256 ([0-9a-f]{64})$", script, re.M)
+    assert checksum is not None
+    body = script.split("\n\n", 1)[1]
+    assert hashlib.sha256(body.encode()).hexdigest() == checksum.group(1)
+    assert "-- relq 0.1.0" in script.splitlines()[0]
+
+
+def test_every_file_in_deploy_sql_ends_its_batch(project: Project) -> None:
+    # a file that does not end in GO must not run into the next file's batch
+    path = "database/data/dbo.JobStatus.sql"
+    project.write(path, project.read(path).rstrip().removesuffix("GO").rstrip() + "\n")
+    project.build()
+    script = (project.root / "dist" / "deploy.sql").read_text(encoding="utf-8")
+    section = script.split(f"-- {path} ")[1].split("-- ---")[0]
+    assert section.rstrip().endswith("GO")
+
+
+def test_the_manifest_lists_files_in_order_with_checksums_and_objects(project: Project) -> None:
+    result = project.build()
+    manifest = json.loads((project.root / "dist" / "manifest.json").read_text())
+    assert [f["path"] for f in manifest["files"]] == result.order
+    job = next(f for f in manifest["files"] if f["path"].endswith("dbo.Job.sql"))
+    assert job["depends_on"] == ["database/functions/dbo.JobIsKnown_fn.sql",
+                                 "database/tables/dbo.JobStatus.sql",
+                                 "database/types/dbo._Timestamp.sql"]
+    assert len(job["sha256"]) == 64
+    log = next(o for o in manifest["objects"] if o["name"] == "dbo.Log_Job_utx")
+    assert log["kind"] == "procedure"
+    assert log["parameters"][1] == {"name": "@Note", "type": "NVARCHAR(100)",
+                                    "default": True, "output": False}
+    assert manifest["messages"] == [50001, 50002, 50003]
+
+
+def test_a_rebuild_parses_only_the_changed_file(project: Project) -> None:
+    assert project.build().parsed == 0  # the copy came with a warm cache
+    project.edit("database/views/dbo.Worker_Job_V.sql", "AS Token", "AS Token2")
+    project.edit("database/procedures/dbo.Next_Job_trx.sql", "v.Token", "v.Token2")
+    result = project.build()
+    assert result.parsed == 2
+    assert result.ok
+
+
+def test_crlf_and_a_bom_change_nothing(project: Project) -> None:
+    project.build()
+    before = (project.root / "dist" / "deploy.sql").read_bytes()
+    path = project.root / "database/views/dbo.Worker_Job_V.sql"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    project.build()
+    assert (project.root / "dist" / "deploy.sql").read_bytes() == before
+
+
+def test_a_failed_build_leaves_no_stale_script(project: Project) -> None:
+    project.build()
+    assert (project.root / "dist" / "deploy.sql").exists()
+    project.edit("database/views/dbo.Worker_Job_V.sql", "FROM dbo.Job", "FROM dbo.Nope")
+    assert not project.build().ok
+    assert not (project.root / "dist" / "deploy.sql").exists()
+    assert not (project.root / "dist" / "manifest.json").exists()
+
+
+def test_a_parse_error_is_reported_once_not_by_every_user(project: Project) -> None:
+    project.edit("database/procedures/dbo.Log_Job_utx.sql", "SET NOCOUNT ON;", "SET NOCOUNT ON (;")
+    problems = project.problems()
+    assert len(problems) == 1 and "[parse]" in problems[0]
+
+
+def test_the_report_names_each_problem_and_sums_up(project: Project, capsys) -> None:
+    project.edit("database/views/dbo.Worker_Job_V.sql", "FROM dbo.Job", "FROM dbo.Nope")
+    show(project.build(), Console(file=sys.stdout, soft_wrap=True, highlight=False))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("database/views/dbo.Worker_Job_V.sql:11: unknown table or view dbo.Nope "
+                      "(in SELECT) [unknown-table]")
+    assert out[-1].startswith("build failed: 1 problem in 1 file; 15 files (1 parsed, 14 from cache) in ")
+
+
+def test_the_project_itself_builds_clean(tmp_path: Path) -> None:
+    root = tmp_path / "relq"
+    shutil.copytree(REPO / "database", root / "database")
+    if (REPO / "tests_tsqlt").exists():
+        shutil.copytree(REPO / "tests_tsqlt", root / "tests_tsqlt")
+    result = build(root)
+    assert [str(d) for d in result.diagnostics] == []
+    assert (root / "dist" / "deploy.sql").exists()
+
+
+def test_the_readme_explains_every_check() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert {c for c in KNOWN_CHECKS | {"parse", "layout", "duplicate-object", "cycle"}
+            if f"`{c}`" not in readme} == set()
+
+
+def test_invoke_lists_every_task_with_its_help() -> None:
+    out = subprocess.run([sys.executable, "-m", "invoke", "--list"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    tasks = dict(re.findall(r"^  (\S+)\s+(\S.*)$", out, re.M))
+    assert {"build", "lint", "fix", "test"} <= set(tasks)
+    assert all(help_text for help_text in tasks.values())
+
+
+def test_a_missing_database_folder_is_one_clear_line(tmp_path: Path) -> None:
+    with pytest.raises(RelqError, match="no database/ folder here"):
+        build(tmp_path)
+
+
+def test_a_new_object_needs_no_registration(project: Project) -> None:
+    project.write("database/views/dbo.Due_Job_V.sql",
+                  HEADER + "/* dbo.Due_Job_V: jobs that are due. */\nCREATE OR ALTER VIEW dbo.Due_Job_V\n"
+                  "AS\nSELECT v.JobId FROM dbo.Worker_Job_V AS v;\nGO\n")
+    result = project.build()
+    assert result.ok
+    assert result.order.index("database/views/dbo.Worker_Job_V.sql") < result.order.index(
+        "database/views/dbo.Due_Job_V.sql")
