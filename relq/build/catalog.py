@@ -10,10 +10,11 @@ from relq.build.facts import Definition, FileFacts
 from relq.build.names import BUILTIN_TYPES, key, qualify, unquote
 
 # Principals every database has.
-BUILTIN_PRINCIPALS = frozenset(
-    """public dbo guest db_owner db_datareader db_datawriter db_ddladmin db_securityadmin
-    db_accessadmin db_backupoperator db_denydatareader db_denydatawriter""".split()
-)
+BUILTIN_PRINCIPALS = frozenset((
+    "public", "dbo", "guest", "db_owner", "db_datareader", "db_datawriter", "db_ddladmin",
+    "db_securityadmin", "db_accessadmin", "db_backupoperator", "db_denydatareader",
+    "db_denydatawriter",
+))
 _TYPE_TEXT = re.compile(r"^(?P<name>[^(]+?)\s*(?P<args>\(.*\))?$")
 
 

@@ -11,15 +11,13 @@ DEFAULT_SCHEMA = "dbo"
 # Schemas whose objects belong to SQL Server or to tSQLt, never to this project.
 EXTERNAL_SCHEMAS = frozenset({"sys", "information_schema", "tsqlt"})
 
-BUILTIN_TYPES = frozenset(
-    """
-    bigint int smallint tinyint bit decimal numeric money smallmoney float real
-    date datetime2 datetime datetimeoffset smalldatetime time
-    char varchar text nchar nvarchar ntext binary varbinary image
-    cursor rowversion timestamp hierarchyid uniqueidentifier sql_variant xml
-    table geography geometry sysname json vector
-    """.split()
-)
+BUILTIN_TYPES = frozenset((
+    "bigint", "int", "smallint", "tinyint", "bit", "decimal", "numeric", "money", "smallmoney",
+    "float", "real", "date", "datetime2", "datetime", "datetimeoffset", "smalldatetime", "time",
+    "char", "varchar", "text", "nchar", "nvarchar", "ntext", "binary", "varbinary", "image",
+    "cursor", "rowversion", "timestamp", "hierarchyid", "uniqueidentifier", "sql_variant", "xml",
+    "table", "geography", "geometry", "sysname", "json", "vector",
+))
 
 
 def unquote(part: str) -> str:

@@ -9,12 +9,12 @@ kind: a function a CHECK constraint calls deploys before the table.
 from __future__ import annotations
 
 import heapq
+import itertools
 
 from relq.build.catalog import Catalog
 from relq.build.diagnostics import Diagnostic
 from relq.build.facts import FileFacts
 from relq.build.layout import KIND_RANK, MIGRATION_NAME
-
 
 # reference kind -> (catalog namespace, the kinds of object it may resolve to)
 _RESOLVES_TO = {
@@ -43,7 +43,7 @@ def dependencies(files: list[FileFacts], catalog: Catalog) -> dict[str, set[str]
                 if target is not None and target.path != f.path and target.path in deps:
                     deps[f.path].add(target.path)
     migrations = sorted(p for p in deps if MIGRATION_NAME.match(p.rsplit("/", 1)[-1]))
-    for earlier, later in zip(migrations, migrations[1:]):
+    for earlier, later in itertools.pairwise(migrations):
         deps[later].add(earlier)
     return deps
 

@@ -22,6 +22,7 @@ DATA = "database/data/dbo.JobStatus.sql"
 ROLE = "database/security/JobWorker.sql"
 MSG = "database/messages/50001.InsideTransaction.sql"
 TEST = "tests_tsqlt/Next_JobTests.class.sql"
+LONG = "Next_Job_trx_with_a_very_long_name_x"  # 36 characters
 
 
 @dataclass
@@ -256,10 +257,10 @@ CASES = [
          [(NEXT, "BEGIN TRANSACTION Next_Job_trx;", "BEGIN TRANSACTION;")],
          [(NEXT, "BEGIN TRANSACTION;", "named-transaction", "name the transaction")]),
     Case("a transaction name longer than SQL Server allows",
-         [(NEXT, "Next_Job_trx;\n\n    WITH", "Next_Job_trx_with_a_very_long_name_x;\n\n    WITH"),
-          (NEXT, "COMMIT TRANSACTION Next_Job_trx", "COMMIT TRANSACTION Next_Job_trx_with_a_very_long_name_x"),
-          (NEXT, "ROLLBACK TRANSACTION Next_Job_trx", "ROLLBACK TRANSACTION Next_Job_trx_with_a_very_long_name_x")],
-         [(NEXT, "BEGIN TRANSACTION Next_Job", "named-transaction", "has 36 characters; SQL Server allows 32")]),
+         [(NEXT, f"TRANSACTION Next_Job_trx{end}", f"TRANSACTION {LONG}{end}")
+          for end in (";\n\n    WITH", ";\n\n    SELECT", ";\n\n    EXIT_ERROR")],
+         [(NEXT, f"BEGIN TRANSACTION {LONG}", "named-transaction",
+           "has 36 characters; SQL Server allows 32")]),
     Case("a COMMIT naming another transaction",
          [(NEXT, "COMMIT TRANSACTION Next_Job_trx", "COMMIT TRANSACTION Next_Job")],
          [(NEXT, "COMMIT TRANSACTION Next_Job", "named-transaction", "COMMIT TRANSACTION Next_Job_trx")]),
@@ -284,8 +285,7 @@ CASES = [
          [(NEXT, "    EXIT_ERROR:\n    RETURN 1;", "    EXIT_ERROR:\n    RETURN 0; -- planted")],
          [(NEXT, "-- planted", "error-return", "RETURN a non-zero code")]),
     Case("a RAISERROR not followed by GOTO",
-         [(NEXT, "RAISERROR (50003, 16, 1, N'dbo.Next_Job_trx', @RowCnt);\n            GOTO EXIT_TRANSACTION;",
-           "RAISERROR (50003, 16, 1, N'dbo.Next_Job_trx', @RowCnt);")],
+         [(NEXT, "@RowCnt);\n            GOTO EXIT_TRANSACTION;", "@RowCnt);")],
          [(NEXT, "RAISERROR (50003", "raiserror-goto", "RAISERROR does not stop the procedure")]),
     Case("a GOTO to a missing label",
          [(NEXT, "IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;", "IF (@ErrNo <> 0) GOTO EXIT_TRANSACTON;")],

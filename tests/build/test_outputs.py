@@ -10,10 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from sqlfluff.core import FluffConfig, Linter
-
-import pytest
 
 from relq.build import KNOWN_CHECKS, build
 from relq.build.report import show
