@@ -160,6 +160,36 @@ def _test_class_name(ctx: FileContext) -> Iterator[Finding]:
             yield _finding(d.line, f"procedure {d.name} is not in the test class {cls}")
 
 
+_ANNOTATION = re.compile(r"^\s*--\[@tSQLt:(?P<name>\w+)\]\((?P<args>.*)\)\s*$")
+
+
+@check("test-name", "tests read [test <Object> <does what> when <condition>]; helpers do not "
+                    "start with test")
+def _test_name(ctx: FileContext) -> Iterator[Finding]:
+    if not ctx.source.is_test:
+        return
+    for d in ctx.definitions:
+        if d.kind != "procedure":
+            continue
+        name = local_name(d.name)
+        if name.lower().startswith("test") and not re.match(r"^test \S+ .+ when .+", name):
+            yield _finding(d.line, f"name the test [test <Object> <does what> when <condition>]: "
+                                   f"{name} is run by tSQLt as a test")
+
+
+@check("tsqlt-annotation", "a tSQLt annotation stands directly above its CREATE PROCEDURE")
+def _tsqlt_annotation(ctx: FileContext) -> Iterator[Finding]:
+    lines = ctx.source.text.splitlines()
+    for at, text in enumerate(lines, start=1):
+        if not _ANNOTATION.match(text):
+            continue
+        following = next((t.strip().upper() for t in lines[at:]
+                          if t.strip() and not t.strip().startswith("--")), "")
+        if not following.startswith("CREATE PROCEDURE"):
+            yield _finding(at, "tSQLt reads annotations from the procedure's definition: put "
+                               "this line directly above CREATE PROCEDURE, after the GO")
+
+
 # -- running twice -----------------------------------------------------------------
 @check("rerunnable", "every file can run twice: guarded CREATEs, CREATE OR ALTER, MERGE, @replace")
 def _rerunnable(ctx: FileContext) -> Iterator[Finding]:

@@ -10,6 +10,7 @@ from relq.build.facts import Allow, Column, Constraint, Definition, Param, Refer
 from relq.build.names import BUILTIN_TYPES, qualify, unquote
 from relq.build.tree import code, flat, line, parts, qualified, squash, walk, words
 
+_NO_TRANSACTION = re.compile(r"^--\[@tSQLt:NoTransaction\]\(\s*N?'(?P<proc>[^']+)'\s*\)")
 _ALLOW = re.compile(r"^--\s*relq:allow\s+(?P<check>[a-z-]+)\s*(?P<reason>.*?)\s*$")
 # Statements whose table references are reads or writes of a table or view.
 _DML = ("select_statement", "insert_statement", "update_statement", "delete_statement",
@@ -38,6 +39,10 @@ class Extractor:
 
     # -- comments ---------------------------------------------------------------
     def _inline_comment(self, seg: BaseSegment, _a) -> None:
+        cleanup = _NO_TRANSACTION.match(seg.raw)
+        if cleanup:  # the clean-up procedure a NoTransaction test names must exist
+            self.ref("procedure", qualify(_split_name(cleanup["proc"])), seg,
+                     "tSQLt NoTransaction clean-up", by_name=True)
         m = _ALLOW.match(seg.raw)
         if not m:
             return
@@ -171,6 +176,8 @@ class Extractor:
         positional, named = exec_args(seg)
         if name.casefold() == "tsqlt.newtestclass" and positional:
             self.definitions.append(Definition("schema", _string(positional[0]), line(seg)))
+        for kind, value in _tsqlt_targets(name, positional, named):
+            self.ref(kind, value, seg, f"EXEC {name}", by_name=True)
         if name.split(".")[-1].casefold() == "sp_addmessage":
             number = named.get("@msgnum", positional[0] if positional else None)
             if number is not None and flat(number).isdigit():
@@ -254,6 +261,39 @@ def exec_args(seg: BaseSegment) -> tuple[list[BaseSegment], dict[str, BaseSegmen
             positional.append(item)
         i += 1
     return positional, named
+
+
+# tSQLt procedures that take an object's name as a string: (kind, parameter, position)
+_TSQLT_TARGETS = {
+    "tsqlt.faketable": [("table", "@tablename", 0)],
+    "tsqlt.applyconstraint": [("table", "@tablename", 0)],
+    "tsqlt.spyprocedure": [("procedure", "@procedurename", 0)],
+    "tsqlt.fakefunction": [("function", "@functionname", 0), ("function", "@fakefunctionname", 1)],
+}
+
+
+def _tsqlt_targets(name: str, positional, named) -> list[tuple[str, str]]:
+    """The objects a tSQLt call names in strings, so that a test faking a
+    misspelt table fails the build instead of the test run."""
+    found = []
+    for kind, param, position in _TSQLT_TARGETS.get(name.casefold(), []):
+        value = named.get(param, positional[position] if len(positional) > position else None)
+        if value is None or not value.is_type("quoted_literal", "expression"):
+            continue
+        text = _string(value)
+        schema = named.get("@schemaname")  # FakeTable's legacy form: ('Table', 'schema')
+        if schema is None and kind == "table" and param == "@tablename" and len(positional) > 1:
+            schema = positional[1]
+        parts_ = _split_name(text)
+        if len(parts_) == 1 and schema is not None:
+            parts_ = [_string(schema), parts_[0]]
+        found.append((kind, qualify(parts_)))
+    return found
+
+
+def _split_name(text: str) -> list[str]:
+    """``Class.[test x]`` -> [Class, [test x]]: dots inside brackets do not split."""
+    return re.findall(r"\[[^\]]*\]|[^.\s]+", text)
 
 
 def raiserror_args(seg: BaseSegment) -> list[BaseSegment]:
@@ -389,10 +429,11 @@ def _last(column_reference: BaseSegment) -> str:
 
 
 def _string(seg: BaseSegment) -> str:
+    """The value of a string literal: N'dbo.Job' -> dbo.Job."""
     raw = seg.raw.strip()
     if raw[:1] in ("N", "n"):
         raw = raw[1:]
-    return raw.strip("'")
+    return raw.strip("'").replace("''", "'")
 
 
 def _set_columns(clauses: BaseSegment | None) -> list[str]:

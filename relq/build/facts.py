@@ -72,6 +72,7 @@ class Reference:
     columns: list[str] = field(default_factory=list)
     named_args: list[str] = field(default_factory=list)  # EXEC @Param = ...
     positional_args: int = 0  # EXEC's unnamed arguments; a function's arguments
+    by_name: bool = False  # named in a string (tSQLt): only its existence is checked
 
 
 @dataclass

@@ -72,8 +72,8 @@ def _resolve(ref: Reference, catalog: Catalog) -> Iterator[tuple[str, str]]:
     elif ref.kind == "object":
         if entry is None:
             yield "unknown-object", f"unknown object {ref.name}{where}"
-    elif entry is not None and entry.definition.opaque:
-        return  # its file did not parse: only its name is known
+    elif entry is not None and (entry.definition.opaque or ref.by_name):
+        return  # its file did not parse, or a string names it: only its name counts
     elif ref.kind == "function":
         if entry is None or entry.kind != "function":
             if ref.context.startswith("CHECK"):
