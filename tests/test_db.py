@@ -1,0 +1,355 @@
+"""relq.db offline: where the server comes from, connection strings, masking,
+pyodbc's error messages, call()'s batch, and connect()'s one-line failures
+(against a closed port and a driver that does not exist; no server needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from relq import db
+from relq.errors import RelqError
+
+SAMPLE_INVALID = ("[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]Invalid object name "
+                  "'dbo.X'. (208) (SQLExecDirectW)")
+SAMPLE_UNREACHABLE = ("[08S01] [FreeTDS][SQL Server]Unable to connect: Adaptive Server is unavailable or "
+                      "does not exist (20009) (SQLDriverConnect)")
+SAMPLE_NO_DRIVER = ("[01000] [unixODBC][Driver Manager]Can't open lib 'ODBC Driver 18 for SQL Server' : "
+                    "file not found (0) (SQLDriverConnect)")
+
+
+class FakeError(Exception):
+    """Shaped like pyodbc.Error: args are (sqlstate, message)."""
+
+
+def _pyodbc_or_skip():
+    try:
+        import pyodbc
+    except ImportError as exc:
+        pytest.skip(f"pyodbc cannot be imported here: {exc}")
+    return pyodbc
+
+
+# -- resolve_target ------------------------------------------------------------------------------------------
+
+CONFIG = {"relq": {"mssql": "SERVER=from-yaml"}}
+
+
+def test_env_beats_cli_beats_config():
+    env = {"RELQ_MSSQL": "SERVER=from-env"}
+    assert db.resolve_target("SERVER=from-cli", CONFIG, env) == db.Target("SERVER=from-env", "RELQ_MSSQL")
+    assert db.resolve_target("SERVER=from-cli", CONFIG, {}) == db.Target("SERVER=from-cli", "--conn")
+    assert db.resolve_target(None, CONFIG, {}) == db.Target("SERVER=from-yaml", "invoke.yaml")
+
+
+def test_blank_values_count_as_unset():
+    env = {"RELQ_MSSQL": "  \n"}
+    assert db.resolve_target("", CONFIG, env).source == "invoke.yaml"
+    assert db.resolve_target(" SERVER=x ", None, env) == db.Target("SERVER=x", "--conn")
+
+
+@pytest.mark.parametrize("config", [None, {}, {"relq": None}, {"relq": "text"}, {"relq": {}},
+                                    {"relq": {"mssql": 5}}, {"relq": {"mssql": "   "}}, {"other": 1}])
+def test_nothing_configured(config):
+    with pytest.raises(RelqError) as info:
+        db.resolve_target(None, config, {})
+    assert str(info.value) == ("no SQL Server configured: set RELQ_MSSQL to an ODBC connection string, "
+                               "pass --conn, or set relq.mssql in invoke.yaml")
+
+
+def test_target_shows_masked():
+    target = db.Target("SERVER=s;UID=sa;PWD=S3cr3t", "--conn")
+    assert str(target) == "SERVER=s;UID=sa;PWD=*** (from --conn)"
+    assert "S3cr3t" not in repr(target)
+
+
+# -- parse, build ------------------------------------------------------------------------------------------
+
+
+def test_parse_plain_and_braced():
+    text = " Driver = {ODBC Driver 18 for SQL Server} ;Server=tcp:h,1433;;PWD={a;b}}c}; Initial Catalog=Q;"
+    assert db.parse(text) == [("Driver", "ODBC Driver 18 for SQL Server"), ("Server", "tcp:h,1433"),
+                              ("PWD", "a;b}c"), ("Initial Catalog", "Q")]
+
+
+@pytest.mark.parametrize("pairs", [
+    [("DRIVER", "FreeTDS"), ("SERVER", "h"), ("PWD", "S3cr3t;pw")],
+    [("PWD", "}{;}}"), ("UID", " padded "), ("X", "")],
+    [("PWD", "={x}=")],
+])
+def test_build_parse_round_trip(pairs):
+    assert db.parse(db.build(pairs)) == pairs
+
+
+def test_build_quotes_only_when_needed():
+    assert db.build([("SERVER", "h"), ("PWD", "a;b}")]) == "SERVER=h;PWD={a;b}}}"
+
+
+@pytest.mark.parametrize("text", ["SERVER=h;oops", "SERVER=h;=x", "PWD={never closed", "PWD={a}b;X=1"])
+def test_parse_refuses_malformed(text):
+    with pytest.raises(RelqError, match=r"^connection string: "):
+        db.parse(text)
+
+
+def test_parse_error_hides_a_password_tail():
+    with pytest.raises(RelqError) as info:
+        db.parse("UID=sa;PWD=abc;Secret-Tail;SERVER=h")
+    assert "Secret-Tail" not in str(info.value)
+    assert str(info.value) == "connection string: expected key=value, got '***'"
+
+
+# -- mask ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("SERVER=h;UID=sa;PWD=S3cr3t", "SERVER=h;UID=sa;PWD=***"),
+    ("SERVER=h;Password=S3cr3t;UID=sa", "SERVER=h;Password=***;UID=sa"),
+    ("server=h;pwd = {S3cr3t;Tail};uid=sa", "server=h;pwd=***;uid=sa"),
+    ("SERVER=h;PWD={S3}}cr;Tail};UID=sa", "SERVER=h;PWD=***;UID=sa"),
+    ("SERVER=h;PASSWORD={S3}}}};Tail}}};UID=sa", "SERVER=h;PASSWORD=***;UID=sa"),
+])
+def test_mask_hides_passwords(text, expected):
+    assert db.mask(text) == expected
+
+
+def test_mask_braced_password_with_semicolon_and_escaped_brace():
+    text = db.build([("SERVER", "h"), ("PWD", "S3cr3t;pw}x"), ("UID", "sa")])
+    assert text == "SERVER=h;PWD={S3cr3t;pw}}x};UID=sa"
+    assert db.mask(text) == "SERVER=h;PWD=***;UID=sa"
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("SERVER=h;PWD={S3cr3t;Tail", "Tail"),  # never closed: parse fails, the regex masks
+    ("junk;PWD=S3cr3t;more junk", "S3cr3t"),
+    ("Password={S3}}cr;Tail}trailing;x", "Tail"),
+    ("", None),
+    ("{{{;;;===}}}", None),
+])
+def test_mask_never_raises(text, secret):
+    masked = db.mask(text)
+    assert isinstance(masked, str)
+    if secret:
+        assert secret not in masked
+
+
+def test_mask_survives_non_strings():
+    assert isinstance(db.mask(None), str)  # type: ignore[arg-type]
+
+
+# -- database, describe -----------------------------------------------------------------------------------
+
+
+def test_with_database_replaces():
+    assert db.with_database("SERVER=h;DATABASE=a;UID=sa", "master") == "SERVER=h;DATABASE=master;UID=sa"
+    assert db.with_database("SERVER=h;Initial Catalog=a", "b") == "SERVER=h;Initial Catalog=b"
+
+
+def test_with_database_appends():
+    assert db.with_database("SERVER=h;PWD={x;y}", "relq") == "SERVER=h;PWD={x;y};DATABASE=relq"
+
+
+def test_database_of():
+    assert db.database_of("SERVER=h;database=relq") == "relq"
+    assert db.database_of("SERVER=h;Initial Catalog={q;1}") == "q;1"
+    assert db.database_of("SERVER=h;DATABASE=") is None
+    assert db.database_of("SERVER=h") is None
+
+
+def test_describe_has_no_password():
+    text = "DRIVER={FreeTDS};SERVER=127.0.0.1;PORT=1;DATABASE=x;UID=sa;PWD=S3cr3t;TDS_Version=7.4"
+    assert db.describe(text) == "server=127.0.0.1, port=1, database=x, driver=FreeTDS, uid=sa"
+    assert "S3cr3t" not in db.describe("Server=h;Password=S3cr3t")
+    assert "S3cr3t" not in db.describe("Server=h;Password={S3cr3t")
+
+
+# -- server_messages, SqlError ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    (SAMPLE_INVALID, db.ServerMessage(208, "Invalid object name 'dbo.X'.", "42000")),
+    (SAMPLE_UNREACHABLE, db.ServerMessage(
+        20009, "Unable to connect: Adaptive Server is unavailable or does not exist", "08S01")),
+    (SAMPLE_NO_DRIVER, db.ServerMessage(
+        0, "Can't open lib 'ODBC Driver 18 for SQL Server' : file not found", "01000")),
+])
+def test_server_messages_samples(message, expected):
+    assert db.server_messages(FakeError(message[1:6], message)) == [expected]
+
+
+def test_server_messages_concatenated():
+    second = ("[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]The statement has been "
+              "terminated. (3621)")
+    messages = db.server_messages(FakeError("42000", f"{SAMPLE_INVALID}; {second}"))
+    assert messages == [db.ServerMessage(208, "Invalid object name 'dbo.X'.", "42000"),
+                        db.ServerMessage(3621, "The statement has been terminated.", "42000")]
+
+
+@pytest.mark.parametrize("exc", [ValueError(), ValueError(1, 2, 3), FakeError("42000", "plain text"),
+                                 FakeError(None, None), KeyError("x")])
+def test_server_messages_never_raises(exc):
+    messages = db.server_messages(exc)
+    assert len(messages) >= 1 and all(isinstance(m, db.ServerMessage) for m in messages)
+
+
+def test_sql_error_formatting():
+    invalid = db.ServerMessage(208, "Invalid object name 'dbo.X'.", "42000")
+    assert str(db.SqlError([invalid], "dbo.Enqueue")) == (
+        "dbo.Enqueue: SQL Server error 208: Invalid object name 'dbo.X'.")
+    assert str(db.SqlError([invalid])) == "SQL Server error 208: Invalid object name 'dbo.X'."
+    assert str(db.SqlError([db.ServerMessage(None, "odd", None)], "ctx")) == "ctx: SQL Server error: odd"
+    assert str(db.SqlError([], "ctx")) == "ctx: SQL Server error"
+    assert db.SqlError([invalid]).number == 208
+    assert isinstance(db.SqlError([]), RelqError)
+
+
+def test_sql_error_skips_print_output():
+    printed = db.ServerMessage(0, "starting", "01000")
+    error = db.ServerMessage(50001, "queue is full", "42000")
+    assert db.SqlError([printed, error]).number == 50001
+
+
+# -- run_batch, call ---------------------------------------------------------------------------------------
+
+
+class Untouchable:
+    def __getattr__(self, name):
+        raise AssertionError(f"the connection was used: .{name}")
+
+
+@pytest.mark.parametrize("name", ["dbo.X; DROP TABLE dbo.Job", "dbo.X--", "[dbo].[X]]; --]", "dbo..X",
+                                  "a.b.c.d", "", "dbo.X @a=1", "'dbo'.X", "[dbo].[X;]"])
+def test_call_refuses_injection_looking_names(name):
+    with pytest.raises(ValueError):
+        db.call(Untouchable(), name)
+
+
+def test_call_refuses_bad_parameter_names():
+    with pytest.raises(ValueError):
+        db.call(Untouchable(), "dbo.X", **{"a=1; --": 2})
+
+
+class FakeCursor:
+    """Result sets as (columns, rows); None for a row count."""
+
+    def __init__(self, sets):
+        self.sets = list(sets)
+        self.executed = None
+        self.closed = False
+
+    def execute(self, sql, *params):
+        self.executed = (sql, params)
+
+    @property
+    def description(self):
+        current = self.sets[0]
+        return None if current is None else [(name, None) for name in current[0]]
+
+    def fetchall(self):
+        return list(self.sets[0][1])
+
+    def nextset(self):
+        self.sets.pop(0)
+        return bool(self.sets)
+
+    def close(self):
+        self.closed = True
+
+
+class FakeConnection:
+    def __init__(self, cursor):
+        self._cursor = cursor
+
+    def cursor(self):
+        return self._cursor
+
+
+def test_call_builds_the_batch_and_pops_the_return_code():
+    cursor = FakeCursor([(["id"], [(1,), (2,)]), None, (["a", "b"], []), (["return_code"], [(3,)])])
+    result = db.call(FakeConnection(cursor), "[dbo].[Dequeue]", Queue="q", Count=None)
+    assert cursor.executed == ("SET NOCOUNT ON; DECLARE @rc INT; EXEC @rc = [dbo].[Dequeue] @Queue = ?, "
+                               "@Count = ?; SELECT @rc AS [return_code];", ("q", None))
+    assert result == db.CallResult(3, [[(1,), (2,)], []], [["id"], ["a", "b"]])
+    assert cursor.closed
+
+
+def test_call_without_parameters():
+    cursor = FakeCursor([(["return_code"], [(0,)])])
+    assert db.call(FakeConnection(cursor), "dbo.Ping") == db.CallResult(0, [], [])
+    assert cursor.executed[0] == ("SET NOCOUNT ON; DECLARE @rc INT; EXEC @rc = dbo.Ping; "
+                                  "SELECT @rc AS [return_code];")
+
+
+def test_call_turns_pyodbc_errors_into_sql_errors():
+    pyodbc = _pyodbc_or_skip()
+    message = ("[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]queue 'q' is full (50001) "
+               "(SQLExecDirectW)")
+
+    class FailingCursor(FakeCursor):
+        def execute(self, sql, *params):
+            raise pyodbc.ProgrammingError("42000", message)
+
+    with pytest.raises(db.SqlError) as info:
+        db.call(FakeConnection(FailingCursor([])), "dbo.Enqueue", Queue="q")
+    assert info.value.number == 50001
+    assert str(info.value) == "dbo.Enqueue: SQL Server error 50001: queue 'q' is full"
+
+
+def test_run_batch_drains_every_set():
+    cursor = FakeCursor([None, (["x"], [(1,)]), None])
+    db.run_batch(cursor, "SELECT 1;")
+    assert cursor.executed == ("SELECT 1;", ()) and cursor.sets == []
+
+
+def test_run_batch_stops_on_no_results():
+    pyodbc = _pyodbc_or_skip()
+
+    class NoResults(FakeCursor):
+        def nextset(self):
+            raise pyodbc.ProgrammingError("No results.  Previous SQL was not a query.")
+
+    db.run_batch(NoResults([None]), "SET NOCOUNT ON;")
+
+
+def test_run_batch_raises_sql_error():
+    pyodbc = _pyodbc_or_skip()
+
+    class Failing(FakeCursor):
+        def nextset(self):
+            raise pyodbc.Error("42000", SAMPLE_INVALID)
+
+    with pytest.raises(db.SqlError) as info:
+        db.run_batch(Failing([None]), "SELECT 1; SELECT * FROM dbo.X;")
+    assert info.value.number == 208
+
+
+# -- connect ------------------------------------------------------------------------------------------------
+
+
+def test_importing_relq_db_does_not_import_pyodbc():
+    code = "import sys, relq.db; assert 'pyodbc' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_connect_to_a_closed_port_names_the_server_but_not_the_password():
+    pyodbc = _pyodbc_or_skip()
+    if "FreeTDS" not in pyodbc.drivers():
+        pytest.skip("the FreeTDS ODBC driver is not installed here")
+    conn_str = db.build([("DRIVER", "FreeTDS"), ("SERVER", "127.0.0.1"), ("PORT", "1"), ("DATABASE", "x"),
+                         ("UID", "sa"), ("PWD", "S3cr3t;pw"), ("TDS_Version", "7.4")])
+    with pytest.raises(RelqError) as info:
+        db.connect(conn_str, timeout=2)
+    message = str(info.value)
+    assert "cannot reach SQL Server" in message
+    assert "server=127.0.0.1, port=1" in message
+    assert "S3cr3t" not in message and "\n" not in message
+
+
+def test_connect_with_a_missing_driver():
+    _pyodbc_or_skip()
+    with pytest.raises(RelqError) as info:
+        db.connect("DRIVER={No Such Driver 99};SERVER=h;UID=sa;PWD=S3cr3t", timeout=2)
+    message = str(info.value)
+    assert message.startswith("ODBC driver 'No Such Driver 99' is not installed here: ")
+    assert "apt-get install tdsodbc" in message and "S3cr3t" not in message
