@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
-from invoke import Exit, task
+from invoke import Collection, Exit, task
 
 ROOT = Path(__file__).resolve().parent
 SQL_FOLDERS = "database tests_tsqlt"
 PYTHON = "relq tests bench tasks.py"
+REPORTS = ROOT / "reports"
 
 
 def _tool(name: str) -> str:
     """A console script of this environment (the one running invoke)."""
     return str(Path(sys.executable).parent / name)
+
+
+def _fail(exc: Exception, command: str) -> Exit:
+    """A user's problem ends in one line, never a traceback."""
+    return Exit(f"{command}: {exc}", code=1)
 
 
 @task
@@ -27,7 +34,7 @@ def build(c):
     try:
         result = run_build(ROOT)
     except RelqError as exc:
-        raise Exit(f"build: {exc}", code=1) from None
+        raise _fail(exc, "build") from None
     show(result)
     if not result.ok:
         raise Exit(code=1)
@@ -47,7 +54,79 @@ def fix(c):
     c.run(f"{_tool('ruff')} check --fix {PYTHON}", pty=False)
 
 
+@task(help={
+    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+    "create-db": "create this database if it is missing, and deploy into it",
+    "dry-run": "print the plan and change nothing",
+    "lock-timeout": "seconds to wait for another deploy to finish (default 600)",
+})
+def deploy(c, conn=None, create_db=None, dry_run=False, lock_timeout=600):
+    """Deploy the project to SQL Server: idempotent, journaled, one deploy at a time."""
+    from relq.db import resolve_target
+    from relq.deploy.apply import deploy as run_deploy
+    from relq.errors import RelqError
+
+    try:
+        target = resolve_target(conn, c.config)
+        outcome = run_deploy(ROOT, target, create_db=create_db, dry_run=dry_run,
+                             lock_timeout=int(lock_timeout))
+    except RelqError as exc:
+        raise _fail(exc, "deploy") from None
+    counts = outcome.counts
+    print(f"deploy {'plan' if dry_run else 'done'} for {outcome.database}: "
+          f"{counts['create']} created, {counts['alter']} altered, {counts['apply']} applied "
+          f"(data, messages, security, migrations), {counts['migrated']} brought up to date by "
+          f"migrations, {counts['unchanged']} unchanged", file=sys.stderr)
+
+
+@task(name="install", help={
+    "conn": "ODBC connection string of the target database (RELQ_MSSQL takes precedence)",
+    "zip": "a tSQLt release zip on disk",
+    "url": "where to download the release zip (default: the URL pinned in pyproject.toml)",
+    "sha256": "the zip's SHA-256, when pyproject.toml pins none",
+})
+def tsqlt_install(c, conn=None, zip=None, url=None, sha256=None):
+    """Install tSQLt from its official release zip, after checking its SHA-256."""
+    from relq.db import resolve_target
+    from relq.deploy import tsqlt
+    from relq.errors import RelqError
+    from relq.live import tsqlt_release
+
+    try:
+        target = resolve_target(conn, c.config)
+        tsqlt.install(target.conn_str, tsqlt_release(ROOT, zip, url, sha256))
+    except RelqError as exc:
+        raise _fail(exc, "tsqlt.install") from None
+    print("tSQLt installed", file=sys.stderr)
+
+
 @task(pre=[lint, build])
 def test(c):
-    """Run the offline tests: lint, build, then pytest."""
-    c.run(f"{sys.executable} -m pytest", pty=False)
+    """Run the tests: lint, build, pytest; with RELQ_MSSQL set, also the live tier."""
+    from relq.db import with_database
+    from relq.errors import RelqError
+    from relq.live import SKIPPED, TEST_DATABASE, live_target, run_tsqlt, throwaway_database, tsqlt_release
+
+    target = live_target()
+    if target is None:
+        print(SKIPPED, file=sys.stderr)
+        c.run(f"{sys.executable} -m pytest", pty=False)
+        return
+    try:
+        scripts = tsqlt_release(ROOT)
+        with throwaway_database(ROOT, target) as database:
+            conn_str = with_database(target.conn_str, database)
+            result = run_tsqlt(ROOT, conn_str, scripts, REPORTS / "tsqlt.xml")
+            print(f"tSQLt: {result.tests} tests, {result.failures} failed, {result.errors} errors "
+                  f"(reports/tsqlt.xml)", file=sys.stderr)
+            env = {**os.environ, TEST_DATABASE: database}
+            pytest = c.run(f"{sys.executable} -m pytest --junitxml={REPORTS / 'pytest.xml'}",
+                           pty=False, env=env, warn=True)
+    except RelqError as exc:
+        raise _fail(exc, "test (live tier)") from None
+    if not result.ok or pytest.failed:
+        raise Exit("live tier failed", code=1)
+
+
+tsqlt = Collection("tsqlt", install=tsqlt_install)
+ns = Collection(build, lint, fix, deploy, test, tsqlt)

@@ -1,16 +1,24 @@
-"""A throwaway copy of a fixture project, to plant one error in and build."""
+"""Shared fixtures: copies of the clean fixture project to plant errors in and
+build, and the live tier's server, databases and connections."""
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from relq import db
 from relq.build import BuildResult, build
+from relq.live import TEST_DATABASE, drop_database, live_target, throwaway_database
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).parent / "fixtures"
 HEADER = "SET ANSI_NULLS ON;\nSET QUOTED_IDENTIFIER ON;\nGO\n"
 
 
@@ -59,3 +67,52 @@ def project(tmp_path: Path, warm_clean: Path) -> Project:
     root = tmp_path / "project"
     shutil.copytree(warm_clean, root, ignore=shutil.ignore_patterns("dist"))
     return Project(root)
+
+
+# -- the live tier: tests marked mssql run against RELQ_MSSQL, and skip without it --------------
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if live_target() is not None:
+        return
+    skip = pytest.mark.skip(reason="RELQ_MSSQL is not set: no SQL Server for the live tier")
+    for item in items:
+        if "mssql" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def mssql() -> db.Target:
+    """The server RELQ_MSSQL names."""
+    target = live_target()
+    if target is None:
+        pytest.skip("RELQ_MSSQL is not set: no SQL Server for the live tier")
+    return target
+
+
+@pytest.fixture(scope="session")
+def live_database(mssql: db.Target) -> Iterator[str]:
+    """The project deployed once per session: the live tier's database under
+    `invoke test`, or a throwaway one when pytest runs alone."""
+    existing = os.environ.get(TEST_DATABASE, "").strip()
+    if existing:
+        yield existing
+        return
+    with throwaway_database(REPO, mssql) as name:
+        yield name
+
+
+@pytest.fixture
+def live_conn(mssql: db.Target, live_database: str) -> Iterator[Any]:
+    """A connection of its own to the session's database, autocommit on."""
+    conn = db.connect(db.with_database(mssql.conn_str, live_database))
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def new_database(mssql: db.Target) -> Iterator[str]:
+    """A database name nobody uses yet; whatever a test creates under it is dropped."""
+    name = f"relq_test_{secrets.token_hex(4)}"
+    yield name
+    drop_database(mssql.conn_str, name)

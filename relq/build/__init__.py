@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relq.build import cache, conventions, emit, resolve
-from relq.build.catalog import build_catalog
+from relq.build.catalog import Catalog, build_catalog
 from relq.build.diagnostics import Diagnostic, apply_allows
 from relq.build.extract import Extractor
 from relq.build.facts import Definition, FileFacts
@@ -30,11 +30,14 @@ _PARALLEL_FROM = 12
 @dataclass
 class BuildResult:
     diagnostics: list[Diagnostic]
-    order: list[str] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)  # database/ files in deploy order
     files: int = 0
     parsed: int = 0
     seconds: float = 0.0
     wrote: list[Path] = field(default_factory=list)
+    sources: dict[str, Source] = field(default_factory=dict)  # every file, by path
+    facts: dict[str, FileFacts] = field(default_factory=dict)
+    catalog: Catalog = field(default_factory=Catalog)  # the objects of database/
 
     @property
     def ok(self) -> bool:
@@ -110,7 +113,8 @@ def build(root: Path, write: bool = True) -> BuildResult:
     order, cycles = deploy_order(deps)
     problems += cycles
     diagnostics = apply_allows(problems, facts, KNOWN_CHECKS)
-    result = BuildResult(diagnostics, order, len(sources), parsed)
+    result = BuildResult(diagnostics, order, len(sources), parsed, sources=by_path,
+                         facts={f.path: f for f in facts}, catalog=catalog)
     dist = root / "dist"
     outputs = [dist / "deploy.sql", dist / "manifest.json"]
     if result.ok and write:

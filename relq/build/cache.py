@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
 from pathlib import Path
 
 import sqlfluff
@@ -44,6 +46,6 @@ def store(root: Path, facts: list[FileFacts]) -> None:
     for old in folder.glob("facts-*.json"):
         if old.name != name:
             old.unlink()
-    tmp = folder / (name + ".tmp")
+    tmp = folder / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"  # two builds at once
     tmp.write_text(json.dumps({f.path: to_json(f) for f in facts}), encoding="utf-8")
     tmp.replace(folder / name)

@@ -199,14 +199,13 @@ def _rerunnable(ctx: FileContext) -> Iterator[Finding]:
         "create_type_statement": ("TYPE_ID(", "IF TYPE_ID(N'<schema>.<Type>') IS NULL"),
         "create_table_statement": ("OBJECT_ID(", "IF OBJECT_ID(N'<schema>.<Table>', N'U') IS NULL"),
         "create_index_statement": ("", "an IF that finds the index missing in sys.indexes"),
-        "alter_table_statement": ("", "an IF that finds the constraint missing"),
+        "alter_table_statement": ("", "an IF that finds the change not made yet (OBJECT_ID "
+                                      "for a constraint, COL_LENGTH for a column)"),
         "create_role_statement": ("", "IF DATABASE_PRINCIPAL_ID(N'<Role>') IS NULL"),
         "create_schema_statement": ("", "IF SCHEMA_ID(N'<schema>') IS NULL"),
     }
     for seg, ancestors in ctx.creates(*guards):
         needle, how = guards[seg.get_type()]
-        if ctx.source.folder == "migrations" and seg.is_type("alter_table_statement"):
-            continue  # a migration runs once, recorded by the deploy journal
         conditions = [flat(a.get_child("if_clause")) for a in ancestors
                       if a.is_type("if_then_statement") and a.get_child("if_clause")]
         if not any(needle in c for c in conditions):

@@ -349,9 +349,19 @@ def _table_constraint(seg: BaseSegment) -> Constraint:
         _foreign(c, refs)
     elif seg.get_child("check_constraint_grammar") is not None:
         c.kind = "CHECK"
+        _check(c, seg.get_child("check_constraint_grammar"))
     elif "DEFAULT" in kw:
         c.kind = "DEFAULT"
     return c
+
+
+def _check(c: Constraint, grammar: BaseSegment) -> None:
+    """Keep a CHECK's clause and the functions it calls: deploy drops and re-adds
+    it around an ALTER of those functions, which SQL Server otherwise refuses."""
+    c.definition = squash(grammar)
+    for fn in grammar.recursive_crawl("function_name"):
+        if len(parts(fn)) >= 2:
+            c.calls.append(qualified(fn))
 
 
 def _column_constraint(seg: BaseSegment, column: str) -> Constraint | None:
@@ -372,6 +382,8 @@ def _column_constraint(seg: BaseSegment, column: str) -> Constraint | None:
     c = Constraint(_constraint_name(seg), kind, line(seg), [column])
     if refs is not None:
         _foreign(c, refs)
+    if kind == "CHECK":
+        _check(c, seg.get_child("check_constraint_grammar"))
     return c
 
 

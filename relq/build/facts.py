@@ -30,6 +30,8 @@ class Constraint:
     columns: list[str] = field(default_factory=list)
     ref_table: str | None = None
     ref_columns: list[str] = field(default_factory=list)
+    definition: str = ""  # a CHECK's clause as written: "CHECK (dbo.X_fn(A) = 1)"
+    calls: list[str] = field(default_factory=list)  # the functions a CHECK calls
 
 
 @dataclass

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from relq.build import KNOWN_CHECKS
-from tests.build.conftest import HEADER, Project
+from tests.conftest import HEADER, Project
 
 NEXT = "database/procedures/dbo.Next_Job_trx.sql"
 LOG = "database/procedures/dbo.Log_Job_utx.sql"
@@ -111,7 +111,7 @@ CASES = [
          [(NEXT, "EXEC dbo.Log_Job_utx", "argument-count",
            "declares 2 parameters; this EXEC passes 3 by position")]),
     Case("INSERT naming a column the table lacks",
-         [(TEST, "INSERT INTO dbo.Job (JobId, [Status],", "INSERT INTO dbo.Job (JobId, [State],")],
+         [(TEST, "INSERT INTO dbo.Job ([Status],", "INSERT INTO dbo.Job ([State],")],
          [(TEST, "INSERT INTO dbo.Job", "unknown-column", "table dbo.Job has no column State (in INSERT)")]),
     Case("UPDATE ... SET naming a column the table lacks",
          [(NEXT, "Attempts = Attempts + 1", "Attempt = Attempts + 1")],

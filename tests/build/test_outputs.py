@@ -17,7 +17,7 @@ from sqlfluff.core import FluffConfig, Linter
 from relq.build import KNOWN_CHECKS, build
 from relq.build.report import show
 from relq.errors import RelqError
-from tests.build.conftest import HEADER, Project
+from tests.conftest import HEADER, Project
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -169,3 +169,21 @@ def test_a_new_object_needs_no_registration(project: Project) -> None:
     assert result.ok
     assert result.order.index("database/views/dbo.Worker_Job_V.sql") < result.order.index(
         "database/views/dbo.Due_Job_V.sql")
+
+
+def test_the_ci_workflow_is_yaml_and_runs_only_readme_commands() -> None:
+    import yaml
+
+    workflow = yaml.safe_load((REPO / ".github/workflows/ci.yml").read_text(encoding="utf-8"))
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    runs = [step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
+    assert runs
+    for run in runs:
+        for command in re.split(r"\s*(?:&&|\|)\s*", run):
+            if command.startswith((".venv/bin/", "python3 -m venv")):
+                name = command.split(" 2>&1")[0]
+                assert name.split(" --create-db")[0] in readme, command
+            else:  # system set-up and checks of the output, not project commands
+                assert command.startswith(("sudo apt-get", "tee ", "grep ")), command
+    assert yaml.safe_load((REPO / "compose.yaml").read_text())["services"]["mssql"]["image"].startswith(
+        "mcr.microsoft.com/mssql/server:2022")

@@ -1,0 +1,175 @@
+"""The deploy plan: what each file of the build needs on one database, decided
+from the file's checksum and the database's journal. Pure: no server here.
+
+- Types and tables are created when missing. Once deployed, a change to their
+  file must come with a migration that alters them; without one, deploy
+  refuses, because CREATE would silently skip an existing table.
+- Migrations run once each, in order; a migration changed after it ran is refused.
+- Functions, views and procedures are (re)deployed with CREATE OR ALTER when new
+  or changed. A function that CHECK constraints call is altered between dropping
+  and re-adding those constraints, in one transaction: SQL Server refuses to
+  ALTER a function a constraint references.
+- Reference data, messages and security are applied when new or changed.
+- Unchanged files are skipped: a deploy right after a deploy changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from relq.build import BuildResult
+from relq.build.catalog import Catalog
+from relq.build.facts import FileFacts
+from relq.build.names import key
+from relq.errors import RelqError
+
+CREATED_ONCE = ("types", "tables")  # never re-run: a change needs a migration
+RE_DEPLOYED = ("functions", "views", "procedures")  # CREATE OR ALTER
+APPLIED = ("messages", "data", "security")  # rerunnable as they are
+
+
+@dataclass(frozen=True)
+class CheckConstraint:
+    """A CHECK constraint to drop and re-add around an ALTER of a function it calls."""
+
+    table: str
+    name: str
+    definition: str  # "CHECK (dbo.X_fn(A) = 1)"
+
+
+@dataclass(frozen=True)
+class Step:
+    path: str
+    kind: str  # the folder: types, tables, migrations, functions, ...
+    objects: tuple[str, ...]  # what the file creates, for people
+    action: str  # create | alter | apply | unchanged | migrated
+    checksum: str
+    reason: str = ""
+    constraints: tuple[CheckConstraint, ...] = ()
+    # (path, checksum) of the files a migration brings up to date: journaled with it
+    records: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def runs(self) -> bool:
+        return self.action in ("create", "alter", "apply")
+
+
+@dataclass
+class Plan:
+    steps: list[Step]
+    removed: list[str] = field(default_factory=list)  # journaled files no longer in the project
+
+    def counts(self) -> Counter[str]:
+        return Counter(s.action for s in self.steps)
+
+    @property
+    def changes(self) -> list[Step]:
+        return [s for s in self.steps if s.action != "unchanged"]
+
+
+class DeployRefused(RelqError):
+    """The database and the project disagree in a way only a person can settle."""
+
+
+def make_plan(build: BuildResult, journal: dict[str, str]) -> Plan:
+    """The steps that bring a database whose journal is ``journal`` (path ->
+    checksum) up to ``build``. Raises DeployRefused, naming every file, when a
+    deployed table or type changed without a migration or a migration changed."""
+    checks = check_constraints_by_function(build.catalog)
+    pending = [p for p in build.order if _kind(p) == "migrations" and p not in journal]
+    covering = {p: _touched(build.facts[p]) for p in pending}
+    problems: list[str] = []
+    steps: list[Step] = []
+    migrated: dict[str, list[tuple[str, str]]] = {m: [] for m in pending}
+    for path in build.order:
+        facts = build.facts[path]
+        kind = _kind(path)
+        checksum = build.sources[path].checksum
+        objects = tuple(d.name for d in facts.definitions if d.kind not in ("index", "constraint"))
+        known = journal.get(path)
+        step = Step(path, kind, objects, "unchanged", checksum)
+        if known == checksum:
+            steps.append(step)
+            continue
+        if kind in CREATED_ONCE:
+            if known is None:
+                step = _with(step, "create")
+            else:
+                migration = next((m for m in pending if set(map(key, objects)) & covering[m]), None)
+                if migration is None:
+                    problems.append(
+                        f"{path} changed since it was deployed, and no pending migration in "
+                        f"database/migrations alters {', '.join(objects) or 'it'}: add one "
+                        f"(V<next>__<what>.sql) that brings existing databases to the new definition")
+                    continue
+                migrated[migration].append((path, checksum))
+                step = _with(step, "migrated", f"brought up to date by {migration}")
+        elif kind == "migrations":
+            if known is not None:
+                problems.append(f"{path} changed after it was applied: a migration never changes "
+                                f"once it has run; add a new one")
+                continue
+            step = _with(step, "apply")
+        elif kind in RE_DEPLOYED:
+            step = _with(step, "create" if known is None else "alter")
+            dependent = tuple(c for name in objects for c in checks.get(key(name), ()))
+            if dependent:
+                step = Step(step.path, kind, objects, step.action, checksum,
+                            "CHECK constraints call it: " + ", ".join(c.name for c in dependent),
+                            dependent)
+        else:
+            step = _with(step, "apply", "new" if known is None else "changed")
+        steps.append(step)
+    if problems:
+        raise DeployRefused("deploy refused, nothing was changed:\n  " + "\n  ".join(problems))
+    steps = [Step(s.path, s.kind, s.objects, s.action, s.checksum, s.reason, s.constraints,
+                  tuple(migrated.get(s.path, ()))) for s in steps]
+    removed = sorted(set(journal) - set(build.order))
+    return Plan(steps, removed)
+
+
+def check_constraints_by_function(catalog: Catalog) -> dict[str, tuple[CheckConstraint, ...]]:
+    """function key -> the CHECK constraints (of any table) that call it."""
+    found: dict[str, list[CheckConstraint]] = {}
+    definitions = [e.definition for e in catalog.objects.values() if e.kind == "table"]
+    definitions += [d for pairs in catalog.constraints.values() for d, _ in pairs]
+    for d in definitions:
+        table = d.table or d.name
+        for c in d.constraints:
+            if c.kind == "CHECK" and c.name:
+                for fn in c.calls:
+                    found.setdefault(key(fn), []).append(CheckConstraint(table, c.name, c.definition))
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def format_plan(plan: Plan) -> list[str]:
+    """One line per file that changes, then one per file the project no longer has."""
+    width = max([len(s.action) for s in plan.changes] + [len("kept")] * bool(plan.removed),
+                default=0)
+    lines = []
+    for s in plan.changes:
+        what = ", ".join(s.objects) or s.path.rsplit("/", 1)[-1]
+        lines.append(f"{s.action:<{width}}  {what}  ({s.path})" + (f": {s.reason}" if s.reason else ""))
+    for path in plan.removed:
+        lines.append(f"{'kept':<{width}}  {path} is no longer in the project; deploy drops nothing "
+                     f"(drop it with a migration)")
+    if not lines:
+        lines.append("nothing to do: the database is up to date")
+    return lines
+
+
+def _with(step: Step, action: str, reason: str = "") -> Step:
+    return Step(step.path, step.kind, step.objects, action, step.checksum, reason)
+
+
+def _kind(path: str) -> str:
+    return path.split("/")[1]
+
+
+def _touched(facts: FileFacts) -> set[str]:
+    """What a migration alters or mentions: a table or type it touches is covered."""
+    names = {key(r.name) for r in facts.references}
+    names |= {key(d.table) for d in facts.definitions if d.table}
+    names |= {key(d.name) for d in facts.definitions}
+    return names

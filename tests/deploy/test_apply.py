@@ -1,0 +1,158 @@
+"""The deploy executor's sequencing, against a stand-in connection that records
+what it is sent. What SQL Server makes of the SQL is the live tier's job
+(tests/live); this proves the order of lock, journal, batches and commits."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from relq import db
+from relq.deploy import apply as deploy_module
+from relq.deploy.apply import DeployFailed, deploy
+from tests.conftest import Project
+
+
+class FakeServerError(Exception):
+    """Stands in for a pyodbc error; relq.db recognises it through this test's patch."""
+
+
+class Cursor:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.description = None
+        self._rows: list[tuple] = []
+
+    def execute(self, sql: str, *params) -> None:
+        self.conn.log.append(("sql", " ".join(sql.split()), params[:1]))
+        if self.conn.fail_on and self.conn.fail_on in sql:
+            raise FakeServerError("42S22", "[42S22] [FreeTDS][SQL Server]Invalid column name 'x'. (207)")
+        answer = self.conn.answer(sql)
+        self.description = [("c",)] if answer is not None else None
+        self._rows = answer or []
+
+    def fetchall(self) -> list[tuple]:
+        return self._rows
+
+    def nextset(self) -> bool:
+        return False
+
+
+class Connection:
+    def __init__(self, journal: dict[str, str] | None = None, fail_on: str | None = None) -> None:
+        self.log: list[tuple] = []
+        self.journal = journal or {}
+        self.fail_on = fail_on
+        self._autocommit = True
+
+    @property
+    def autocommit(self) -> bool:
+        return self._autocommit
+
+    @autocommit.setter
+    def autocommit(self, value: bool) -> None:
+        self._autocommit = value
+        self.log.append(("autocommit", value))
+
+    def answer(self, sql: str) -> list[tuple] | None:
+        if "DB_NAME()" in sql:
+            return [("relq_db",)]
+        if "sp_getapplock" in sql:
+            return [(0,)]
+        if "OBJECT_ID(N'relq.DeployJournal'" in sql:
+            return [(1 if self.journal else None,)]
+        if "FROM relq.DeployJournal" in sql:
+            return list(self.journal.items())
+        if "SELECT OBJECT_ID(?, N'C')" in sql:
+            return [(1,)]
+        return None
+
+    def cursor(self) -> Cursor:
+        return Cursor(self)
+
+    def commit(self) -> None:
+        self.log.append(("commit",))
+
+    def rollback(self) -> None:
+        self.log.append(("rollback",))
+
+    def close(self) -> None:
+        self.log.append(("close",))
+
+
+@pytest.fixture
+def server(monkeypatch):
+    holder: dict[str, Connection] = {}
+
+    def connect(conn_str: str, **_) -> Connection:
+        return holder["conn"]
+
+    monkeypatch.setattr(db, "connect", connect)
+    monkeypatch.setattr(db, "_is_pyodbc_error", lambda exc, kind="Error": isinstance(exc, FakeServerError))
+    return holder
+
+
+TARGET = db.Target("DRIVER={FreeTDS};SERVER=x;DATABASE=relq_db;UID=sa;PWD=p", "--conn")
+
+
+def sql_log(conn: Connection) -> list[str]:
+    return [entry[1] for entry in conn.log if entry[0] == "sql"]
+
+
+def test_the_lock_comes_first_then_the_journal_then_each_file_in_its_transaction(
+    project: Project, server
+) -> None:
+    conn = server["conn"] = Connection()
+    outcome = deploy(project.root, TARGET)
+    log = sql_log(conn)
+    assert "sp_getapplock" in log[1] and "CREATE SCHEMA relq" in log[2]
+    first_file = project.build().order[0]
+    assert outcome.plan.steps[0].path == first_file
+    records = [e for e in conn.log if e[0] == "sql" and e[1].startswith("SET NOCOUNT ON; UPDATE relq.Deploy")]
+    assert len(records) == len(project.build().order)
+    assert conn.log.count(("commit",)) == len(project.build().order) - 3  # messages autocommit
+    assert ("rollback",) not in conn.log
+    assert conn.log[-1] == ("close",)
+
+
+def test_a_function_with_checks_drops_and_readds_them_around_its_batches(project: Project, server) -> None:
+    result = project.build()
+    journal = {p: result.sources[p].checksum for p in result.order}
+    fn = "database/functions/dbo.JobIsKnown_fn.sql"
+    project.edit(fn, "RETURN 0;", "RETURN CAST(0 AS BIT);")
+    conn = server["conn"] = Connection(journal)
+    deploy(project.root, TARGET)
+    log = sql_log(conn)
+    drop = next(i for i, s in enumerate(log) if s.startswith("ALTER TABLE [dbo].[Job] DROP CONSTRAINT"))
+    alter = next(i for i, s in enumerate(log) if "CREATE OR ALTER FUNCTION" in s)
+    add = next(i for i, s in enumerate(log) if "WITH CHECK ADD CONSTRAINT [Job_HasKnown_Status]" in s)
+    assert drop < alter < add
+    assert conn.log.count(("commit",)) == 1
+
+
+def test_a_failing_batch_rolls_back_its_file_and_names_file_and_line(project: Project, server) -> None:
+    conn = server["conn"] = Connection(fail_on="CREATE OR ALTER VIEW")
+    with pytest.raises(DeployFailed) as failed:
+        deploy(project.root, TARGET)
+    view = "database/views/dbo.Worker_Job_V.sql"
+    line = project.line_of(view, "/* dbo.Worker_Job_V")
+    expected = rf"^{re.escape(view)}:{line}: SQL Server error 207: Invalid column name 'x'"
+    assert re.match(expected, str(failed.value))
+    assert "the next deploy resumes here" in str(failed.value)
+    assert conn.log[-3:] == [("rollback",), ("autocommit", True), ("close",)]
+
+
+def test_a_dry_run_takes_no_lock_and_writes_nothing(project: Project, server) -> None:
+    conn = server["conn"] = Connection()
+    outcome = deploy(project.root, TARGET, dry_run=True)
+    log = sql_log(conn)
+    assert not any("sp_getapplock" in s or "CREATE" in s or "UPDATE" in s for s in log)
+    assert outcome.counts["create"] > 0
+
+
+def test_a_connection_that_lands_in_master_is_refused(project: Project, server, monkeypatch) -> None:
+    conn = server["conn"] = Connection()
+    monkeypatch.setattr(conn, "answer", lambda sql: [("master",)] if "DB_NAME()" in sql else None)
+    with pytest.raises(deploy_module.RelqError, match="lands in the system database master"):
+        deploy(project.root, TARGET)

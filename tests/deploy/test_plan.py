@@ -1,0 +1,133 @@
+"""The deploy plan's decisions, from a build and a journal: offline, no server."""
+
+from __future__ import annotations
+
+import pytest
+
+from relq.build import BuildResult
+from relq.deploy.plan import CheckConstraint, DeployRefused, format_plan, make_plan
+from tests.conftest import HEADER, Project
+
+JOB = "database/tables/dbo.Job.sql"
+FN = "database/functions/dbo.JobIsKnown_fn.sql"
+VIEW = "database/views/dbo.Worker_Job_V.sql"
+DATA = "database/data/dbo.JobStatus.sql"
+MIGRATION = "database/migrations/V0001__add_job_priority.sql"
+
+
+def built(project: Project) -> BuildResult:
+    result = project.build()
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return result
+
+
+def deployed(result: BuildResult) -> dict[str, str]:
+    """The journal of a database that has every file of ``result``."""
+    return {p: result.sources[p].checksum for p in result.order}
+
+
+def actions(plan) -> dict[str, str]:
+    return {s.path: s.action for s in plan.steps}
+
+
+def test_a_new_database_gets_every_file_in_build_order(project: Project) -> None:
+    result = built(project)
+    plan = make_plan(result, {})
+    assert [s.path for s in plan.steps] == result.order
+    assert actions(plan)[JOB] == "create"
+    assert actions(plan)[VIEW] == "create"
+    assert actions(plan)[DATA] == "apply"
+
+
+def test_a_deploy_right_after_a_deploy_changes_nothing(project: Project) -> None:
+    result = built(project)
+    plan = make_plan(result, deployed(result))
+    assert plan.changes == []
+    assert format_plan(plan) == ["nothing to do: the database is up to date"]
+
+
+def test_a_changed_view_is_altered_and_nothing_else_runs(project: Project) -> None:
+    journal = deployed(built(project))
+    project.edit(VIEW, "AS Token", "AS Token,\n    j.Attempts")
+    plan = make_plan(built(project), journal)
+    assert [(s.path, s.action) for s in plan.changes] == [(VIEW, "alter")]
+
+
+def test_a_changed_table_without_a_migration_is_refused_naming_it(project: Project) -> None:
+    journal = deployed(built(project))
+    project.edit(JOB, "Attempts INT NOT NULL", "Priority INT NOT NULL CONSTRAINT DF_Job_Priority "
+                 "DEFAULT (0),\n            Attempts INT NOT NULL")
+    with pytest.raises(DeployRefused) as refused:
+        make_plan(built(project), journal)
+    assert f"{JOB} changed since it was deployed" in str(refused.value)
+    assert "no pending migration in database/migrations alters dbo.Job" in str(refused.value)
+
+
+def add_priority(project: Project) -> None:
+    project.edit(JOB, "Attempts INT NOT NULL", "Priority INT NOT NULL CONSTRAINT DF_Job_Priority "
+                 "DEFAULT (0),\n            Attempts INT NOT NULL")
+    project.write(MIGRATION, HEADER + "IF COL_LENGTH(N'dbo.Job', N'Priority') IS NULL\n"
+                  "    BEGIN\n        ALTER TABLE dbo.Job ADD Priority INT NOT NULL\n"
+                  "            CONSTRAINT DF_Job_Priority DEFAULT (0);\n    END;\nGO\n")
+
+
+def test_a_changed_table_with_its_migration_is_brought_up_to_date_by_it(project: Project) -> None:
+    journal = deployed(built(project))
+    add_priority(project)
+    result = built(project)
+    plan = make_plan(result, journal)
+    assert [(s.path, s.action) for s in plan.changes] == [(JOB, "migrated"), (MIGRATION, "apply")]
+    migration = next(s for s in plan.steps if s.path == MIGRATION)
+    assert migration.records == ((JOB, result.sources[JOB].checksum),)
+    assert result.order.index(JOB) < result.order.index(MIGRATION)
+
+
+def test_a_migration_runs_once(project: Project) -> None:
+    add_priority(project)
+    result = built(project)
+    plan = make_plan(result, deployed(result))
+    assert actions(plan)[MIGRATION] == "unchanged"
+
+
+def test_a_migration_changed_after_it_ran_is_refused(project: Project) -> None:
+    add_priority(project)
+    journal = deployed(built(project))
+    project.edit(MIGRATION, "DEFAULT (0)", "DEFAULT (1)")
+    with pytest.raises(DeployRefused, match=r"V0001__add_job_priority\.sql changed after it was applied"):
+        make_plan(built(project), journal)
+
+
+def test_migrations_run_in_version_order(project: Project) -> None:
+    add_priority(project)
+    project.write("database/migrations/V0002__index_priority.sql",
+                  HEADER + "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_Job_Priority')\n"
+                  "    BEGIN\n        CREATE INDEX IX_Job_Priority ON dbo.Job (Priority);\n    END;\nGO\n")
+    order = built(project).order
+    assert order.index(MIGRATION) < order.index("database/migrations/V0002__index_priority.sql")
+
+
+def test_a_function_that_checks_call_is_redeployed_with_those_constraints(project: Project) -> None:
+    journal = deployed(built(project))
+    project.edit(FN, "RETURN 0;", "RETURN CAST(0 AS BIT);")
+    plan = make_plan(built(project), journal)
+    (step,) = plan.changes
+    assert (step.path, step.action) == (FN, "alter")
+    assert step.constraints == (
+        CheckConstraint("dbo.Job", "Job_HasKnown_Status", "CHECK (dbo.JobIsKnown_fn([Status]) = 1)"),
+    )
+    assert "CHECK constraints call it: Job_HasKnown_Status" in format_plan(plan)[0]
+
+
+def test_the_printed_plan_names_action_object_and_file(project: Project) -> None:
+    journal = deployed(built(project))
+    project.edit(VIEW, "AS Token", "AS Token,\n    j.Attempts")
+    project.edit(DATA, "('Processing')", "('Processing'), ('Done')")
+    del journal["database/security/JobWorker.sql"]
+    journal["database/views/dbo.Gone_V.sql"] = "0" * 64
+    assert format_plan(make_plan(built(project), journal)) == [
+        f"alter  dbo.Worker_Job_V  ({VIEW})",
+        f"apply  dbo.JobStatus.sql  ({DATA}): changed",
+        "apply  JobWorker  (database/security/JobWorker.sql): new",
+        "kept   database/views/dbo.Gone_V.sql is no longer in the project; deploy drops nothing "
+        "(drop it with a migration)",
+    ]

@@ -1,0 +1,70 @@
+"""Installing tSQLt from a release zip, and reading its results: the offline parts."""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from relq.deploy.tsqlt import pinned, read_release, summarize
+from relq.errors import RelqError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def release_zip(tmp_path: Path, names=("tSQLt/PrepareServer.sql", "tSQLt/tSQLt.class.sql")) -> Path:
+    path = tmp_path / "tSQLt.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name in names:
+            archive.writestr(name, "\ufeffPRINT 'hello';\nGO\n")
+        archive.writestr("tSQLt/Example.sql", "PRINT 'example';")
+    return path
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_release_with_its_pinned_checksum_yields_both_scripts(tmp_path: Path) -> None:
+    path = release_zip(tmp_path)
+    scripts = read_release(path, sha(path).upper())
+    assert set(scripts) == {"PrepareServer.sql", "tSQLt.class.sql"}
+    assert scripts["tSQLt.class.sql"] == "PRINT 'hello';\nGO\n"  # BOM dropped
+
+
+def test_a_zip_with_another_checksum_is_refused(tmp_path: Path) -> None:
+    path = release_zip(tmp_path)
+    with pytest.raises(RelqError, match="refusing to install a tSQLt release nobody vetted"):
+        read_release(path, "0" * 64)
+
+
+def test_no_pin_means_no_install(tmp_path: Path) -> None:
+    with pytest.raises(RelqError, match=r"no SHA-256 pinned .* \[tool.relq.tsqlt\] sha256"):
+        read_release(release_zip(tmp_path), "")
+
+
+def test_a_zip_without_the_install_scripts_is_not_a_release(tmp_path: Path) -> None:
+    path = release_zip(tmp_path, names=("tSQLt/PrepareServer.sql",))
+    with pytest.raises(RelqError, match=r"not a tSQLt release: tSQLt\.class\.sql missing"):
+        read_release(path, sha(path))
+
+
+def test_the_pin_is_read_from_pyproject() -> None:
+    pin = pinned(REPO)
+    assert pin.url.startswith("https://")
+
+
+def test_junit_results_are_counted_from_the_xml() -> None:
+    xml = """<testsuites><testsuite name="Next_JobTests" tests="3" errors="0" failures="1">
+      <testcase classname="Next_JobTests" name="test a"/>
+      <testcase classname="Next_JobTests" name="test b"><failure message="expected 1"/></testcase>
+      <testcase classname="Next_JobTests" name="test c"/>
+    </testsuite></testsuites>"""
+    result = summarize(xml)
+    assert (result.tests, result.failures, result.errors, result.ok) == (3, 1, 0, False)
+
+
+def test_a_run_with_no_tests_is_not_a_pass() -> None:
+    assert not summarize("<testsuites/>").ok

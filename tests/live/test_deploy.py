@@ -1,0 +1,121 @@
+"""invoke deploy against a real SQL Server (RELQ_MSSQL). Each test deploys a copy
+of the clean fixture project into a database of its own."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from relq import db
+from relq.deploy.apply import DeployFailed, deploy
+from tests.conftest import HEADER, Project
+
+pytestmark = pytest.mark.mssql
+
+VIEW = "database/views/dbo.Worker_Job_V.sql"
+FN = "database/functions/dbo.JobIsKnown_fn.sql"
+JOB = "database/tables/dbo.Job.sql"
+
+
+def rows(target: db.Target, database: str, sql: str, *params) -> list[tuple]:
+    conn = db.connect(db.with_database(target.conn_str, database))
+    try:
+        return db.query(conn.cursor(), sql, *params)
+    finally:
+        conn.close()
+
+
+def journal(target: db.Target, database: str) -> dict[str, str]:
+    return dict(rows(target, database, "SELECT [Path], Checksum FROM relq.DeployJournal;"))
+
+
+def test_a_second_deploy_changes_nothing(project: Project, mssql, new_database: str) -> None:
+    first = deploy(project.root, mssql, create_db=new_database)
+    second = deploy(project.root, mssql, create_db=new_database)
+    assert first.counts["create"] > 0
+    assert second.plan.changes == []
+    result = project.build()
+    assert journal(mssql, new_database) == {p: result.sources[p].checksum for p in result.order}
+    assert rows(mssql, new_database, "SELECT OBJECT_ID(N'dbo.Next_Job_trx', N'P');")[0][0] is not None
+
+
+def test_two_deploys_at_once_take_turns(project: Project, mssql, new_database: str) -> None:
+    outcomes, errors = [], []
+
+    def run() -> None:
+        try:
+            outcomes.append(deploy(project.root, mssql, create_db=new_database))
+        except Exception as exc:  # reported below, with the other thread's result
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert errors == []
+    changes = sorted(len(o.plan.changes) for o in outcomes)
+    assert changes[0] == 0 and changes[1] == len(project.build().order)
+
+
+def test_a_failed_batch_stops_the_deploy_and_the_next_one_resumes(
+    project: Project, mssql, new_database: str
+) -> None:
+    # The build cannot see a SELECT of a column the table lacks; SQL Server can.
+    project.edit(VIEW, "j.UpdatedAt AS Token", "j.UpdatedOn AS Token")
+    with pytest.raises(DeployFailed) as failed:
+        deploy(project.root, mssql, create_db=new_database)
+    message = str(failed.value)
+    assert message.startswith(f"{VIEW}:")
+    assert "207" in message and "UpdatedOn" in message
+    order = project.build().order
+    done = journal(mssql, new_database)
+    assert set(done) == set(order[: order.index(VIEW)])  # everything before the view, nothing after
+    project.edit(VIEW, "j.UpdatedOn AS Token", "j.UpdatedAt AS Token")
+    resumed = deploy(project.root, mssql, create_db=new_database)
+    assert [s.path for s in resumed.plan.changes] == order[order.index(VIEW):]
+    assert set(journal(mssql, new_database)) == set(order)
+
+
+def test_a_function_a_check_calls_is_altered_around_its_constraint(
+    project: Project, mssql, new_database: str
+) -> None:
+    deploy(project.root, mssql, create_db=new_database)
+    conn = db.connect(db.with_database(mssql.conn_str, new_database))
+    try:
+        db.query(conn.cursor(), "INSERT INTO dbo.Job ([Status], ScheduledFor, UpdatedAt) "
+                                "VALUES ('Pending', SYSUTCDATETIME(), SYSUTCDATETIME());")
+    finally:
+        conn.close()
+    project.edit(FN, "    RETURN 0;\nEND;", "    RETURN 0; -- changed\nEND;")
+    outcome = deploy(project.root, mssql, create_db=new_database)
+    assert [(s.path, s.action) for s in outcome.plan.changes] == [(FN, "alter")]
+    definition = rows(mssql, new_database, "SELECT OBJECT_DEFINITION(OBJECT_ID(N'dbo.JobIsKnown_fn'));")
+    assert "-- changed" in definition[0][0]
+    trusted = rows(mssql, new_database, "SELECT is_not_trusted, is_disabled FROM sys.check_constraints "
+                                        "WHERE name = N'Job_HasKnown_Status';")
+    assert trusted == [(False, False)]
+
+
+def test_a_migration_runs_once(project: Project, mssql, new_database: str) -> None:
+    deploy(project.root, mssql, create_db=new_database)
+    project.edit(JOB, "Attempts INT NOT NULL", "Priority INT NOT NULL CONSTRAINT DF_Job_Priority "
+                 "DEFAULT (0),\n            Attempts INT NOT NULL")
+    migration = "database/migrations/V0001__add_job_priority.sql"
+    project.write(migration, HEADER + "IF COL_LENGTH(N'dbo.Job', N'Priority') IS NULL\n"
+                  "    BEGIN\n        ALTER TABLE dbo.Job ADD Priority INT NOT NULL\n"
+                  "            CONSTRAINT DF_Job_Priority DEFAULT (0);\n    END;\nGO\n")
+    applied = deploy(project.root, mssql, create_db=new_database)
+    assert [(s.path, s.action) for s in applied.plan.changes] == [(JOB, "migrated"), (migration, "apply")]
+    assert rows(mssql, new_database, "SELECT COL_LENGTH(N'dbo.Job', N'Priority');")[0][0] is not None
+    again = deploy(project.root, mssql, create_db=new_database)
+    assert again.plan.changes == []
+    assert journal(mssql, new_database)[JOB] == project.build().sources[JOB].checksum
+
+
+def test_the_project_itself_deploys_twice(mssql, new_database: str) -> None:
+    from tests.conftest import REPO
+
+    assert deploy(REPO, mssql, create_db=new_database).counts["create"] > 0
+    assert deploy(REPO, mssql, create_db=new_database).plan.changes == []
