@@ -75,8 +75,8 @@ def deploy(c, conn=None, create_db=None, dry_run=False, lock_timeout=600):
     counts = outcome.counts
     print(f"deploy {'plan' if dry_run else 'done'} for {outcome.database}: "
           f"{counts['create']} created, {counts['alter']} altered, {counts['apply']} applied "
-          f"(data, messages, security, migrations), {counts['migrated']} brought up to date by "
-          f"migrations, {counts['unchanged']} unchanged", file=sys.stderr)
+          f"(data, messages, security), {counts['migration']} migrations applied, "
+          f"{counts['unchanged'] + counts['migrated']} unchanged", file=sys.stderr)
 
 
 @task(name="install", help={

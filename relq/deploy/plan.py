@@ -61,7 +61,9 @@ class Plan:
     removed: list[str] = field(default_factory=list)  # journaled files no longer in the project
 
     def counts(self) -> Counter[str]:
-        return Counter(s.action for s in self.steps)
+        """Steps by what they do; a migration that runs counts as "migration"."""
+        return Counter("migration" if s.kind == "migrations" and s.runs else s.action
+                       for s in self.steps)
 
     @property
     def changes(self) -> list[Step]:

@@ -79,6 +79,7 @@ def test_a_changed_table_with_its_migration_is_brought_up_to_date_by_it(project:
     assert [(s.path, s.action) for s in plan.changes] == [(JOB, "migrated"), (MIGRATION, "apply")]
     migration = next(s for s in plan.steps if s.path == MIGRATION)
     assert migration.records == ((JOB, result.sources[JOB].checksum),)
+    assert plan.counts()["migration"] == 1 and plan.counts()["migrated"] == 1
     assert result.order.index(JOB) < result.order.index(MIGRATION)
 
 
