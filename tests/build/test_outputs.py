@@ -187,3 +187,10 @@ def test_the_ci_workflow_is_yaml_and_runs_only_readme_commands() -> None:
                 assert command.startswith(("sudo apt-get", "tee ", "grep ")), command
     assert yaml.safe_load((REPO / "compose.yaml").read_text())["services"]["mssql"]["image"].startswith(
         "mcr.microsoft.com/mssql/server:2022")
+
+
+def test_the_readme_lists_every_registered_error_number() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    listed = {int(n) for n in re.findall(r"^\| (5\d{4}) \|", readme, re.M)}
+    registered = {int(p.name.split(".")[0]) for p in (REPO / "database/messages").glob("*.sql")}
+    assert listed == registered

@@ -1,0 +1,40 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* The legal transitions of the lifecycle, the one place that says what may
+   follow what. This file is the whole truth: rows missing here are deleted.
+   Pending    -> Processing (claimed), Cancelled, Paused
+   Processing -> Processing (a step advance), Completed, PartiallyCompleted,
+                 Error (to be retried), Failed, Cancelled, Terminated
+   Error      -> Processing (the retry), Failed, Cancelled, Paused
+   Paused     -> Pending (resumed), Cancelled
+   Failed     -> Pending (retried by hand with a fresh budget) */
+MERGE dbo.QueueTransition AS target
+USING (
+    VALUES
+    ('Pending', 'Processing'),
+    ('Pending', 'Cancelled'),
+    ('Pending', 'Paused'),
+    ('Processing', 'Processing'),
+    ('Processing', 'Completed'),
+    ('Processing', 'PartiallyCompleted'),
+    ('Processing', 'Error'),
+    ('Processing', 'Failed'),
+    ('Processing', 'Cancelled'),
+    ('Processing', 'Terminated'),
+    ('Error', 'Processing'),
+    ('Error', 'Failed'),
+    ('Error', 'Cancelled'),
+    ('Error', 'Paused'),
+    ('Paused', 'Pending'),
+    ('Paused', 'Cancelled'),
+    ('Failed', 'Pending')
+) AS source(FromStatus, ToStatus)
+    ON target.FromStatus = source.FromStatus AND target.ToStatus = source.ToStatus
+WHEN NOT MATCHED BY TARGET
+    THEN
+    INSERT (FromStatus, ToStatus) VALUES (source.FromStatus, source.ToStatus)
+WHEN NOT MATCHED BY SOURCE
+    THEN
+    DELETE;
+GO

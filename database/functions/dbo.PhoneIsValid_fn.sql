@@ -1,0 +1,19 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.PhoneIsValid_fn: is this a phone number in E.164 form: +, a non-zero digit,
+   then 7 to 14 more digits?
+   @PhoneNumber: the number. */
+CREATE OR ALTER FUNCTION dbo.PhoneIsValid_fn(@PhoneNumber dbo.PhoneNumber)
+RETURNS BIT
+AS
+BEGIN
+    IF
+        @PhoneNumber IS NULL
+        OR @PhoneNumber NOT LIKE '+[1-9]%'
+        OR LEN(@PhoneNumber) NOT BETWEEN 9 AND 16
+        OR SUBSTRING(@PhoneNumber, 2, 15) LIKE '%[^0-9]%'
+        RETURN 0;
+    RETURN 1;
+END;
+GO

@@ -1,0 +1,10 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC sys.sp_addmessage
+    @msgnum = 50004,
+    @severity = 16,
+    @msgtext = N'%s: there is no item with key %s',
+    @lang = 'us_english',
+    @replace = 'replace';
+GO

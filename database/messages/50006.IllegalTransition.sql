@@ -1,0 +1,10 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC sys.sp_addmessage
+    @msgnum = 50006,
+    @severity = 16,
+    @msgtext = N'%s: item %s cannot go from %s to %s',
+    @lang = 'us_english',
+    @replace = 'replace';
+GO

@@ -1,0 +1,10 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC sys.sp_addmessage
+    @msgnum = 50008,
+    @severity = 16,
+    @msgtext = N'%s: item %s is %s and can no longer change',
+    @lang = 'us_english',
+    @replace = 'replace';
+GO

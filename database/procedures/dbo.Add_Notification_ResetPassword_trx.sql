@@ -1,0 +1,63 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Add_Notification_ResetPassword_trx: enqueues a password-reset
+   notification in a transaction of its own; the rules are
+   dbo.Add_Notification_ResetPassword_utx's.
+   @UserID: whose password.
+   @Username: their login name.
+   @OTP: the one-time code to send.
+   @EmailTo: the address to e-mail it to, or NULL.
+   @PreferredLanguage: the e-mail's language tag (default en).
+   @PhoneNumber: the E.164 number to text it to, or NULL.
+   @ScheduledFor: when it may be sent, UTC (default: now).
+   Returns 0 with one row, the new key (EnqueuedAt); 1 on error: 50001 inside
+   a transaction, and the errors of dbo.Add_Notification_ResetPassword_utx. */
+CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_trx
+    @UserID dbo.DbUserID,
+    @Username dbo.DbUsername,
+    @OTP dbo.OtpCode,
+    @EmailTo dbo.Email = NULL,
+    @PreferredLanguage dbo.[Name] = NULL,
+    @PhoneNumber dbo.PhoneNumber = NULL,
+    @ScheduledFor dbo.[_Timestamp] = NULL
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- relq's locking hints assume READ COMMITTED, whatever the connection's default.
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @RetCode INT;
+    DECLARE @ErrNo INT;
+
+    IF (@@TRANCOUNT > 0)
+        BEGIN
+            RAISERROR (50001, 16, 1, N'dbo.Add_Notification_ResetPassword_trx');
+            GOTO EXIT_ERROR;
+        END;
+
+    BEGIN TRANSACTION Add_ResetPassword;
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_utx
+        @UserID = @UserID,
+        @Username = @Username,
+        @OTP = @OTP,
+        @EmailTo = @EmailTo,
+        @PreferredLanguage = @PreferredLanguage,
+        @PhoneNumber = @PhoneNumber,
+        @ScheduledFor = @ScheduledFor,
+        @EnqueuedAt = @EnqueuedAt OUTPUT;
+    SELECT @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
+    COMMIT TRANSACTION Add_ResetPassword;
+
+    SELECT @EnqueuedAt AS EnqueuedAt;
+    RETURN 0;
+
+    EXIT_TRANSACTION:
+    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Add_ResetPassword;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

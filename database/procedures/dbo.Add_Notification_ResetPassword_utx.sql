@@ -1,0 +1,156 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Add_Notification_ResetPassword_utx: enqueues a password-reset
+   notification inside the caller's transaction: the base row, its
+   ResetPassword subtype row and one row per channel asked for, so that an
+   application can commit its own writes and the notification together.
+   The key is handed out under an application lock on 'dbo.Notification' held
+   to the end of the transaction: the later of now and the last key plus
+   100 ns (dbo.QueueNextKey_fn), so concurrent producers never collide.
+   @UserID: whose password; a positive id.
+   @Username: their login name.
+   @OTP: the one-time code to send: 4 to 10 letters or digits.
+   @EmailTo: the address to e-mail it to, or NULL for no e-mail.
+   @PreferredLanguage: the e-mail's language tag (default en).
+   @PhoneNumber: the E.164 number to text it to, or NULL for no SMS.
+   @ScheduledFor: when it may be sent, UTC (default: now).
+   @EnqueuedAt: OUTPUT, the new notification's key.
+   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 an invalid
+   parameter (nothing is written), 50009 the enqueue lock was not granted.
+   On error the caller rolls back. */
+CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_utx
+    @UserID dbo.DbUserID,
+    @Username dbo.DbUsername,
+    @OTP dbo.OtpCode,
+    @EmailTo dbo.Email = NULL,
+    @PreferredLanguage dbo.[Name] = NULL,
+    @PhoneNumber dbo.PhoneNumber = NULL,
+    @ScheduledFor dbo.[_Timestamp] = NULL,
+    @EnqueuedAt dbo.[_Timestamp] = NULL OUTPUT
+AS
+BEGIN
+    SET NOCOUNT ON;
+    DECLARE @Proc NVARCHAR(128) = N'dbo.Add_Notification_ResetPassword_utx';
+    DECLARE @Last dbo.[_Timestamp];
+    DECLARE @LockResult INT;
+    DECLARE @ErrNo INT;
+    DECLARE @RowCnt INT;
+
+    SET @EnqueuedAt = NULL;
+    IF (@@TRANCOUNT = 0)
+        BEGIN
+            RAISERROR (50002, 16, 1, N'dbo.Add_Notification_ResetPassword_utx');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@UserID IS NULL OR @UserID <= 0)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@UserID is required and must be positive');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@Username IS NULL OR LTRIM(RTRIM(@Username)) = N'')
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Username is required');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@OTP IS NULL OR LEN(@OTP) < 4 OR @OTP LIKE '%[^0-9A-Za-z]%')
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@OTP must be 4 to 10 letters or digits');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@EmailTo IS NULL AND @PhoneNumber IS NULL)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'give @EmailTo, @PhoneNumber or both: a notification needs a channel');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@EmailTo IS NOT NULL AND dbo.EmailIsValid_fn(@EmailTo) = 0)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@EmailTo is not an e-mail address');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@PhoneNumber IS NOT NULL AND dbo.PhoneIsValid_fn(@PhoneNumber) = 0)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@PhoneNumber is not an E.164 number such as +14155550123');
+            GOTO EXIT_ERROR;
+        END;
+    IF (
+        @PreferredLanguage IS NOT NULL
+        AND (LEN(@PreferredLanguage) NOT BETWEEN 2 AND 12 OR @PreferredLanguage LIKE N'%[^A-Za-z-]%')
+    )
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@PreferredLanguage must be a language tag such as en or en-GB');
+            GOTO EXIT_ERROR;
+        END;
+
+    EXEC @LockResult = sys.sp_getapplock
+        @Resource = N'dbo.Notification',
+        @LockMode = 'Exclusive',
+        @LockOwner = 'Transaction',
+        @LockTimeout = 10000;
+    IF (@LockResult < 0)
+        BEGIN
+            RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+            GOTO EXIT_ERROR;
+        END;
+    SELECT @Last = MAX(n.EnqueuedAt) FROM dbo.Notification AS n;
+    SET @EnqueuedAt = dbo.QueueNextKey_fn(@Last);
+
+    INSERT INTO dbo.Notification (EnqueuedAt, [Type], ScheduledFor, UpdatedAt)
+    VALUES (@EnqueuedAt, 'ResetPassword', ISNULL(@ScheduledFor, @EnqueuedAt), @EnqueuedAt);
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    IF (@RowCnt <> 1)
+        BEGIN
+            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            GOTO EXIT_ERROR;
+        END;
+
+    INSERT INTO dbo.Notification_ResetPassword (EnqueuedAt, OTP, UserID, Username)
+    VALUES (@EnqueuedAt, @OTP, @UserID, @Username);
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    IF (@RowCnt <> 1)
+        BEGIN
+            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            GOTO EXIT_ERROR;
+        END;
+
+    IF (@EmailTo IS NOT NULL)
+        BEGIN
+            INSERT INTO dbo.Notification_Email (EnqueuedAt, EmailTo, PreferredLanguage)
+            VALUES (@EnqueuedAt, @EmailTo, ISNULL(@PreferredLanguage, N'en'));
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            IF (@RowCnt <> 1)
+                BEGIN
+                    RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+                    GOTO EXIT_ERROR;
+                END;
+        END;
+
+    IF (@PhoneNumber IS NOT NULL)
+        BEGIN
+            INSERT INTO dbo.Notification_Sms (EnqueuedAt, PhoneNumber)
+            VALUES (@EnqueuedAt, @PhoneNumber);
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            IF (@RowCnt <> 1)
+                BEGIN
+                    RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+                    GOTO EXIT_ERROR;
+                END;
+        END;
+    RETURN 0;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

@@ -1,0 +1,54 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Add_SyncQueue_trx: enqueues sync jobs in a transaction of its own; the
+   rules are dbo.Add_SyncQueue_utx's. One job is a one-row @Items.
+   @Items: the jobs (dbo.SyncQueueItemList).
+   Returns 0 with one row per job, in ItemNo order (EnqueuedAt, Type,
+   EntityKey, from dbo.Worker_SyncQueue_V); 1 on error: 50001 inside a
+   transaction, and the errors of dbo.Add_SyncQueue_utx. */
+CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_trx
+    @Items dbo.SyncQueueItemList READONLY
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- relq's locking hints assume READ COMMITTED, whatever the connection's default.
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DECLARE @First dbo.[_Timestamp];
+    DECLARE @Last dbo.[_Timestamp];
+    DECLARE @RetCode INT;
+    DECLARE @ErrNo INT;
+
+    IF (@@TRANCOUNT > 0)
+        BEGIN
+            RAISERROR (50001, 16, 1, N'dbo.Add_SyncQueue_trx');
+            GOTO EXIT_ERROR;
+        END;
+
+    BEGIN TRANSACTION Add_SyncQueue;
+    EXEC @RetCode = dbo.Add_SyncQueue_utx
+        @Items = @Items,
+        @FirstEnqueuedAt = @First OUTPUT,
+        @LastEnqueuedAt = @Last OUTPUT;
+    SELECT @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
+    COMMIT TRANSACTION Add_SyncQueue;
+
+    -- The call's keys are the contiguous range [@First, @Last], in ItemNo order.
+    SELECT
+        v.EnqueuedAt,
+        v.[Type],
+        v.EntityKey
+    FROM dbo.Worker_SyncQueue_V AS v
+    WHERE v.EnqueuedAt BETWEEN @First AND @Last
+    ORDER BY v.EnqueuedAt;
+    RETURN 0;
+
+    EXIT_TRANSACTION:
+    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Add_SyncQueue;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

@@ -1,0 +1,71 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Next_Notification_utx: claims the next due Notification item inside the caller's
+   transaction (seed 000's Next_): the earliest ScheduledFor among the Pending
+   and Error items that are due and have attempts left (dbo.AppSettingInt_fn
+   'notification.maxAttempts', default 3). UPDLOCK and ROWLOCK hold the row it claims;
+   READPAST skips rows other workers hold, so workers never wait on each other.
+   The caller's transaction should be READ COMMITTED or REPEATABLE READ: SQL
+   Server refuses READPAST under SERIALIZABLE and SNAPSHOT.
+   @EnqueuedAt: OUTPUT, the claimed item's key; NULL when nothing is due.
+   @UpdatedAt: OUTPUT, its new concurrency token, to pass to Modify_.
+   Returns 0, also when nothing is due; 1 on error: 50002 outside a transaction,
+   50003 the claim changed no row. On error the caller rolls back. */
+CREATE OR ALTER PROCEDURE dbo.Next_Notification_utx
+    @EnqueuedAt dbo.[_Timestamp] = NULL OUTPUT,
+    @UpdatedAt dbo.[_Timestamp] = NULL OUTPUT
+AS
+BEGIN
+    SET NOCOUNT ON;
+    DECLARE @Proc NVARCHAR(128) = N'dbo.Next_Notification_utx';
+    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @MaxAttempts INT = dbo.AppSettingInt_fn('notification.maxAttempts');
+    DECLARE @Token dbo.[_Timestamp];
+    DECLARE @ErrNo INT;
+    DECLARE @RowCnt INT;
+
+    SELECT
+        @EnqueuedAt = NULL,
+        @UpdatedAt = NULL;
+    IF (@@TRANCOUNT = 0)
+        BEGIN
+            RAISERROR (50002, 16, 1, N'dbo.Next_Notification_utx');
+            GOTO EXIT_ERROR;
+        END;
+
+    SELECT TOP (1)
+        @EnqueuedAt = n.EnqueuedAt,
+        @Token = n.UpdatedAt
+    FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST)
+    WHERE
+        n.[Status] IN ('Pending', 'Error')
+        AND n.ScheduledFor <= @Now
+        AND n.AttemptNum < @MaxAttempts
+    ORDER BY n.ScheduledFor, n.EnqueuedAt;
+
+    IF (@EnqueuedAt IS NULL) RETURN 0;
+
+    SET @UpdatedAt = dbo.QueueNextKey_fn(@Token);
+    UPDATE dbo.Notification
+    SET
+        [Status] = 'Processing',
+        AttemptNum = AttemptNum + 1,
+        StartedAt = @Now,
+        UpdatedAt = @UpdatedAt
+    WHERE EnqueuedAt = @EnqueuedAt;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    IF (@RowCnt <> 1)
+        BEGIN
+            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            GOTO EXIT_ERROR;
+        END;
+    RETURN 0;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

@@ -1,0 +1,54 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Notification: a notification is both a domain record (who is told what,
+   through which channels: the subtype and channel tables) and a work item (the
+   lifecycle columns). Seed 000, with two fixes:
+   - Times are UTC (SYSUTCDATETIME()), not the server's local time.
+   - EnqueuedAt stays the key and still means "when it was enqueued", but the
+     seed's bare timestamp collides when producers enqueue in the same clock
+     tick. Add_ procedures hand keys out under an application lock on
+     'dbo.Notification' as the later of now and the last key plus 100 ns
+     (dbo.QueueNextKey_fn): unique and increasing, even for many rows per call.
+   UpdatedAt is the optimistic-concurrency token; every change moves it strictly
+   forward (dbo.QueueNextKey_fn again), so two changes in one tick differ too.
+   Step is NULL until a multi-step job records its first step. */
+IF OBJECT_ID(N'dbo.Notification', N'U') IS NULL
+    BEGIN
+        CREATE TABLE dbo.Notification (
+            EnqueuedAt dbo.[_Timestamp],
+            [Type] dbo.[_Type],
+            [Status] dbo.QueueState CONSTRAINT DF_Notification_Status DEFAULT ('Pending'),
+            [Step] dbo.QueueStep NULL,
+            AttemptNum dbo.AttemptNum CONSTRAINT DF_Notification_AttemptNum DEFAULT (0),
+            Response dbo.WebResponse CONSTRAINT DF_Notification_Response DEFAULT (N''),
+            Error dbo.WebResponse CONSTRAINT DF_Notification_Error DEFAULT (N''),
+            StartedAt dbo.[_Timestamp] NULL,
+            Duration dbo.Duration NULL,
+            ScheduledFor dbo.[_Timestamp],
+            UpdatedAt dbo.[_Timestamp],
+            CONSTRAINT PK_Notification PRIMARY KEY CLUSTERED (EnqueuedAt),
+            CONSTRAINT Notification_IsDiscriminatedBy_NotificationType FOREIGN KEY ([Type])
+            REFERENCES dbo.NotificationType ([Type]),
+            CONSTRAINT Notification_IsStatedBy_QueueStatus FOREIGN KEY ([Status])
+            REFERENCES dbo.QueueStatus ([Status]),
+            CONSTRAINT Notification_Has_AttemptsNotBelowZero CHECK (AttemptNum >= 0)
+        );
+    END;
+GO
+/* The claim index: Next_Notification_utx seeks the earliest due item among the
+   unfinished ones, so a claim costs the same on a backlog of millions. Its
+   filter matches the claim's literal predicate, which is what lets the
+   optimizer use a filtered index. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_Due' AND object_id = OBJECT_ID(N'dbo.Notification')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_Due
+            ON dbo.Notification (ScheduledFor)
+            INCLUDE (AttemptNum, UpdatedAt)
+            WHERE ([Status] IN ('Pending', 'Error'));
+    END;
+GO
