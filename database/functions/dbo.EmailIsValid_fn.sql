@@ -4,13 +4,15 @@ GO
 /* dbo.EmailIsValid_fn: does this look like a deliverable e-mail address? One @,
    a local part, a dotted domain, no spaces or list separators, no empty labels.
    It is a gate against typos and injection, not a proof the mailbox exists.
-   @Email: the address. */
-CREATE OR ALTER FUNCTION dbo.EmailIsValid_fn(@Email dbo.Email)
+   @Email: the address; at most 254 characters (an SMTP path's limit). Wider
+     than dbo.Email on purpose: SQL Server cuts an over-long argument silently. */
+CREATE OR ALTER FUNCTION dbo.EmailIsValid_fn(@Email NVARCHAR(400))
 RETURNS BIT
 AS
 BEGIN
     IF
         @Email IS NULL
+        OR LEN(@Email) > 254
         OR @Email NOT LIKE N'_%@_%._%'
         OR @Email LIKE N'%@%@%'
         OR @Email LIKE N'%[ ,;:<>()"]%'

@@ -3,8 +3,9 @@ SET QUOTED_IDENTIFIER ON;
 GO
 /* dbo.PhoneIsValid_fn: is this a phone number in E.164 form: +, a non-zero digit,
    then 7 to 14 more digits?
-   @PhoneNumber: the number. */
-CREATE OR ALTER FUNCTION dbo.PhoneIsValid_fn(@PhoneNumber dbo.PhoneNumber)
+   @PhoneNumber: the number. Wider than dbo.PhoneNumber on purpose: SQL Server
+     cuts an over-long argument silently, which would make a bad number valid. */
+CREATE OR ALTER FUNCTION dbo.PhoneIsValid_fn(@PhoneNumber VARCHAR(400))
 RETURNS BIT
 AS
 BEGIN

@@ -15,11 +15,11 @@ GO
    a transaction, and the errors of dbo.Add_Notification_ResetPassword_utx. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_trx
     @UserID dbo.DbUserID,
-    @Username dbo.DbUsername,
-    @OTP dbo.OtpCode,
-    @EmailTo dbo.Email = NULL,
-    @PreferredLanguage dbo.[Name] = NULL,
-    @PhoneNumber dbo.PhoneNumber = NULL,
+    @Username NVARCHAR(400),
+    @OTP VARCHAR(400),
+    @EmailTo NVARCHAR(400) = NULL,
+    @PreferredLanguage NVARCHAR(400) = NULL,
+    @PhoneNumber VARCHAR(400) = NULL,
     @ScheduledFor dbo.[_Timestamp] = NULL
 AS
 BEGIN

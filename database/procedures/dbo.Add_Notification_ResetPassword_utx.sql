@@ -6,10 +6,12 @@ GO
    ResetPassword subtype row and one row per channel asked for, so that an
    application can commit its own writes and the notification together.
    The key is handed out under an application lock on 'dbo.Notification' held
-   to the end of the transaction: the later of now and the last key plus
-   100 ns (dbo.QueueNextKey_fn), so concurrent producers never collide.
+   to the end of the transaction: the later of now and the last key plus a
+   microsecond (dbo.QueueNextKey_fn), so concurrent producers never collide.
+   The text parameters are wider than their columns on purpose: SQL Server
+   cuts an over-long argument silently, so each length is checked here instead.
    @UserID: whose password; a positive id.
-   @Username: their login name.
+   @Username: their login name, at most 128 characters.
    @OTP: the one-time code to send: 4 to 10 letters or digits.
    @EmailTo: the address to e-mail it to, or NULL for no e-mail.
    @PreferredLanguage: the e-mail's language tag (default en).
@@ -21,11 +23,11 @@ GO
    On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_utx
     @UserID dbo.DbUserID,
-    @Username dbo.DbUsername,
-    @OTP dbo.OtpCode,
-    @EmailTo dbo.Email = NULL,
-    @PreferredLanguage dbo.[Name] = NULL,
-    @PhoneNumber dbo.PhoneNumber = NULL,
+    @Username NVARCHAR(400),
+    @OTP VARCHAR(400),
+    @EmailTo NVARCHAR(400) = NULL,
+    @PreferredLanguage NVARCHAR(400) = NULL,
+    @PhoneNumber VARCHAR(400) = NULL,
     @ScheduledFor dbo.[_Timestamp] = NULL,
     @EnqueuedAt dbo.[_Timestamp] = NULL OUTPUT
 AS
@@ -48,12 +50,12 @@ BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@UserID is required and must be positive');
             GOTO EXIT_ERROR;
         END;
-    IF (@Username IS NULL OR LTRIM(RTRIM(@Username)) = N'')
+    IF (@Username IS NULL OR LTRIM(RTRIM(@Username)) = N'' OR LEN(@Username) > 128)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Username is required');
+            RAISERROR (50007, 16, 1, @Proc, N'@Username is required, at most 128 characters');
             GOTO EXIT_ERROR;
         END;
-    IF (@OTP IS NULL OR LEN(@OTP) < 4 OR @OTP LIKE '%[^0-9A-Za-z]%')
+    IF (@OTP IS NULL OR LEN(@OTP) NOT BETWEEN 4 AND 10 OR @OTP LIKE '%[^0-9A-Za-z]%')
         BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@OTP must be 4 to 10 letters or digits');
             GOTO EXIT_ERROR;

@@ -5,9 +5,9 @@ GO
    caller's transaction, in one statement. Every item is checked first; one
    bad item and nothing is written. Keys come under an application lock on
    'dbo.SyncQueue' held to the end of the transaction: the first is the later
-   of now and the last key plus 100 ns (dbo.QueueNextKey_fn), and item n (in
-   ItemNo order) gets the first plus n x 100 ns, so a call's keys are
-   contiguous, increasing, and never shared with another producer's.
+   of now and the last key plus a microsecond (dbo.QueueNextKey_fn), and item n
+   (in ItemNo order, from 0) gets the first plus n microseconds, so a call's
+   keys are contiguous, increasing, and never shared with another producer's.
    @Items: the jobs: ItemNo, Type (a row of dbo.SyncQueueType), EntityKey,
      Payload (JSON or NULL), ScheduledFor (UTC; NULL: now). At most 1,000,000.
    @FirstEnqueuedAt: OUTPUT, the key of the first item.
@@ -81,7 +81,7 @@ BEGIN
         END;
     SELECT @Last = MAX(q.EnqueuedAt) FROM dbo.SyncQueue AS q;
     SET @FirstEnqueuedAt = dbo.QueueNextKey_fn(@Last);
-    SET @LastEnqueuedAt = DATEADD(NANOSECOND, 100 * (@ItemCount - 1), @FirstEnqueuedAt);
+    SET @LastEnqueuedAt = DATEADD(MICROSECOND, @ItemCount - 1, @FirstEnqueuedAt);
 
     WITH numbered AS (
         SELECT
@@ -90,8 +90,8 @@ BEGIN
             i.Payload,
             i.ScheduledFor,
             DATEADD(
-                NANOSECOND,
-                100 * CAST(ROW_NUMBER() OVER (ORDER BY i.ItemNo) - 1 AS INT),
+                MICROSECOND,
+                CAST(ROW_NUMBER() OVER (ORDER BY i.ItemNo) - 1 AS INT),
                 @FirstEnqueuedAt
             ) AS EnqueuedAt
         FROM @Items AS i

@@ -17,7 +17,7 @@ CREATE OR ALTER PROCEDURE dbo.Modify_SyncQueue_trx
     @EnqueuedAt dbo.[_Timestamp],
     @UpdatedAt dbo.[_Timestamp],
     @Status dbo.QueueState,
-    @Step dbo.QueueStep = NULL,
+    @Step VARCHAR(400) = NULL,
     @Response dbo.WebResponse = NULL,
     @Error dbo.WebResponse = NULL,
     @ScheduledFor dbo.[_Timestamp] = NULL

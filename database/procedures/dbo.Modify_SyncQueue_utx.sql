@@ -18,6 +18,8 @@ GO
    @UpdatedAt: the token the caller read with the item (from Next_ or Modify_).
    @Status: the outcome, a row of dbo.QueueStatus.
    @Step: the step reached, for multi-step jobs; NULL keeps the recorded one.
+     Wider than dbo.QueueStep on purpose: SQL Server cuts an over-long argument
+     silently, so its length (at most 50) is checked here.
    @Response: the response body of the attempt; NULL keeps the recorded one.
    @Error: the error of the attempt; NULL keeps the recorded one.
    @ScheduledFor: for an Error outcome, when to try again (UTC).
@@ -29,7 +31,7 @@ CREATE OR ALTER PROCEDURE dbo.Modify_SyncQueue_utx
     @EnqueuedAt dbo.[_Timestamp],
     @UpdatedAt dbo.[_Timestamp],
     @Status dbo.QueueState,
-    @Step dbo.QueueStep = NULL,
+    @Step VARCHAR(400) = NULL,
     @Response dbo.WebResponse = NULL,
     @Error dbo.WebResponse = NULL,
     @ScheduledFor dbo.[_Timestamp] = NULL,
@@ -67,9 +69,9 @@ BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@Status must be one of the states in dbo.QueueStatus');
             GOTO EXIT_ERROR;
         END;
-    IF (@Step IS NOT NULL AND LTRIM(RTRIM(@Step)) = '')
+    IF (@Step IS NOT NULL AND (LTRIM(RTRIM(@Step)) = '' OR LEN(@Step) > 50))
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Step must not be blank: pass NULL to keep the recorded step');
+            RAISERROR (50007, 16, 1, @Proc, N'@Step must be 1 to 50 characters: pass NULL to keep the recorded step');
             GOTO EXIT_ERROR;
         END;
 

@@ -8,8 +8,10 @@ GO
    - EnqueuedAt stays the key and still means "when it was enqueued", but the
      seed's bare timestamp collides when producers enqueue in the same clock
      tick. Add_ procedures hand keys out under an application lock on
-     'dbo.Notification' as the later of now and the last key plus 100 ns
-     (dbo.QueueNextKey_fn): unique and increasing, even for many rows per call.
+     'dbo.Notification' as the later of now and the last key plus a
+     microsecond (dbo.QueueNextKey_fn): unique and increasing, even for many
+     rows per call, and whole microseconds so that every client (Python's
+     datetime included) carries them exactly.
    UpdatedAt is the optimistic-concurrency token; every change moves it strictly
    forward (dbo.QueueNextKey_fn again), so two changes in one tick differ too.
    Step is NULL until a multi-step job records its first step. */

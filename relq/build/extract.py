@@ -66,6 +66,8 @@ class Extractor:
 
     def _create_table_statement(self, seg: BaseSegment, _a) -> None:
         name_seg = seg.get_child("table_reference")
+        if parts(name_seg)[:1] and parts(name_seg)[0].startswith("#"):
+            return  # a temp table lives for a session, not in the catalog
         d = Definition("table", qualified(name_seg), line(name_seg))
         body = seg.get_child("bracketed")
         if body is not None:
