@@ -15,6 +15,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from relq.errors import RelqError
@@ -378,11 +379,23 @@ def run_batch(cursor: Any, sql: str) -> None:
         raise
 
 
+def sql_value(value: Any) -> Any:
+    """A parameter as relq sends it: a datetime becomes its ISO 8601 text with microseconds.
+
+    relq's keys and concurrency tokens are DATETIME2 values in whole microseconds, and a
+    token only works if it comes back exactly. How a datetime parameter is bound (and how
+    much of it survives) has varied across pyodbc versions and ODBC drivers; ISO 8601
+    text converts to DATETIME2 exactly, whatever the session's language or DATEFORMAT."""
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=None).isoformat(timespec="microseconds")
+    return value
+
+
 def query(cursor: Any, sql: str, *params: Any) -> list[tuple]:
     """Run a parameterised batch of relq's own: the rows of its first result set ([] when
     it has none), every later result drained so that the connection is free again."""
     try:
-        cursor.execute(sql, *params)
+        cursor.execute(sql, *[sql_value(p) for p in params])
         rows: list[tuple] | None = None
         while True:
             if rows is None and cursor.description is not None:
@@ -427,7 +440,7 @@ def call(conn: Any, procedure: str, **params: Any) -> CallResult:
     sql = _call_sql(procedure, list(params))
     cursor = conn.cursor()
     try:
-        cursor.execute(sql, *params.values())
+        cursor.execute(sql, *[sql_value(v) for v in params.values()])
         result_sets, columns = _collect(cursor)
     except Exception as exc:
         if _is_pyodbc_error(exc):

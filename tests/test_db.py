@@ -353,3 +353,14 @@ def test_connect_with_a_missing_driver():
     message = str(info.value)
     assert message.startswith("ODBC driver 'No Such Driver 99' is not installed here: ")
     assert "apt-get install tdsodbc" in message and "S3cr3t" not in message
+
+
+def test_datetimes_travel_as_exact_iso_text() -> None:
+    from datetime import datetime, timezone
+
+    from relq.db import sql_value
+
+    assert sql_value(datetime(2026, 11, 21, 8, 30, 0, 123456)) == "2026-11-21T08:30:00.123456"
+    assert sql_value(datetime(2026, 11, 21, 8, 30)) == "2026-11-21T08:30:00.000000"
+    assert sql_value(datetime(2026, 11, 21, 8, 30, tzinfo=timezone.utc)) == "2026-11-21T08:30:00.000000"
+    assert sql_value(5) == 5 and sql_value(None) is None

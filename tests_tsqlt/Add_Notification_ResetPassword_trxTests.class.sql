@@ -1,0 +1,116 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Add_Notification_ResetPassword_trxTests';
+GO
+-- The four tables an enqueue writes, faked with their defaults. In a
+-- NoTransaction test the fakes hold the committed rows, and tSQLt puts the
+-- real tables back after the test.
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.FakeNotificationTables
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
+END;
+GO
+-- Run after each NoTransaction test: a _trx that raised an error inside
+-- tSQLt's TRY...CATCH leaves its own transaction open.
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.CleanUp
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+-- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 50001 when a transaction is open]
+AS
+BEGIN
+    EXEC Add_Notification_ResetPassword_trxTests.FakeNotificationTables;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+
+    EXEC dbo.Add_Notification_ResetPassword_trx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'A1B2C3',
+        @EmailTo = N'alice@example.com';
+END;
+GO
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.CleanUp')
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx commits the notification when no transaction is open]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Rows INT;
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @Type VARCHAR(50);
+    DECLARE @Status VARCHAR(20);
+    DECLARE @SubtypeKey DATETIME2(7);
+    DECLARE @EmailKey DATETIME2(7);
+    DECLARE @SmsKey DATETIME2(7);
+    EXEC Add_Notification_ResetPassword_trxTests.FakeNotificationTables;
+
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_trx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'A1B2C3',
+        @EmailTo = N'alice@example.com',
+        @PhoneNumber = '+14155550123';
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    SELECT @Rows = COUNT(*) FROM dbo.Notification;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'rows in dbo.Notification';
+    SELECT
+        @EnqueuedAt = n.EnqueuedAt,
+        @Type = n.[Type],
+        @Status = n.[Status]
+    FROM dbo.Notification AS n;
+    EXEC tSQLt.AssertEqualsString @Expected = 'ResetPassword', @Actual = @Type, @Message = N'Type';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
+    SELECT @SubtypeKey = rp.EnqueuedAt
+    FROM dbo.Notification_ResetPassword AS rp
+    WHERE rp.UserID = 42 AND rp.Username = N'alice' AND rp.OTP = 'A1B2C3';
+    SELECT @EmailKey = e.EnqueuedAt
+    FROM dbo.Notification_Email AS e
+    WHERE e.EmailTo = N'alice@example.com';
+    SELECT @SmsKey = s.EnqueuedAt
+    FROM dbo.Notification_Sms AS s
+    WHERE s.PhoneNumber = '+14155550123';
+    EXEC tSQLt.AssertEquals @Expected = @EnqueuedAt, @Actual = @SubtypeKey, @Message = N'ResetPassword row';
+    EXEC tSQLt.AssertEquals @Expected = @EnqueuedAt, @Actual = @EmailKey, @Message = N'e-mail row';
+    EXEC tSQLt.AssertEquals @Expected = @EnqueuedAt, @Actual = @SmsKey, @Message = N'SMS row';
+END;
+GO
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.CleanUp')
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 50007 and leaves nothing when OTP is invalid]
+AS
+BEGIN
+    -- The procedure would return 1 here, but tSQLt runs every test inside
+    -- TRY...CATCH: the RAISERROR moves control to the CATCH below before the
+    -- RETURN, and before the procedure's own rollback, so the test rolls back.
+    DECLARE @ErrorNumber INT;
+    EXEC Add_Notification_ResetPassword_trxTests.FakeNotificationTables;
+
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_trx
+            @UserID = 42,
+            @Username = N'alice',
+            @OTP = 'A1!',
+            @EmailTo = N'alice@example.com';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.Notification';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.Notification_ResetPassword';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.Notification_Email';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.Notification_Sms';
+END;
+GO

@@ -1,0 +1,841 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Modify_Notification_utxTests';
+GO
+-- The queue and its channel tables, and the settings faked empty so that
+-- notification.maxAttempts has its documented default (3) whatever the
+-- database holds. dbo.QueueStatus and dbo.QueueTransition stay real: the
+-- lifecycle under test is their deployed rows.
+CREATE PROCEDURE Modify_Notification_utxTests.FakeQueue
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+END;
+GO
+-- Run after the NoTransaction test.
+CREATE PROCEDURE Modify_Notification_utxTests.CleanUp
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx completes the item when a processing item reports Completed]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @NewUpdatedAt DATETIME2(7);
+    DECLARE @Status VARCHAR(20);
+    DECLARE @Step VARCHAR(50);
+    DECLARE @Response NVARCHAR(MAX);
+    DECLARE @Duration BIGINT;
+    DECLARE @UpdatedAt DATETIME2(7);
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+
+    EXEC @RetCode = dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Completed',
+        @Response = N'250 2.0.0 OK',
+        @NewUpdatedAt = @NewUpdatedAt OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Status = n.[Status],
+        @Step = n.[Step],
+        @Response = n.Response,
+        @Duration = n.Duration,
+        @UpdatedAt = n.UpdatedAt
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Completed', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Send', @Actual = @Step, @Message = N'Step is kept';
+    EXEC tSQLt.AssertEqualsString @Expected = N'250 2.0.0 OK', @Actual = @Response, @Message = N'Response';
+    -- Milliseconds since StartedAt, five seconds ago.
+    IF @Duration IS NULL OR @Duration < 4000
+        EXEC tSQLt.Fail @Message0 = N'Duration must be the milliseconds since StartedAt';
+    IF @NewUpdatedAt IS NULL OR @NewUpdatedAt <= @Token
+        EXEC tSQLt.Fail @Message0 = N'@NewUpdatedAt must be later than the old token';
+    EXEC tSQLt.AssertEquals
+        @Expected = @NewUpdatedAt, @Actual = @UpdatedAt, @Message = N'the row carries the new token';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx moves the token forward when the old token is ahead of the clock]
+AS
+BEGIN
+    -- A token ahead of the clock is what a second change in the same clock
+    -- tick looks like: now is not later than the old token.
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @NewUpdatedAt DATETIME2(7);
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Render', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Processing',
+        @Step = 'Send',
+        @NewUpdatedAt = @NewUpdatedAt OUTPUT;
+
+    IF @NewUpdatedAt IS NULL OR @NewUpdatedAt <= @Token
+        EXEC tSQLt.Fail @Message0 = N'@NewUpdatedAt must be later than the old token';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50005 and changes nothing when the token is stale]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StaleToken DATETIME2(7) = '2024-03-01T08:00:04';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @ErrorNumber INT;
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #Before
+    FROM dbo.Notification AS n;
+
+    BEGIN TRY
+        EXEC dbo.Modify_Notification_utx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @StaleToken,
+            @Status = 'Completed',
+            @Response = N'250 2.0.0 OK';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #After
+    FROM dbo.Notification AS n;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50004 when no item has the key]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @OtherKey DATETIME2(7) = '2024-03-01T08:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50004;
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @OtherKey,
+        @UpdatedAt = @Token,
+        @Status = 'Completed';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when EnqueuedAt is NULL]
+AS
+BEGIN
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@EnqueuedAt%';
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = NULL,
+        @UpdatedAt = @Token,
+        @Status = 'Completed';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when UpdatedAt is NULL]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@UpdatedAt%';
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = NULL,
+        @Status = 'Completed';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when Status is NULL]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Status%';
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = NULL;
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when Status is no state of dboQueueStatus]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Status%';
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Done';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when Step is blank]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Render', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Step%';
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Processing',
+        @Step = '   ';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when Step is over 50 characters]
+AS
+BEGIN
+    -- The parameter is wider than the column: a longer step must be refused,
+    -- not cut to fit.
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @Step VARCHAR(400) = REPLICATE('s', 51);
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Render', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Step%';
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Processing',
+        @Step = @Step;
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50006 and changes nothing when a processing item reports Pending]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @ErrorNumber INT;
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #Before
+    FROM dbo.Notification AS n;
+
+    BEGIN TRY
+        EXEC dbo.Modify_Notification_utx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @Token,
+            @Status = 'Pending';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #After
+    FROM dbo.Notification AS n;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50006 and changes nothing when a pending item reports Completed]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @ErrorNumber INT;
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Pending', NULL, 0, N'', N'', NULL, NULL, @Key, @Key);
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #Before
+    FROM dbo.Notification AS n;
+
+    BEGIN TRY
+        EXEC dbo.Modify_Notification_utx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @Key,
+            @Status = 'Completed';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #After
+    FROM dbo.Notification AS n;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50006 and changes nothing when an error item reports Completed]
+AS
+BEGIN
+    -- An item waiting for its retry has no attempt running: only a claim
+    -- (Processing) may follow, not an outcome.
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = '2024-03-01T08:00:01';
+    DECLARE @RetryAt DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @ErrorNumber INT;
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Error', 'Send', 1, N'', N'451 try later', @StartedAt, 4000, @RetryAt, @Token);
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #Before
+    FROM dbo.Notification AS n;
+
+    BEGIN TRY
+        EXEC dbo.Modify_Notification_utx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @Token,
+            @Status = 'Completed';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #After
+    FROM dbo.Notification AS n;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50008 and changes nothing when the item is Completed]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = '2024-03-01T08:00:01';
+    DECLARE @ErrorNumber INT;
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Completed', 'Send', 1, N'250 OK', N'', @StartedAt, 4000, @Key, @Token);
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #Before
+    FROM dbo.Notification AS n;
+
+    BEGIN TRY
+        EXEC dbo.Modify_Notification_utx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @Token,
+            @Status = 'Completed',
+            @Response = N'250 OK again';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50008, @Actual = @ErrorNumber;
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #After
+    FROM dbo.Notification AS n;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx fails the item when an Error outcome comes on the last attempt]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @RetryAt DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @Status VARCHAR(20);
+    DECLARE @Error NVARCHAR(MAX);
+    DECLARE @Duration BIGINT;
+    DECLARE @ScheduledFor DATETIME2(7);
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    -- The third claim of three (notification.maxAttempts' default).
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 3, N'', N'', @StartedAt, NULL, @Key, @Token);
+
+    EXEC @RetCode = dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Error',
+        @Error = N'451 try later',
+        @ScheduledFor = @RetryAt;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Status = n.[Status],
+        @Error = n.Error,
+        @Duration = n.Duration,
+        @ScheduledFor = n.ScheduledFor
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Failed', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEqualsString @Expected = N'451 try later', @Actual = @Error, @Message = N'Error';
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @ScheduledFor, @Message = N'a failed item is not rescheduled';
+    IF @Duration IS NULL OR @Duration < 0
+        EXEC tSQLt.Fail @Message0 = N'the ended attempt must record its Duration';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx schedules a retry and keeps the step when an Error outcome has attempts left]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @RetryAt DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @Status VARCHAR(20);
+    DECLARE @Step VARCHAR(50);
+    DECLARE @Error NVARCHAR(MAX);
+    DECLARE @Duration BIGINT;
+    DECLARE @ScheduledFor DATETIME2(7);
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    -- The first attempt failed at step Send: the retry resumes there.
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+
+    EXEC @RetCode = dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Error',
+        @Error = N'451 try later',
+        @ScheduledFor = @RetryAt;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Status = n.[Status],
+        @Step = n.[Step],
+        @Error = n.Error,
+        @Duration = n.Duration,
+        @ScheduledFor = n.ScheduledFor
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Error', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Send', @Actual = @Step, @Message = N'Step is kept';
+    EXEC tSQLt.AssertEqualsString @Expected = N'451 try later', @Actual = @Error, @Message = N'Error';
+    EXEC tSQLt.AssertEquals @Expected = @RetryAt, @Actual = @ScheduledFor, @Message = N'ScheduledFor';
+    IF @Duration IS NULL OR @Duration < 0
+        EXEC tSQLt.Fail @Message0 = N'the ended attempt must record its Duration';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx schedules the retry for now when an Error outcome has no ScheduledFor]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @Before DATETIME2(7);
+    DECLARE @After DATETIME2(7);
+    DECLARE @Status VARCHAR(20);
+    DECLARE @ScheduledFor DATETIME2(7);
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+
+    SET @Before = SYSUTCDATETIME();
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Error',
+        @Error = N'451 try later';
+    SET @After = SYSUTCDATETIME();
+
+    SELECT
+        @Status = n.[Status],
+        @ScheduledFor = n.ScheduledFor
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Error', @Actual = @Status, @Message = N'Status';
+    IF @ScheduledFor IS NULL OR @ScheduledFor < @Before OR @ScheduledFor > @After
+        EXEC tSQLt.Fail @Message0 = N'without @ScheduledFor the retry is due at the time of the report';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the step and leaves Duration NULL when a processing item advances a step]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @NewUpdatedAt DATETIME2(7);
+    DECLARE @Status VARCHAR(20);
+    DECLARE @Step VARCHAR(50);
+    DECLARE @Duration BIGINT;
+    DECLARE @UpdatedAt DATETIME2(7);
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Render', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+
+    EXEC @RetCode = dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Processing',
+        @Step = 'Send',
+        @NewUpdatedAt = @NewUpdatedAt OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Status = n.[Status],
+        @Step = n.[Step],
+        @Duration = n.Duration,
+        @UpdatedAt = n.UpdatedAt
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Send', @Actual = @Step, @Message = N'Step';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @Duration, @Message = N'Duration';
+    EXEC tSQLt.AssertEquals
+        @Expected = @NewUpdatedAt, @Actual = @UpdatedAt, @Message = N'the row carries the new token';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the email channel response when EmailResponse is given]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    INSERT INTO dbo.Notification_Email (EnqueuedAt, EmailTo, PreferredLanguage, Response, Error)
+    VALUES (@Key, N'alice@example.com', N'en', N'', N'an earlier error');
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Completed',
+        @EmailResponse = N'250 2.0.0 OK';
+
+    SELECT
+        e.EnqueuedAt,
+        e.EmailTo,
+        e.Response,
+        e.Error
+    INTO #Actual
+    FROM dbo.Notification_Email AS e;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.EmailTo,
+        a.Response,
+        a.Error
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EnqueuedAt, EmailTo, Response, Error)
+    VALUES (@Key, N'alice@example.com', N'250 2.0.0 OK', N'an earlier error');
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the email channel error when EmailError is given]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    INSERT INTO dbo.Notification_Email (EnqueuedAt, EmailTo, PreferredLanguage, Response, Error)
+    VALUES (@Key, N'alice@example.com', N'en', N'queued', N'');
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Error',
+        @EmailError = N'550 mailbox unavailable';
+
+    SELECT
+        e.EnqueuedAt,
+        e.EmailTo,
+        e.Response,
+        e.Error
+    INTO #Actual
+    FROM dbo.Notification_Email AS e;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.EmailTo,
+        a.Response,
+        a.Error
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EnqueuedAt, EmailTo, Response, Error)
+    VALUES (@Key, N'alice@example.com', N'queued', N'550 mailbox unavailable');
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the SMS channel response when SmsResponse is given]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @Response NVARCHAR(MAX);
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    INSERT INTO dbo.Notification_Sms (EnqueuedAt, PhoneNumber, Response, Error)
+    VALUES (@Key, '+14155550123', N'', N'');
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Completed',
+        @SmsResponse = N'accepted';
+
+    SELECT @Response = s.Response
+    FROM dbo.Notification_Sms AS s
+    WHERE s.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = N'accepted', @Actual = @Response;
+END;
+GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when SmsResponse is given without an SMS channel]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    -- An e-mail-only notification.
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    INSERT INTO dbo.Notification_Email (EnqueuedAt, EmailTo, PreferredLanguage, Response, Error)
+    VALUES (@Key, N'alice@example.com', N'en', N'', N'');
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #Before
+    FROM dbo.Notification AS n;
+
+    BEGIN TRY
+        EXEC dbo.Modify_Notification_utx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @Token,
+            @Status = 'Completed',
+            @SmsResponse = N'accepted';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%SMS%', @Actual = @ErrorMessage;
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.[Step],
+        n.AttemptNum,
+        n.Response,
+        n.Error,
+        n.StartedAt,
+        n.Duration,
+        n.ScheduledFor,
+        n.UpdatedAt
+    INTO #After
+    FROM dbo.Notification AS n;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.Notification_Sms';
+END;
+GO
+--[@tSQLt:NoTransaction]('Modify_Notification_utxTests.CleanUp')
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50002 when no transaction is open]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+
+    EXEC dbo.Modify_Notification_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Completed';
+END;
+GO

@@ -1,0 +1,105 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Worker_SyncQueue_VTests';
+GO
+-- tSQLt runs the procedures whose names start with "test ": the spaces are required.
+-- Every column of the view, each with a value of its own, so that a column mapped wrongly shows up.
+CREATE PROCEDURE Worker_SyncQueue_VTests.[test Worker_SyncQueue_V shows the job columns when a job exists]
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue';
+    INSERT INTO dbo.SyncQueue (
+        EnqueuedAt,
+        [Type],
+        EntityKey,
+        Payload,
+        [Status],
+        [Step],
+        AttemptNum,
+        Response,
+        Error,
+        StartedAt,
+        Duration,
+        ScheduledFor,
+        UpdatedAt
+    )
+    VALUES (
+        '2024-01-01T00:00:00',
+        'CustomerSync',
+        N'C-1001',
+        N'{"full":true}',
+        'Error',
+        'Push',
+        2,
+        N'502 Bad Gateway',
+        N'upstream unavailable',
+        '2024-01-01T00:02:00',
+        1500,
+        '2024-01-01T00:01:00',
+        '2024-01-01T00:02:01'
+    );
+
+    SELECT
+        v.EnqueuedAt,
+        v.[Type],
+        v.EntityKey,
+        v.Payload,
+        v.[Status],
+        v.[Step],
+        v.AttemptNum,
+        v.ScheduledFor,
+        v.StartedAt,
+        v.UpdatedAt,
+        v.Response,
+        v.Error
+    INTO #Actual
+    FROM dbo.Worker_SyncQueue_V AS v;
+
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.[Type],
+        a.EntityKey,
+        a.Payload,
+        a.[Status],
+        a.[Step],
+        a.AttemptNum,
+        a.ScheduledFor,
+        a.StartedAt,
+        a.UpdatedAt,
+        a.Response,
+        a.Error
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (
+        EnqueuedAt,
+        [Type],
+        EntityKey,
+        Payload,
+        [Status],
+        [Step],
+        AttemptNum,
+        ScheduledFor,
+        StartedAt,
+        UpdatedAt,
+        Response,
+        Error
+    )
+    VALUES (
+        '2024-01-01T00:00:00',
+        'CustomerSync',
+        N'C-1001',
+        N'{"full":true}',
+        'Error',
+        'Push',
+        2,
+        '2024-01-01T00:01:00',
+        '2024-01-01T00:02:00',
+        '2024-01-01T00:02:01',
+        N'502 Bad Gateway',
+        N'upstream unavailable'
+    );
+
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
