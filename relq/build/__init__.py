@@ -13,7 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from relq.build import cache, conventions, emit, resolve
+from relq.build import cache, conventions, coverage, emit, resolve
 from relq.build.catalog import Catalog, build_catalog
 from relq.build.diagnostics import Diagnostic, apply_allows
 from relq.build.extract import Extractor
@@ -22,7 +22,7 @@ from relq.build.layout import Source, discover
 from relq.build.order import dependencies, deploy_order
 from relq.build.parse import parse
 
-KNOWN_CHECKS = set(conventions.CHECKS) | set(resolve.CHECKS)
+KNOWN_CHECKS = set(conventions.CHECKS) | set(resolve.CHECKS) | set(coverage.CHECKS)
 # Parse in worker processes only when enough files changed to pay for their start.
 _PARALLEL_FROM = 12
 
@@ -109,6 +109,7 @@ def build(root: Path, write: bool = True) -> BuildResult:
     problems += duplicates
     problems += resolve.resolve(database, catalog)
     problems += resolve.resolve(tests, with_tests)
+    problems += coverage.missing_test_classes(database, tests)
     deps = dependencies(database, catalog)
     order, cycles = deploy_order(deps)
     problems += cycles

@@ -21,7 +21,8 @@ TYPE = "database/types/dbo.QueueState.sql"
 DATA = "database/data/dbo.JobStatus.sql"
 ROLE = "database/security/JobWorker.sql"
 MSG = "database/messages/50001.InsideTransaction.sql"
-TEST = "tests_tsqlt/Next_JobTests.class.sql"
+TEST = "tests_tsqlt/Next_Job_trxTests.class.sql"
+FN_TESTS = "tests_tsqlt/JobIsKnown_fnTests.class.sql"
 LONG = "Next_Job_trx_with_a_very_long_name_x"  # 36 characters
 
 
@@ -32,6 +33,11 @@ class Case:
     # (file, a text on the line, check, a part of the message)
     expect: list[tuple[str, str, str, str]]
     writes: list[tuple[str, str]] = field(default_factory=list)
+
+
+def empty_class(name: str) -> str:
+    """An empty tSQLt class file."""
+    return HEADER + f"EXEC tSQLt.NewTestClass '{name}';\nGO\n"
 
 
 def proc(name: str, body: str, params: str = "") -> str:
@@ -162,8 +168,8 @@ CASES = [
          [(ROLE, "OBJECT::dbo.Next_Job_trx", "OBJECT::dbo.Next_Jobs_trx")],
          [(ROLE, "dbo.Next_Jobs_trx", "unknown-object", "unknown object dbo.Next_Jobs_trx")]),
     Case("a test referencing a procedure nobody creates",
-         [(TEST, "EXEC Next_JobTests.ClaimOne;", "EXEC Next_JobTests.ClaimTwo;")],
-         [(TEST, "ClaimTwo", "unknown-procedure", "unknown procedure Next_JobTests.ClaimTwo")]),
+         [(TEST, "EXEC Next_Job_trxTests.ClaimOne;", "EXEC Next_Job_trxTests.ClaimTwo;")],
+         [(TEST, "ClaimTwo", "unknown-procedure", "unknown procedure Next_Job_trxTests.ClaimTwo")]),
     Case("the same object created twice",
          [],
          [(VIEW, "CREATE OR ALTER VIEW", "duplicate-object",
@@ -180,7 +186,8 @@ CASES = [
            "database/views/dbo.Worker_Job_V.sql -> database/views/dbo.Other_V.sql")],
          writes=[("database/views/dbo.Other_V.sql",
                   HEADER + "/* needs the worker view */\nCREATE OR ALTER VIEW dbo.Other_V\nAS\n"
-                  "SELECT v.JobId FROM dbo.Worker_Job_V AS v;\nGO\n")]),
+                  "SELECT v.JobId FROM dbo.Worker_Job_V AS v;\nGO\n"),
+                 ("tests_tsqlt/Other_VTests.class.sql", empty_class("Other_VTests"))]),
     Case("an unparsable section",
          [(VIEW, "FROM dbo.Job AS j;", "FROM dbo.Job AS j WHERE (;")],
          [(VIEW, "FROM dbo.Job AS j WHERE (", "parse", "sqlfluff (tsql) cannot parse this")]),
@@ -195,9 +202,13 @@ CASES = [
            "must start with SET ANSI_NULLS ON; SET QUOTED_IDENTIFIER ON; and GO")]),
     Case("a file named for another object",
          [(FN, "FUNCTION dbo.JobIsKnown_fn (", "FUNCTION dbo.JobKnown_fn (")],
+         # the rename also breaks what used the old name, and leaves the new one untested
          [(FN, "FUNCTION dbo.JobKnown_fn", "file-name",
            "the file creates dbo.JobKnown_fn: name it dbo.JobKnown_fn.sql"),
-          (JOB, "dbo.JobIsKnown_fn(", "unknown-function", "dbo.JobIsKnown_fn")]),
+          (FN, "FUNCTION dbo.JobKnown_fn", "test-class",
+           "add tests_tsqlt/JobKnown_fnTests.class.sql"),
+          (JOB, "dbo.JobIsKnown_fn(", "unknown-function", "dbo.JobIsKnown_fn"),
+          (FN_TESTS, "dbo.JobIsKnown_fn(", "unknown-function", "dbo.JobIsKnown_fn")]),
     Case("a message file registering another number",
          [(MSG, "@msgnum = 50001", "@msgnum = 50011")],
          [(MSG, "", "file-name", "named <number>.<Meaning>.sql"),
@@ -234,7 +245,9 @@ CASES = [
          [(FN, "FUNCTION dbo.JobIsKnown_fn (", "FUNCTION dbo.JobIsKnown ("),
           (JOB, "dbo.JobIsKnown_fn(", "dbo.JobIsKnown(")],
          [(FN, "FUNCTION dbo.JobIsKnown", "object-suffix", "must end in _fn"),
-          (FN, "FUNCTION dbo.JobIsKnown", "file-name", "name it dbo.JobIsKnown.sql")]),
+          (FN, "FUNCTION dbo.JobIsKnown", "file-name", "name it dbo.JobIsKnown.sql"),
+          (FN, "FUNCTION dbo.JobIsKnown", "test-class", "add tests_tsqlt/JobIsKnownTests.class.sql"),
+          (FN_TESTS, "dbo.JobIsKnown_fn(", "unknown-function", "dbo.JobIsKnown_fn")]),
     Case("an unnamed constraint",
          [(JOB, "CONSTRAINT DF_Job_Attempts DEFAULT (0)", "DEFAULT (0)")],
          [(JOB, "Attempts INT", "unnamed-constraint", "name this DEFAULT constraint of dbo.Job")]),
@@ -310,13 +323,13 @@ CASES = [
          [(VIEW, "j.UpdatedAt AS Token", "j.UpdatedAt AS [$(Token)]")],
          [(VIEW, "$(Token)", "sqlcmd-safe", "scripting variable")]),
     Case("a test class created under another name",
-         [(TEST, "NewTestClass 'Next_JobTests'", "NewTestClass 'NextTests'")],
-         [(TEST, "", "file-name", "EXEC tSQLt.NewTestClass 'Next_JobTests'")]),
+         [(TEST, "NewTestClass 'Next_Job_trxTests'", "NewTestClass 'NextTests'")],
+         [(TEST, "", "file-name", "EXEC tSQLt.NewTestClass 'Next_Job_trxTests'")]),
     Case("a test procedure outside its file's test class",
-         [(TEST, "CREATE PROCEDURE Next_JobTests.ClaimOne", "CREATE PROCEDURE dbo.ClaimOne"),
-          (TEST, "EXEC Next_JobTests.ClaimOne;", "EXEC dbo.ClaimOne;")],
+         [(TEST, "CREATE PROCEDURE Next_Job_trxTests.ClaimOne", "CREATE PROCEDURE dbo.ClaimOne"),
+          (TEST, "EXEC Next_Job_trxTests.ClaimOne;", "EXEC dbo.ClaimOne;")],
          [(TEST, "CREATE PROCEDURE dbo.ClaimOne", "file-name",
-           "procedure dbo.ClaimOne is not in the test class Next_JobTests")]),
+           "procedure dbo.ClaimOne is not in the test class Next_Job_trxTests")]),
     Case("a test faking a table nobody creates",
          [(TEST, "@TableName = N'dbo.Job'", "@TableName = N'dbo.Jobs'")],
          [(TEST, "N'dbo.Jobs'", "unknown-table",
@@ -325,17 +338,25 @@ CASES = [
          [(TEST, "@ProcedureName = N'dbo.Log_Job_utx'", "@ProcedureName = N'dbo.Log_Jobs_utx'")],
          [(TEST, "N'dbo.Log_Jobs_utx'", "unknown-procedure", "unknown procedure dbo.Log_Jobs_utx")]),
     Case("a NoTransaction test naming a clean-up nobody creates",
-         [(TEST, "NoTransaction]('Next_JobTests.CleanUp')", "NoTransaction]('Next_JobTests.Cleanup2')")],
-         [(TEST, "Cleanup2", "unknown-procedure", "unknown procedure Next_JobTests.Cleanup2")]),
+         [(TEST, "NoTransaction]('Next_Job_trxTests.CleanUp')",
+          "NoTransaction]('Next_Job_trxTests.Cleanup2')")],
+         [(TEST, "Cleanup2", "unknown-procedure", "unknown procedure Next_Job_trxTests.Cleanup2")]),
     Case("a test named without its condition",
          [(TEST, "[test Next_Job_trx claims a due job when one is pending]",
            "[test Next_Job_trx claims a due job]")],
          [(TEST, "[test Next_Job_trx claims a due job]", "test-name",
            "name the test [test <Object> <does what> when <condition>]")]),
     Case("a tSQLt annotation before the GO",
-         [(TEST, "GO\n--[@tSQLt:NoTransaction]('Next_JobTests.CleanUp')\n",
-           "--[@tSQLt:NoTransaction]('Next_JobTests.CleanUp')\nGO\n")],
+         [(TEST, "GO\n--[@tSQLt:NoTransaction]('Next_Job_trxTests.CleanUp')\n",
+           "--[@tSQLt:NoTransaction]('Next_Job_trxTests.CleanUp')\nGO\n")],
          [(TEST, "--[@tSQLt:NoTransaction]", "tsqlt-annotation", "directly above CREATE PROCEDURE")]),
+    Case("a view without its tSQLt class",
+         [],
+         [("database/views/dbo.Due_Job_V.sql", "CREATE OR ALTER VIEW", "test-class",
+           "view dbo.Due_Job_V has no tSQLt class: add tests_tsqlt/Due_Job_VTests.class.sql")],
+         writes=[("database/views/dbo.Due_Job_V.sql",
+                  HEADER + "/* dbo.Due_Job_V: due jobs. */\nCREATE OR ALTER VIEW dbo.Due_Job_V\nAS\n"
+                  "SELECT j.JobId FROM dbo.Job AS j;\nGO\n")]),
     # -- silencing ---------------------------------------------------------------
     Case("an allow without a reason",
          [(NEXT, "UpdatedAt = SYSUTCDATETIME(),", "UpdatedAt = GETDATE(), -- relq:allow utc-time")],
@@ -401,5 +422,6 @@ def test_what_sql_server_or_the_statement_itself_defines_is_not_unknown(
     project: Project, name: str, body: str
 ) -> None:
     project.write("database/procedures/dbo.Probe_trx.sql", proc("dbo.Probe_trx", body))
+    project.write("tests_tsqlt/Probe_trxTests.class.sql", empty_class("Probe_trxTests"))
     problems = [p for p in project.problems() if "raiserror-number" not in p]
     assert problems == []

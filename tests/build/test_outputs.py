@@ -129,7 +129,7 @@ def test_the_report_names_each_problem_and_sums_up(project: Project, capsys) -> 
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ("database/views/dbo.Worker_Job_V.sql:11: unknown table or view dbo.Nope "
                       "(in SELECT) [unknown-table]")
-    assert out[-1].startswith("build failed: 1 problem in 1 file; 15 files (1 parsed, 14 from cache) in ")
+    assert out[-1].startswith("build failed: 1 problem in 1 file; 18 files (1 parsed, 17 from cache) in ")
 
 
 def test_the_project_itself_builds_clean(tmp_path: Path) -> None:
@@ -165,6 +165,8 @@ def test_a_new_object_needs_no_registration(project: Project) -> None:
     project.write("database/views/dbo.Due_Job_V.sql",
                   HEADER + "/* dbo.Due_Job_V: jobs that are due. */\nCREATE OR ALTER VIEW dbo.Due_Job_V\n"
                   "AS\nSELECT v.JobId FROM dbo.Worker_Job_V AS v;\nGO\n")
+    project.write("tests_tsqlt/Due_Job_VTests.class.sql",
+                  HEADER + "EXEC tSQLt.NewTestClass 'Due_Job_VTests';\nGO\n")
     result = project.build()
     assert result.ok
     assert result.order.index("database/views/dbo.Worker_Job_V.sql") < result.order.index(

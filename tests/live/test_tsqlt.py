@@ -22,5 +22,5 @@ def test_tsqlt_installs_and_runs_the_fixture_classes(project: Project, mssql, ne
     deploy(project.root, mssql, create_db=new_database)
     result = run_tsqlt(project.root, db.with_database(mssql.conn_str, new_database), scripts,
                        tmp_path / "tsqlt.xml")
-    assert (result.tests, result.failures, result.errors) == (2, 0, 0), result.xml
+    assert (result.tests, result.failures, result.errors) == (5, 0, 0), result.xml
     assert (tmp_path / "tsqlt.xml").read_text().startswith("<")
