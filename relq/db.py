@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -416,6 +417,25 @@ def _next_set(cursor: Any) -> bool:
         if _is_pyodbc_error(exc, "ProgrammingError") and "No results" in str(exc):
             return False
         raise
+
+
+@contextmanager
+def transaction(conn: Any) -> Iterator[Any]:
+    """An explicit transaction on an autocommit connection: BEGIN TRANSACTION, then
+    COMMIT when the block ends, or ROLLBACK when it raises.
+
+    This is how to call a relq _utx procedure from Python. pyodbc's autocommit=False
+    does not do: ODBC implements it with SET IMPLICIT_TRANSACTIONS ON, where no
+    transaction is open until a statement needs one, so a _utx called first would
+    find @@TRANCOUNT at 0 and refuse (50002)."""
+    cursor = conn.cursor()
+    run_batch(cursor, "BEGIN TRANSACTION;")
+    try:
+        yield conn
+    except BaseException:
+        run_batch(cursor, "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;")
+        raise
+    run_batch(cursor, "COMMIT TRANSACTION;")
 
 
 @dataclass

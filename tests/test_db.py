@@ -364,3 +364,41 @@ def test_datetimes_travel_as_exact_iso_text() -> None:
     assert sql_value(datetime(2026, 11, 21, 8, 30)) == "2026-11-21T08:30:00.000000"
     assert sql_value(datetime(2026, 11, 21, 8, 30, tzinfo=timezone.utc)) == "2026-11-21T08:30:00.000000"
     assert sql_value(5) == 5 and sql_value(None) is None
+
+
+class _RecordingCursor:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        self.description = None
+
+    def execute(self, sql: str, *params) -> None:
+        self.log.append(sql)
+
+    def nextset(self) -> bool:
+        return False
+
+
+class _RecordingConnection:
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def cursor(self) -> _RecordingCursor:
+        return _RecordingCursor(self.log)
+
+
+def test_a_transaction_commits_when_its_block_ends() -> None:
+    from relq.db import transaction
+
+    conn = _RecordingConnection()
+    with transaction(conn):
+        conn.cursor().execute("EXEC dbo.Next_SyncQueue_utx;")
+    assert conn.log == ["BEGIN TRANSACTION;", "EXEC dbo.Next_SyncQueue_utx;", "COMMIT TRANSACTION;"]
+
+
+def test_a_transaction_rolls_back_when_its_block_raises() -> None:
+    from relq.db import transaction
+
+    conn = _RecordingConnection()
+    with pytest.raises(ValueError), transaction(conn):
+        raise ValueError("the worker failed")
+    assert conn.log == ["BEGIN TRANSACTION;", "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;"]

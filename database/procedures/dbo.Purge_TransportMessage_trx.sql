@@ -1,0 +1,59 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Purge_TransportMessage_trx: deletes expired transport messages, in short
+   transactions of at most @BatchSize rows each, until none is left, so that
+   purging never holds many locks or blocks receivers for long; READPAST skips
+   rows a receiver holds (they are purged next time).
+   @BatchSize: rows per transaction, 1 to 5000 (default 1000): below SQL
+     Server's lock-escalation threshold of 5,000 locks.
+   Returns 0 with one row, how many messages it deleted (Purged); 1 on error:
+   50001 inside a transaction, 50007 a bad @BatchSize. */
+CREATE OR ALTER PROCEDURE dbo.Purge_TransportMessage_trx
+    @BatchSize INT = 1000
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DECLARE @Proc NVARCHAR(128) = N'dbo.Purge_TransportMessage_trx';
+    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @Purged INT = 0;
+    DECLARE @ErrNo INT;
+    DECLARE @RowCnt INT;
+
+    IF (@@TRANCOUNT > 0)
+        BEGIN
+            RAISERROR (50001, 16, 1, N'dbo.Purge_TransportMessage_trx');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 5000)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 5000');
+            GOTO EXIT_ERROR;
+        END;
+
+    SET @RowCnt = @BatchSize;
+    WHILE (@RowCnt = @BatchSize)
+        BEGIN
+            BEGIN TRANSACTION Purge_TransportMessage;
+            DELETE TOP (@BatchSize) FROM dbo.TransportMessage WITH (ROWLOCK, READPAST)
+            WHERE Expires <= @Now;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+            COMMIT TRANSACTION Purge_TransportMessage;
+            SET @Purged = @Purged + @RowCnt;
+        END;
+
+    SELECT @Purged AS Purged;
+    RETURN 0;
+
+    EXIT_TRANSACTION:
+    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Purge_TransportMessage;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

@@ -1,0 +1,45 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Receive_HeapQueue_utx: receives up to @BatchSize messages from dbo.HeapQueue
+   inside the caller's transaction, in no particular order. A receive is a delete that
+   returns the rows it deleted (DELETE ... OUTPUT), so two consumers never get the same
+   message; if the caller rolls back, the messages are back in the queue (at-least-once,
+   when the caller commits after its work).
+   @BatchSize: how many messages at most, 1 to 1000 (default 1).
+   Returns 0 with one row per message (Payload, EnqueuedAt), none when the queue is
+   empty; 1 on error: 50002 outside a transaction, 50007 a bad @BatchSize. */
+CREATE OR ALTER PROCEDURE dbo.Receive_HeapQueue_utx
+    @BatchSize INT = 1
+AS
+BEGIN
+    SET NOCOUNT ON;
+    DECLARE @Proc NVARCHAR(128) = N'dbo.Receive_HeapQueue_utx';
+    DECLARE @ErrNo INT;
+    DECLARE @RowCnt INT;
+
+    IF (@@TRANCOUNT = 0)
+        BEGIN
+            RAISERROR (50002, 16, 1, N'dbo.Receive_HeapQueue_utx');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 1000)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
+            GOTO EXIT_ERROR;
+        END;
+
+    DELETE TOP (@BatchSize) FROM dbo.HeapQueue WITH (ROWLOCK, READPAST)
+    OUTPUT
+        DELETED.Payload,
+        DELETED.EnqueuedAt;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    RETURN 0;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

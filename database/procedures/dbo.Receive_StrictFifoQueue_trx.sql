@@ -1,0 +1,77 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Receive_StrictFifoQueue_trx: receives up to @BatchSize messages from
+   dbo.StrictFifoQueue and commits at once: at-most-once delivery (seed 002's mode
+   without a transaction): a message is gone before the caller works on it, and a caller
+   that fails loses it. Use dbo.Receive_StrictFifoQueue_utx inside your own transaction
+   for at-least-once. Order: strictly oldest first: without READPAST a second consumer
+   waits for the first to commit or roll back.
+   @BatchSize: how many messages at most, 1 to 1000 (default 1).
+   Returns 0 with one row per message (Id, Payload, EnqueuedAt), none when the queue is
+   empty; 1 on error: 50001 inside a transaction, 50007 a bad @BatchSize. */
+CREATE OR ALTER PROCEDURE dbo.Receive_StrictFifoQueue_trx
+    @BatchSize INT = 1
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- Strict order rests on READ COMMITTED locks, whatever the connection's default.
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DECLARE @Proc NVARCHAR(128) = N'dbo.Receive_StrictFifoQueue_trx';
+    DECLARE @Received TABLE (
+        Id BIGINT NOT NULL,
+        Payload VARBINARY(MAX) NOT NULL,
+        EnqueuedAt DATETIME2(7) NOT NULL
+    );
+    DECLARE @ErrNo INT;
+    DECLARE @RowCnt INT;
+
+    IF (@@TRANCOUNT > 0)
+        BEGIN
+            RAISERROR (50001, 16, 1, N'dbo.Receive_StrictFifoQueue_trx');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 1000)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
+            GOTO EXIT_ERROR;
+        END;
+
+    BEGIN TRANSACTION Receive_StrictFifoQueue;
+    WITH oldest AS (
+        SELECT TOP (@BatchSize)
+            q.Id,
+            q.Payload,
+            q.EnqueuedAt
+        FROM dbo.StrictFifoQueue AS q WITH (ROWLOCK)
+        ORDER BY q.Id
+    )
+
+    DELETE FROM oldest
+    OUTPUT
+        DELETED.Id,
+        DELETED.Payload,
+        DELETED.EnqueuedAt
+    INTO @Received (Id, Payload, EnqueuedAt);
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+    COMMIT TRANSACTION Receive_StrictFifoQueue;
+
+    SELECT
+        r.Id,
+        r.Payload,
+        r.EnqueuedAt
+    FROM @Received AS r
+    ORDER BY r.Id;
+    RETURN 0;
+
+    EXIT_TRANSACTION:
+    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Receive_StrictFifoQueue;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

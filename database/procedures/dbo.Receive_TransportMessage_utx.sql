@@ -1,0 +1,79 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Receive_TransportMessage_utx: receives up to @BatchSize messages from a
+   transport queue inside the caller's transaction (seed 002's native
+   transaction mode): the oldest unexpired ones, skipping rows other consumers
+   hold (READPAST). If the caller rolls back, the messages are back in the
+   queue; expired ones are never delivered.
+   @Queue: the queue's address.
+   @BatchSize: how many messages at most, 1 to 1000 (default 1).
+   Returns 0 with one row per message (Id, CorrelationId, ReplyToAddress,
+   Recoverable, Expires, Headers, Body, RowVersion), none when nothing is
+   deliverable; 1 on error: 50002 outside a transaction, 50007 an unknown queue
+   or a bad @BatchSize. */
+CREATE OR ALTER PROCEDURE dbo.Receive_TransportMessage_utx
+    @Queue VARCHAR(400),
+    @BatchSize INT = 1
+AS
+BEGIN
+    SET NOCOUNT ON;
+    DECLARE @Proc NVARCHAR(128) = N'dbo.Receive_TransportMessage_utx';
+    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @ErrNo INT;
+    DECLARE @RowCnt INT;
+
+    IF (@@TRANCOUNT = 0)
+        BEGIN
+            RAISERROR (50002, 16, 1, N'dbo.Receive_TransportMessage_utx');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@Queue IS NULL OR NOT EXISTS (
+        SELECT 1 FROM dbo.TransportQueue AS q
+        WHERE q.Queue = @Queue
+    ))
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Queue names no declared transport queue (dbo.Add_TransportQueue_trx)');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 1000)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
+            GOTO EXIT_ERROR;
+        END;
+
+    WITH oldest AS (
+        SELECT TOP (@BatchSize)
+            m.Id,
+            m.CorrelationId,
+            m.ReplyToAddress,
+            m.Recoverable,
+            m.Expires,
+            m.Headers,
+            m.Body,
+            m.[RowVersion]
+        FROM dbo.TransportMessage AS m WITH (ROWLOCK, READPAST)
+        WHERE m.Queue = @Queue AND (m.Expires IS NULL OR m.Expires > @Now)
+        ORDER BY m.[RowVersion]
+    )
+
+    DELETE FROM oldest
+    OUTPUT
+        DELETED.Id,
+        DELETED.CorrelationId,
+        DELETED.ReplyToAddress,
+        DELETED.Recoverable,
+        DELETED.Expires,
+        DELETED.Headers,
+        DELETED.Body,
+        DELETED.[RowVersion];
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    RETURN 0;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

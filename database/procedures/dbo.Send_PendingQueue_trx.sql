@@ -1,0 +1,45 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Send_PendingQueue_trx: sends a message to dbo.PendingQueue in a transaction of
+   its own; the rules are dbo.Send_PendingQueue_utx's.
+   @Payload: the message.
+   @DueAt: when it becomes due, UTC (default: now).
+   Returns 0 with one row, the new message's Id; 1 on error: 50001 inside a transaction,
+   and the errors of dbo.Send_PendingQueue_utx. */
+CREATE OR ALTER PROCEDURE dbo.Send_PendingQueue_trx
+    @Payload dbo.MessageBody,
+    @DueAt dbo.[_Timestamp] = NULL
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    DECLARE @Id BIGINT;
+    DECLARE @RetCode INT;
+    DECLARE @ErrNo INT;
+
+    IF (@@TRANCOUNT > 0)
+        BEGIN
+            RAISERROR (50001, 16, 1, N'dbo.Send_PendingQueue_trx');
+            GOTO EXIT_ERROR;
+        END;
+
+    BEGIN TRANSACTION Send_PendingQueue;
+    EXEC @RetCode = dbo.Send_PendingQueue_utx
+        @Payload = @Payload,
+        @DueAt = @DueAt,
+        @Id = @Id OUTPUT;
+    SELECT @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
+    COMMIT TRANSACTION Send_PendingQueue;
+
+    SELECT @Id AS Id;
+    RETURN 0;
+
+    EXIT_TRANSACTION:
+    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Send_PendingQueue;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

@@ -1,0 +1,42 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Send_StrictFifoQueue_trx: sends a message to dbo.StrictFifoQueue in a transaction
+   of its own; the rules are dbo.Send_StrictFifoQueue_utx's.
+   @Payload: the message.
+   Returns 0 with one row, the new message's Id; 1 on error: 50001 inside a transaction,
+   and the errors of dbo.Send_StrictFifoQueue_utx. */
+CREATE OR ALTER PROCEDURE dbo.Send_StrictFifoQueue_trx
+    @Payload dbo.MessageBody
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    DECLARE @Id BIGINT;
+    DECLARE @RetCode INT;
+    DECLARE @ErrNo INT;
+
+    IF (@@TRANCOUNT > 0)
+        BEGIN
+            RAISERROR (50001, 16, 1, N'dbo.Send_StrictFifoQueue_trx');
+            GOTO EXIT_ERROR;
+        END;
+
+    BEGIN TRANSACTION Send_StrictFifoQueue;
+    EXEC @RetCode = dbo.Send_StrictFifoQueue_utx
+        @Payload = @Payload,
+        @Id = @Id OUTPUT;
+    SELECT @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
+    COMMIT TRANSACTION Send_StrictFifoQueue;
+
+    SELECT @Id AS Id;
+    RETURN 0;
+
+    EXIT_TRANSACTION:
+    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Send_StrictFifoQueue;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

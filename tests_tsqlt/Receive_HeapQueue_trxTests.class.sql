@@ -1,0 +1,75 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Receive_HeapQueue_trxTests';
+GO
+-- A receive returns the rows of a DELETE ... OUTPUT, and a _trx refuses INSERT ... EXEC:
+-- these tests assert on the rows left in the queue (the Python live tests check the rows
+-- returned).
+CREATE PROCEDURE Receive_HeapQueue_trxTests.AddThreeMessages
+AS
+BEGIN
+    INSERT INTO dbo.HeapQueue (Payload, EnqueuedAt)
+    VALUES
+    (0x01, '2024-01-01T00:00:01'),
+    (0x02, '2024-01-01T00:00:02'),
+    (0x03, '2024-01-01T00:00:03');
+END;
+GO
+-- Run after each NoTransaction test: a procedure that raised an error inside
+-- tSQLt's TRY...CATCH may leave a transaction open.
+CREATE PROCEDURE Receive_HeapQueue_trxTests.CleanUp
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+-- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
+CREATE PROCEDURE Receive_HeapQueue_trxTests.[test Receive_HeapQueue_trx raises 50001 when a transaction is open]
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.HeapQueue';
+    EXEC Receive_HeapQueue_trxTests.AddThreeMessages;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+
+    EXEC dbo.Receive_HeapQueue_trx @BatchSize = 1;
+END;
+GO
+-- In a NoTransaction test the fake holds committed rows; tSQLt puts the real table back afterwards.
+--[@tSQLt:NoTransaction]('Receive_HeapQueue_trxTests.CleanUp')
+CREATE PROCEDURE Receive_HeapQueue_trxTests.[test Receive_HeapQueue_trx receives two and commits when no transaction is open]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Rows INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.HeapQueue';
+    EXEC Receive_HeapQueue_trxTests.AddThreeMessages;
+
+    EXEC @RetCode = dbo.Receive_HeapQueue_trx @BatchSize = 2;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    SELECT @Rows = COUNT(*) FROM dbo.HeapQueue;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'messages left';
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_HeapQueue_trxTests.CleanUp')
+CREATE PROCEDURE Receive_HeapQueue_trxTests.[test Receive_HeapQueue_trx returns 0 and commits when the queue is empty]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Rows INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.HeapQueue';
+
+    EXEC @RetCode = dbo.Receive_HeapQueue_trx;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    SELECT @Rows = COUNT(*) FROM dbo.HeapQueue;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'messages in the queue';
+END;
+GO

@@ -1,0 +1,107 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Receive_LifoStack_trxTests';
+GO
+-- The procedure returns its messages as a result set, which a test cannot capture:
+-- INSERT ... EXEC would run the _trx inside a transaction, where it refuses. These
+-- tests assert on the rows left in the stack instead.
+--
+-- The stack faked without its identity, so that the tests give the Ids. In a
+-- NoTransaction test the fake holds the committed rows; tSQLt puts the real table back
+-- after the test.
+CREATE PROCEDURE Receive_LifoStack_trxTests.FakeStack
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.LifoStack', @Defaults = 1;
+END;
+GO
+-- Messages 1, 2 and 3 (3 the newest), inserted oldest first.
+CREATE PROCEDURE Receive_LifoStack_trxTests.FakeStackOfThree
+AS
+BEGIN
+    EXEC Receive_LifoStack_trxTests.FakeStack;
+    INSERT INTO dbo.LifoStack (Id, Payload, EnqueuedAt)
+    VALUES
+    (1, 0x01, '2024-01-01T00:00:01'),
+    (2, 0x02, '2024-01-01T00:00:02'),
+    (3, 0x03, '2024-01-01T00:00:03');
+END;
+GO
+-- Run after each NoTransaction test: a _trx that raised an error inside
+-- tSQLt's TRY...CATCH leaves its own transaction open.
+CREATE PROCEDURE Receive_LifoStack_trxTests.CleanUp
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+-- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
+CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx raises 50001 when a transaction is open]
+AS
+BEGIN
+    EXEC Receive_LifoStack_trxTests.FakeStackOfThree;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+
+    EXEC dbo.Receive_LifoStack_trx @BatchSize = 1;
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.CleanUp')
+CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx takes the newest messages and commits when no transaction is open]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    EXEC Receive_LifoStack_trxTests.FakeStackOfThree;
+
+    EXEC @RetCode = dbo.Receive_LifoStack_trx @BatchSize = 2;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    SELECT s.Id INTO #Actual FROM dbo.LifoStack AS s;
+    SELECT TOP (0) a.Id INTO #Expected FROM #Actual AS a;
+    INSERT INTO #Expected (Id) VALUES (1);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.CleanUp')
+CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx returns 0 when the stack is empty]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    EXEC Receive_LifoStack_trxTests.FakeStack;
+
+    EXEC @RetCode = dbo.Receive_LifoStack_trx @BatchSize = 5;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.LifoStack';
+END;
+GO
+-- The batch size is checked before the transaction begins, so none is left open.
+--[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.CleanUp')
+CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx raises 50007 and removes nothing when the batch size is 0]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @TranCount INT;
+    DECLARE @RowCount INT;
+    EXEC Receive_LifoStack_trxTests.FakeStackOfThree;
+
+    BEGIN TRY
+        EXEC dbo.Receive_LifoStack_trx @BatchSize = 0;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = N'error number';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    SELECT @RowCount = COUNT(*) FROM dbo.LifoStack;
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @RowCount, @Message = N'messages left in the stack';
+END;
+GO

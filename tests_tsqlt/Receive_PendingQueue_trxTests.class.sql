@@ -1,0 +1,127 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Receive_PendingQueue_trxTests';
+GO
+-- The procedure returns its messages as a result set, which a test cannot capture:
+-- INSERT ... EXEC would run the _trx inside a transaction, where it refuses. These
+-- tests assert on the rows left in the queue instead.
+--
+-- The queue faked without its identity, so that the tests give the Ids. In a
+-- NoTransaction test the fake holds the committed rows; tSQLt puts the real table back
+-- after the test.
+CREATE PROCEDURE Receive_PendingQueue_trxTests.FakeQueue
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.PendingQueue', @Defaults = 1;
+END;
+GO
+-- Message 1 due in one hour, 2 due 5 minutes ago, 3 due 10 minutes ago.
+CREATE PROCEDURE Receive_PendingQueue_trxTests.FakeQueueOfThree
+AS
+BEGIN
+    DECLARE @Now DATETIME2(7) = SYSUTCDATETIME();
+    EXEC Receive_PendingQueue_trxTests.FakeQueue;
+    INSERT INTO dbo.PendingQueue (Id, DueAt, Payload, EnqueuedAt)
+    VALUES
+    (1, DATEADD(HOUR, 1, @Now), 0x01, '2024-01-01T00:00:01'),
+    (2, DATEADD(MINUTE, -5, @Now), 0x02, '2024-01-01T00:00:02'),
+    (3, DATEADD(MINUTE, -10, @Now), 0x03, '2024-01-01T00:00:03');
+END;
+GO
+-- Run after each NoTransaction test: a _trx that raised an error inside
+-- tSQLt's TRY...CATCH leaves its own transaction open.
+CREATE PROCEDURE Receive_PendingQueue_trxTests.CleanUp
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+-- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
+CREATE PROCEDURE Receive_PendingQueue_trxTests.[test Receive_PendingQueue_trx raises 50001 when a transaction is open]
+AS
+BEGIN
+    EXEC Receive_PendingQueue_trxTests.FakeQueueOfThree;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+
+    EXEC dbo.Receive_PendingQueue_trx @BatchSize = 1;
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_PendingQueue_trxTests.CleanUp')
+CREATE PROCEDURE Receive_PendingQueue_trxTests.[test Receive_PendingQueue_trx takes the due messages and commits when no transaction is open]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    EXEC Receive_PendingQueue_trxTests.FakeQueueOfThree;
+
+    EXEC @RetCode = dbo.Receive_PendingQueue_trx @BatchSize = 5;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    SELECT q.Id INTO #Actual FROM dbo.PendingQueue AS q;
+    SELECT TOP (0) a.Id INTO #Expected FROM #Actual AS a;
+    INSERT INTO #Expected (Id) VALUES (1);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_PendingQueue_trxTests.CleanUp')
+CREATE PROCEDURE Receive_PendingQueue_trxTests.[test Receive_PendingQueue_trx takes the earliest due message when the batch size is 1]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    EXEC Receive_PendingQueue_trxTests.FakeQueueOfThree;
+
+    EXEC @RetCode = dbo.Receive_PendingQueue_trx @BatchSize = 1;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    SELECT q.Id INTO #Actual FROM dbo.PendingQueue AS q;
+    SELECT TOP (0) a.Id INTO #Expected FROM #Actual AS a;
+    INSERT INTO #Expected (Id) VALUES (1), (2);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_PendingQueue_trxTests.CleanUp')
+CREATE PROCEDURE Receive_PendingQueue_trxTests.[test Receive_PendingQueue_trx returns 0 when the queue is empty]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    EXEC Receive_PendingQueue_trxTests.FakeQueue;
+
+    EXEC @RetCode = dbo.Receive_PendingQueue_trx @BatchSize = 5;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.PendingQueue';
+END;
+GO
+-- The batch size is checked before the transaction begins, so none is left open.
+--[@tSQLt:NoTransaction]('Receive_PendingQueue_trxTests.CleanUp')
+CREATE PROCEDURE Receive_PendingQueue_trxTests.[test Receive_PendingQueue_trx raises 50007 and removes nothing when the batch size is 0]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @TranCount INT;
+    DECLARE @RowCount INT;
+    EXEC Receive_PendingQueue_trxTests.FakeQueueOfThree;
+
+    BEGIN TRY
+        EXEC dbo.Receive_PendingQueue_trx @BatchSize = 0;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = N'error number';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    SELECT @RowCount = COUNT(*) FROM dbo.PendingQueue;
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @RowCount, @Message = N'messages left in the queue';
+END;
+GO

@@ -1,0 +1,201 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Receive_PendingQueue_utxTests';
+GO
+-- A receive is a DELETE ... OUTPUT, whose rows SQL Server refuses to capture through
+-- INSERT ... EXEC: these tests assert on the rows left in the queue instead. The
+-- returned rows themselves are checked by the Python live tests.
+--
+-- The queue faked without its identity, so that the tests give the Ids, and holding
+-- three messages: 1 due in one hour, 2 due 5 minutes ago, 3 due 10 minutes ago. The
+-- earliest due has the highest Id, so that a receive by Id would take another one.
+CREATE PROCEDURE Receive_PendingQueue_utxTests.FakeQueueOfThree
+AS
+BEGIN
+    DECLARE @Now DATETIME2(7) = SYSUTCDATETIME();
+    EXEC tSQLt.FakeTable @TableName = N'dbo.PendingQueue', @Defaults = 1;
+    INSERT INTO dbo.PendingQueue (Id, DueAt, Payload, EnqueuedAt)
+    VALUES
+    (1, DATEADD(HOUR, 1, @Now), 0x01, '2024-01-01T00:00:01'),
+    (2, DATEADD(MINUTE, -5, @Now), 0x02, '2024-01-01T00:00:02'),
+    (3, DATEADD(MINUTE, -10, @Now), 0x03, '2024-01-01T00:00:03');
+END;
+GO
+-- Asserts that @BatchSize is refused with 50007 and that the three messages stay.
+CREATE PROCEDURE Receive_PendingQueue_utxTests.AssertBatchSizeRefused
+    @BatchSize INT
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @RowCount INT;
+
+    BEGIN TRY
+        EXEC dbo.Receive_PendingQueue_utx @BatchSize = @BatchSize;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = N'error number';
+    SELECT @RowCount = COUNT(*) FROM dbo.PendingQueue;
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @RowCount, @Message = N'messages left in the queue';
+END;
+GO
+-- Run after the NoTransaction test.
+CREATE PROCEDURE Receive_PendingQueue_utxTests.CleanUp
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx takes the earliest due message when the batch size is 1]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_PendingQueue_utxTests.FakeQueueOfThree;
+
+    EXEC @RetCode = dbo.Receive_PendingQueue_utx @BatchSize = 1;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT q.Id INTO #Actual FROM dbo.PendingQueue AS q;
+    SELECT TOP (0) a.Id INTO #Expected FROM #Actual AS a;
+    INSERT INTO #Expected (Id) VALUES (1), (2);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx takes every due message and no other when the batch size is 5]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_PendingQueue_utxTests.FakeQueueOfThree;
+
+    EXEC @RetCode = dbo.Receive_PendingQueue_utx @BatchSize = 5;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT q.Id INTO #Actual FROM dbo.PendingQueue AS q;
+    SELECT TOP (0) a.Id INTO #Expected FROM #Actual AS a;
+    INSERT INTO #Expected (Id) VALUES (1);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+-- Two messages due at the same time, the higher Id inserted first.
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx takes the lower Id first when two messages are due at once]
+AS
+BEGIN
+    DECLARE @DueAt DATETIME2(7) = DATEADD(MINUTE, -5, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.PendingQueue', @Defaults = 1;
+    INSERT INTO dbo.PendingQueue (Id, DueAt, Payload, EnqueuedAt)
+    VALUES
+    (8, @DueAt, 0x08, '2024-01-01T00:00:08'),
+    (7, @DueAt, 0x07, '2024-01-01T00:00:07');
+
+    EXEC @RetCode = dbo.Receive_PendingQueue_utx @BatchSize = 1;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT q.Id INTO #Actual FROM dbo.PendingQueue AS q;
+    SELECT TOP (0) a.Id INTO #Expected FROM #Actual AS a;
+    INSERT INTO #Expected (Id) VALUES (8);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx returns 0 when the queue is empty]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.PendingQueue', @Defaults = 1;
+
+    EXEC @RetCode = dbo.Receive_PendingQueue_utx @BatchSize = 5;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.PendingQueue';
+END;
+GO
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx returns 0 and removes nothing when no message is due yet]
+AS
+BEGIN
+    DECLARE @Now DATETIME2(7) = SYSUTCDATETIME();
+    DECLARE @RetCode INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.PendingQueue', @Defaults = 1;
+    INSERT INTO dbo.PendingQueue (Id, DueAt, Payload, EnqueuedAt)
+    VALUES
+    (1, DATEADD(HOUR, 1, @Now), 0x01, '2024-01-01T00:00:01'),
+    (2, DATEADD(MINUTE, 1, @Now), 0x02, '2024-01-01T00:00:02');
+
+    EXEC @RetCode = dbo.Receive_PendingQueue_utx @BatchSize = 5;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT q.Id INTO #Actual FROM dbo.PendingQueue AS q;
+    SELECT TOP (0) a.Id INTO #Expected FROM #Actual AS a;
+    INSERT INTO #Expected (Id) VALUES (1), (2);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx raises 50007 and removes nothing when the batch size is NULL]
+AS
+BEGIN
+    EXEC Receive_PendingQueue_utxTests.FakeQueueOfThree;
+
+    EXEC Receive_PendingQueue_utxTests.AssertBatchSizeRefused @BatchSize = NULL;
+END;
+GO
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx raises 50007 and removes nothing when the batch size is 0]
+AS
+BEGIN
+    EXEC Receive_PendingQueue_utxTests.FakeQueueOfThree;
+
+    EXEC Receive_PendingQueue_utxTests.AssertBatchSizeRefused @BatchSize = 0;
+END;
+GO
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx raises 50007 and removes nothing when the batch size is minus 1]
+AS
+BEGIN
+    EXEC Receive_PendingQueue_utxTests.FakeQueueOfThree;
+
+    EXEC Receive_PendingQueue_utxTests.AssertBatchSizeRefused @BatchSize = -1;
+END;
+GO
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx raises 50007 and removes nothing when the batch size is 1001]
+AS
+BEGIN
+    EXEC Receive_PendingQueue_utxTests.FakeQueueOfThree;
+
+    EXEC Receive_PendingQueue_utxTests.AssertBatchSizeRefused @BatchSize = 1001;
+END;
+GO
+-- The caller's rollback gives the message back (at-least-once). A savepoint rolls back
+-- the receive only: tSQLt's own transaction stays open, and so do the fakes.
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx puts the message back when the caller rolls back]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @LeftBeforeRollback INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.PendingQueue', @Defaults = 1;
+    INSERT INTO dbo.PendingQueue (Id, DueAt, Payload, EnqueuedAt)
+    VALUES (1, DATEADD(MINUTE, -5, SYSUTCDATETIME()), 0x01, '2024-01-01T00:00:01');
+
+    SAVE TRANSACTION BeforeReceive;
+    EXEC @RetCode = dbo.Receive_PendingQueue_utx @BatchSize = 1;
+    SELECT @LeftBeforeRollback = COUNT(*) FROM dbo.PendingQueue;
+    ROLLBACK TRANSACTION BeforeReceive;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals
+        @Expected = 0, @Actual = @LeftBeforeRollback, @Message = N'messages left before the rollback';
+    SELECT q.Id INTO #Actual FROM dbo.PendingQueue AS q;
+    SELECT TOP (0) a.Id INTO #Expected FROM #Actual AS a;
+    INSERT INTO #Expected (Id) VALUES (1);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_PendingQueue_utxTests.CleanUp')
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx raises 50002 when no transaction is open]
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.PendingQueue', @Defaults = 1;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+
+    EXEC dbo.Receive_PendingQueue_utx @BatchSize = 1;
+END;
+GO

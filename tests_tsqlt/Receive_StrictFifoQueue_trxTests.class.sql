@@ -1,0 +1,81 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Receive_StrictFifoQueue_trxTests';
+GO
+-- A receive returns the rows of a DELETE ... OUTPUT, and a _trx refuses INSERT ... EXEC:
+-- these tests assert on the rows left in the queue (the Python live tests check the rows
+-- returned).
+-- Three messages, Ids 1 (oldest) to 3 (newest), inserted out of Id order: the faked table
+-- is a heap without the clustered key, so only the receive's ORDER BY Id takes the oldest.
+-- Faked without @Identity, Id is a plain column and takes explicit values.
+CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.AddThreeMessages
+AS
+BEGIN
+    INSERT INTO dbo.StrictFifoQueue (Id, Payload, EnqueuedAt)
+    VALUES
+    (3, 0x03, '2024-01-01T00:00:03'),
+    (1, 0x01, '2024-01-01T00:00:01'),
+    (2, 0x02, '2024-01-01T00:00:02');
+END;
+GO
+-- Run after each NoTransaction test: a procedure that raised an error inside
+-- tSQLt's TRY...CATCH may leave a transaction open.
+CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.CleanUp
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+-- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
+CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.[test Receive_StrictFifoQueue_trx raises 50001 when a transaction is open]
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.StrictFifoQueue';
+    EXEC Receive_StrictFifoQueue_trxTests.AddThreeMessages;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+
+    EXEC dbo.Receive_StrictFifoQueue_trx @BatchSize = 1;
+END;
+GO
+-- In a NoTransaction test the fake holds committed rows; tSQLt puts the real table back afterwards.
+--[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_trxTests.CleanUp')
+CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.[test Receive_StrictFifoQueue_trx receives the two oldest and commits when no transaction is open]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Rows INT;
+    DECLARE @RemainingId BIGINT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.StrictFifoQueue';
+    EXEC Receive_StrictFifoQueue_trxTests.AddThreeMessages;
+
+    EXEC @RetCode = dbo.Receive_StrictFifoQueue_trx @BatchSize = 2;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    SELECT @Rows = COUNT(*) FROM dbo.StrictFifoQueue;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'messages left';
+    SELECT @RemainingId = q.Id FROM dbo.StrictFifoQueue AS q;
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @RemainingId, @Message = N'the newest must be left';
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_trxTests.CleanUp')
+CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.[test Receive_StrictFifoQueue_trx returns 0 and commits when the queue is empty]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Rows INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.StrictFifoQueue';
+
+    EXEC @RetCode = dbo.Receive_StrictFifoQueue_trx;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    SELECT @Rows = COUNT(*) FROM dbo.StrictFifoQueue;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'messages in the queue';
+END;
+GO

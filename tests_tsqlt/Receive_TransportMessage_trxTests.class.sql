@@ -1,0 +1,121 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Receive_TransportMessage_trxTests';
+GO
+-- Two declared queues, Sales and Billing, and four messages with explicit RowVersions
+-- (the fake has no @Identity): 1: Sales, expired (the oldest, yet never to be
+-- delivered); 2: Billing; 3: Sales, never expires; 4: Sales, expires in an hour.
+CREATE PROCEDURE Receive_TransportMessage_trxTests.FakeTransport
+AS
+BEGIN
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -5, SYSUTCDATETIME());
+    DECLARE @Later DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    EXEC tSQLt.FakeTable @TableName = N'dbo.TransportQueue';
+    INSERT INTO dbo.TransportQueue (Queue, Endpoint, Machine)
+    VALUES
+    ('Sales', 'Sales', NULL),
+    ('Billing', 'Billing', NULL);
+    EXEC tSQLt.FakeTable @TableName = N'dbo.TransportMessage', @Defaults = 1;
+    INSERT INTO dbo.TransportMessage (Queue, [RowVersion], Id, Recoverable, Expires, Headers, Body)
+    VALUES
+    ('Sales', 1, NEWID(), 1, @Expired, N'{}', 0x01),
+    ('Billing', 2, NEWID(), 1, NULL, N'{}', 0x02),
+    ('Sales', 3, NEWID(), 1, NULL, N'{}', 0x03),
+    ('Sales', 4, NEWID(), 1, @Later, N'{}', 0x04);
+END;
+GO
+-- Asserts the RowVersions left in dbo.TransportMessage, as a list such as '1,2'. A
+-- NoTransaction test makes no permanent objects, so it compares values, not tables.
+CREATE PROCEDURE Receive_TransportMessage_trxTests.AssertRemaining
+    @Expected VARCHAR(100),
+    @Message NVARCHAR(200) = NULL
+AS
+BEGIN
+    DECLARE @Actual VARCHAR(8000);
+    SELECT
+        @Actual = ISNULL(
+            STRING_AGG(CAST(m.[RowVersion] AS VARCHAR(20)), ',') WITHIN GROUP (ORDER BY m.[RowVersion]), ''
+        )
+    FROM dbo.TransportMessage AS m;
+    EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Actual, @Message = @Message;
+END;
+GO
+-- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
+CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx raises 50001 when a transaction is open]
+AS
+BEGIN
+    EXEC Receive_TransportMessage_trxTests.FakeTransport;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+
+    EXEC dbo.Receive_TransportMessage_trx @Queue = 'Sales';
+END;
+GO
+CREATE PROCEDURE Receive_TransportMessage_trxTests.CleanUp
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.CleanUp')
+CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx receives the oldest unexpired message and commits when BatchSize is 1]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    EXEC Receive_TransportMessage_trxTests.FakeTransport;
+
+    EXEC @RetCode = dbo.Receive_TransportMessage_trx @Queue = 'Sales', @BatchSize = 1;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    -- 3 is gone: 1 is older but expired, 2 is in another queue, 4 is newer.
+    EXEC Receive_TransportMessage_trxTests.AssertRemaining @Expected = '1,2,4';
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.CleanUp')
+CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx receives every unexpired message and commits when BatchSize is 10]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    EXEC Receive_TransportMessage_trxTests.FakeTransport;
+
+    EXEC @RetCode = dbo.Receive_TransportMessage_trx @Queue = 'Sales', @BatchSize = 10;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    EXEC Receive_TransportMessage_trxTests.AssertRemaining
+        @Expected = '1,2', @Message = N'the expired message and the other queue''s remain';
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.CleanUp')
+CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx raises 50007 and removes nothing when an argument is bad]
+AS
+BEGIN
+    DECLARE @UnknownQueueError INT;
+    DECLARE @BadBatchSizeError INT;
+    EXEC Receive_TransportMessage_trxTests.FakeTransport;
+
+    BEGIN TRY
+        EXEC dbo.Receive_TransportMessage_trx @Queue = 'Shipping';
+    END TRY
+    BEGIN CATCH
+        SET @UnknownQueueError = ERROR_NUMBER();
+    END CATCH;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+    BEGIN TRY
+        EXEC dbo.Receive_TransportMessage_trx @Queue = 'Sales', @BatchSize = 1001;
+    END TRY
+    BEGIN CATCH
+        SET @BadBatchSizeError = ERROR_NUMBER();
+    END CATCH;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @UnknownQueueError, @Message = N'unknown queue';
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @BadBatchSizeError, @Message = N'BatchSize 1001';
+    EXEC Receive_TransportMessage_trxTests.AssertRemaining @Expected = '1,2,3,4';
+END;
+GO

@@ -1,0 +1,226 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Receive_TransportMessage_utxTests';
+GO
+-- Two declared queues, Sales and Billing, and an empty message table. RowVersion is
+-- a plain BIGINT in the fake (no @Identity): the tests give it explicitly.
+CREATE PROCEDURE Receive_TransportMessage_utxTests.FakeTransport
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.TransportQueue';
+    INSERT INTO dbo.TransportQueue (Queue, Endpoint, Machine)
+    VALUES
+    ('Sales', 'Sales', NULL),
+    ('Billing', 'Billing', NULL);
+    EXEC tSQLt.FakeTable @TableName = N'dbo.TransportMessage', @Defaults = 1;
+END;
+GO
+-- RowVersion 1: Sales, expired (the oldest, yet never to be delivered); 2: Billing;
+-- 3: Sales, never expires; 4: Sales, expires in an hour.
+CREATE PROCEDURE Receive_TransportMessage_utxTests.AddMessages
+AS
+BEGIN
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -5, SYSUTCDATETIME());
+    DECLARE @Later DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    INSERT INTO dbo.TransportMessage (Queue, [RowVersion], Id, Recoverable, Expires, Headers, Body)
+    VALUES
+    ('Sales', 1, NEWID(), 1, @Expired, N'{}', 0x01),
+    ('Billing', 2, NEWID(), 1, NULL, N'{}', 0x02),
+    ('Sales', 3, NEWID(), 1, NULL, N'{}', 0x03),
+    ('Sales', 4, NEWID(), 1, @Later, N'{}', 0x04);
+END;
+GO
+-- Compares the RowVersions left in dbo.TransportMessage with the #Expected table
+-- the calling test filled.
+CREATE PROCEDURE Receive_TransportMessage_utxTests.AssertRemainingAreExpected
+    @Message NVARCHAR(MAX) = NULL
+AS
+BEGIN
+    SELECT m.[RowVersion]
+    INTO #Actual
+    FROM dbo.TransportMessage AS m;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = @Message;
+END;
+GO
+-- Receives with one bad argument and asserts that it raised 50007.
+CREATE PROCEDURE Receive_TransportMessage_utxTests.AssertRefused
+    @Queue VARCHAR(400) = 'Sales',
+    @BatchSize INT = 1,
+    @Case NVARCHAR(200)
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    BEGIN TRY
+        EXEC dbo.Receive_TransportMessage_utx @Queue = @Queue, @BatchSize = @BatchSize;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+END;
+GO
+-- Run after the NoTransaction test.
+CREATE PROCEDURE Receive_TransportMessage_utxTests.CleanUp
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx takes the oldest unexpired message of the queue when BatchSize is 1]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_TransportMessage_utxTests.FakeTransport;
+    EXEC Receive_TransportMessage_utxTests.AddMessages;
+
+    EXEC @RetCode = dbo.Receive_TransportMessage_utx @Queue = 'Sales', @BatchSize = 1;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    -- 3 is gone: 1 is older but expired, 2 is in another queue, 4 is newer.
+    CREATE TABLE #Expected ([RowVersion] BIGINT NULL);
+    INSERT INTO #Expected ([RowVersion]) VALUES (1), (2), (4);
+    EXEC Receive_TransportMessage_utxTests.AssertRemainingAreExpected;
+END;
+GO
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx takes every unexpired message of the queue when BatchSize is 10]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_TransportMessage_utxTests.FakeTransport;
+    EXEC Receive_TransportMessage_utxTests.AddMessages;
+
+    EXEC @RetCode = dbo.Receive_TransportMessage_utx @Queue = 'Sales', @BatchSize = 10;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    CREATE TABLE #Expected ([RowVersion] BIGINT NULL);
+    INSERT INTO #Expected ([RowVersion]) VALUES (1), (2);
+    EXEC Receive_TransportMessage_utxTests.AssertRemainingAreExpected
+        @Message = N'the expired message and the other queue''s remain';
+END;
+GO
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx accepts a BatchSize of 1000 when it is the largest allowed]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_TransportMessage_utxTests.FakeTransport;
+    EXEC Receive_TransportMessage_utxTests.AddMessages;
+
+    EXEC @RetCode = dbo.Receive_TransportMessage_utx @Queue = 'Sales', @BatchSize = 1000;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    CREATE TABLE #Expected ([RowVersion] BIGINT NULL);
+    INSERT INTO #Expected ([RowVersion]) VALUES (1), (2);
+    EXEC Receive_TransportMessage_utxTests.AssertRemainingAreExpected;
+END;
+GO
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx delivers nothing and returns 0 when every message has expired]
+AS
+BEGIN
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -5, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    EXEC Receive_TransportMessage_utxTests.FakeTransport;
+    INSERT INTO dbo.TransportMessage (Queue, [RowVersion], Id, Recoverable, Expires, Headers, Body)
+    VALUES
+    ('Sales', 1, NEWID(), 1, @Expired, N'{}', 0x01),
+    ('Sales', 2, NEWID(), 1, @Expired, N'{}', 0x02);
+
+    EXEC @RetCode = dbo.Receive_TransportMessage_utx @Queue = 'Sales', @BatchSize = 10;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    CREATE TABLE #Expected ([RowVersion] BIGINT NULL);
+    INSERT INTO #Expected ([RowVersion]) VALUES (1), (2);
+    EXEC Receive_TransportMessage_utxTests.AssertRemainingAreExpected
+        @Message = N'expired messages are left for the purge';
+END;
+GO
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx returns 0 and changes nothing when the queue is empty]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_TransportMessage_utxTests.FakeTransport;
+    INSERT INTO dbo.TransportMessage (Queue, [RowVersion], Id, Recoverable, Expires, Headers, Body)
+    VALUES ('Billing', 1, NEWID(), 1, NULL, N'{}', 0x01);
+
+    EXEC @RetCode = dbo.Receive_TransportMessage_utx @Queue = 'Sales';
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    CREATE TABLE #Expected ([RowVersion] BIGINT NULL);
+    INSERT INTO #Expected ([RowVersion]) VALUES (1);
+    EXEC Receive_TransportMessage_utxTests.AssertRemainingAreExpected;
+END;
+GO
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx raises 50007 and removes nothing when the queue is unknown]
+AS
+BEGIN
+    EXEC Receive_TransportMessage_utxTests.FakeTransport;
+    EXEC Receive_TransportMessage_utxTests.AddMessages;
+
+    EXEC Receive_TransportMessage_utxTests.AssertRefused @Queue = 'Shipping', @Case = N'undeclared queue';
+    EXEC Receive_TransportMessage_utxTests.AssertRefused @Queue = NULL, @Case = N'NULL queue';
+
+    CREATE TABLE #Expected ([RowVersion] BIGINT NULL);
+    INSERT INTO #Expected ([RowVersion]) VALUES (1), (2), (3), (4);
+    EXEC Receive_TransportMessage_utxTests.AssertRemainingAreExpected;
+END;
+GO
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx raises 50007 and removes nothing when BatchSize is out of range]
+AS
+BEGIN
+    EXEC Receive_TransportMessage_utxTests.FakeTransport;
+    EXEC Receive_TransportMessage_utxTests.AddMessages;
+
+    EXEC Receive_TransportMessage_utxTests.AssertRefused @BatchSize = NULL, @Case = N'NULL';
+    EXEC Receive_TransportMessage_utxTests.AssertRefused @BatchSize = 0, @Case = N'0';
+    EXEC Receive_TransportMessage_utxTests.AssertRefused @BatchSize = -1, @Case = N'-1';
+    EXEC Receive_TransportMessage_utxTests.AssertRefused @BatchSize = 1001, @Case = N'1001';
+
+    CREATE TABLE #Expected ([RowVersion] BIGINT NULL);
+    INSERT INTO #Expected ([RowVersion]) VALUES (1), (2), (3), (4);
+    EXEC Receive_TransportMessage_utxTests.AssertRemainingAreExpected;
+END;
+GO
+-- The receive runs inside tSQLt's transaction; a savepoint stands for the caller's
+-- own rollback, and leaves tSQLt's transaction open.
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx puts the messages back when the caller rolls back]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @RowsAfterReceive INT;
+    EXEC Receive_TransportMessage_utxTests.FakeTransport;
+    EXEC Receive_TransportMessage_utxTests.AddMessages;
+
+    SAVE TRANSACTION BeforeReceive;
+    EXEC @RetCode = dbo.Receive_TransportMessage_utx @Queue = 'Sales', @BatchSize = 10;
+    SELECT @RowsAfterReceive = COUNT(*) FROM dbo.TransportMessage;
+    ROLLBACK TRANSACTION BeforeReceive;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @RowsAfterReceive, @Message = N'rows before the rollback';
+    CREATE TABLE #Expected ([RowVersion] BIGINT NULL);
+    INSERT INTO #Expected ([RowVersion]) VALUES (1), (2), (3), (4);
+    EXEC Receive_TransportMessage_utxTests.AssertRemainingAreExpected
+        @Message = N'the received messages are back after the rollback';
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_TransportMessage_utxTests.CleanUp')
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx raises 50002 and removes nothing when no transaction is open]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @Rows INT;
+    EXEC Receive_TransportMessage_utxTests.FakeTransport;
+    EXEC Receive_TransportMessage_utxTests.AddMessages;
+
+    BEGIN TRY
+        EXEC dbo.Receive_TransportMessage_utx @Queue = 'Sales';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50002, @Actual = @ErrorNumber;
+    SELECT @Rows = COUNT(*) FROM dbo.TransportMessage;
+    EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Rows, @Message = N'rows left';
+END;
+GO

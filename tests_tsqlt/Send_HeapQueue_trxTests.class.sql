@@ -1,0 +1,47 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Send_HeapQueue_trxTests';
+GO
+-- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
+CREATE PROCEDURE Send_HeapQueue_trxTests.[test Send_HeapQueue_trx raises 50001 when a transaction is open]
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.HeapQueue', @Defaults = 1;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+
+    EXEC dbo.Send_HeapQueue_trx @Payload = 0xC0FFEE;
+END;
+GO
+-- Run after each NoTransaction test: a procedure that raised an error inside
+-- tSQLt's TRY...CATCH may leave a transaction open.
+CREATE PROCEDURE Send_HeapQueue_trxTests.CleanUp
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+-- A NoTransaction test makes no permanent objects, so it counts rows instead of comparing tables;
+-- the fake holds the committed row, and tSQLt puts the real table back afterwards.
+--[@tSQLt:NoTransaction]('Send_HeapQueue_trxTests.CleanUp')
+CREATE PROCEDURE Send_HeapQueue_trxTests.[test Send_HeapQueue_trx writes and commits the message when no transaction is open]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Rows INT;
+    DECLARE @Matching INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.HeapQueue', @Defaults = 1;
+
+    EXEC @RetCode = dbo.Send_HeapQueue_trx @Payload = 0xC0FFEE;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    SELECT @Rows = COUNT(*) FROM dbo.HeapQueue;
+    SELECT @Matching = COUNT(*) FROM dbo.HeapQueue AS q
+    WHERE q.Payload = 0xC0FFEE;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'messages in the queue';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Matching, @Message = N'messages with the payload sent';
+END;
+GO

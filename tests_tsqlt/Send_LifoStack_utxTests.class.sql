@@ -1,0 +1,98 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Send_LifoStack_utxTests';
+GO
+-- The stack faked with its identity (Id still counts up) and its EnqueuedAt default.
+CREATE PROCEDURE Send_LifoStack_utxTests.FakeStack
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.LifoStack', @Identity = 1, @Defaults = 1;
+END;
+GO
+-- Run after the NoTransaction test.
+CREATE PROCEDURE Send_LifoStack_utxTests.CleanUp
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+-- Payload is VARBINARY(MAX), which tSQLt.AssertEquals (SQL_VARIANT) cannot take: compare it in a WHERE.
+CREATE PROCEDURE Send_LifoStack_utxTests.[test Send_LifoStack_utx writes the message and returns its Id when given a payload]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @Id BIGINT;
+    DECLARE @Before DATETIME2(7);
+    DECLARE @After DATETIME2(7);
+    DECLARE @RowCount INT;
+    DECLARE @Matching INT;
+    DECLARE @EnqueuedAt DATETIME2(7);
+    EXEC Send_LifoStack_utxTests.FakeStack;
+
+    SET @Before = SYSUTCDATETIME();
+    EXEC @RetCode = dbo.Send_LifoStack_utx @Payload = 0x0A0B0C, @Id = @Id OUTPUT;
+    SET @After = SYSUTCDATETIME();
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    IF @Id IS NULL EXEC tSQLt.Fail @Message0 = N'@Id was not returned';
+    SELECT @RowCount = COUNT(*) FROM dbo.LifoStack;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @RowCount, @Message = N'rows in the stack';
+    SELECT
+        @Matching = COUNT(*),
+        @EnqueuedAt = MAX(s.EnqueuedAt)
+    FROM dbo.LifoStack AS s
+    WHERE s.Id = @Id AND s.Payload = 0x0A0B0C;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Matching, @Message = N'a row with @Id and the payload';
+    IF @EnqueuedAt IS NULL OR @EnqueuedAt < @Before OR @EnqueuedAt > @After
+        EXEC tSQLt.Fail @Message0 = N'EnqueuedAt must be the time of the send';
+END;
+GO
+CREATE PROCEDURE Send_LifoStack_utxTests.[test Send_LifoStack_utx returns increasing Ids when called twice]
+AS
+BEGIN
+    DECLARE @FirstId BIGINT;
+    DECLARE @SecondId BIGINT;
+    EXEC Send_LifoStack_utxTests.FakeStack;
+
+    EXEC dbo.Send_LifoStack_utx @Payload = 0x01, @Id = @FirstId OUTPUT;
+    EXEC dbo.Send_LifoStack_utx @Payload = 0x02, @Id = @SecondId OUTPUT;
+
+    IF @FirstId IS NULL OR @SecondId IS NULL OR @SecondId <= @FirstId
+        EXEC tSQLt.Fail @Message0 = N'the second send must return a larger Id than the first';
+    SELECT s.Id INTO #Actual FROM dbo.LifoStack AS s;
+    SELECT TOP (0) a.Id INTO #Expected FROM #Actual AS a;
+    INSERT INTO #Expected (Id) VALUES (@FirstId), (@SecondId);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+-- Caught here rather than with tSQLt.ExpectException, to assert afterwards that nothing was written.
+CREATE PROCEDURE Send_LifoStack_utxTests.[test Send_LifoStack_utx raises 50007 and writes nothing when the payload is NULL]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @Id BIGINT;
+    EXEC Send_LifoStack_utxTests.FakeStack;
+
+    BEGIN TRY
+        EXEC dbo.Send_LifoStack_utx @Payload = NULL, @Id = @Id OUTPUT;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = N'error number';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.LifoStack';
+END;
+GO
+--[@tSQLt:NoTransaction]('Send_LifoStack_utxTests.CleanUp')
+CREATE PROCEDURE Send_LifoStack_utxTests.[test Send_LifoStack_utx raises 50002 when no transaction is open]
+AS
+BEGIN
+    DECLARE @Id BIGINT;
+    EXEC Send_LifoStack_utxTests.FakeStack;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+
+    EXEC dbo.Send_LifoStack_utx @Payload = 0x01, @Id = @Id OUTPUT;
+END;
+GO
