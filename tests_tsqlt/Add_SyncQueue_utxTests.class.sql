@@ -363,3 +363,30 @@ BEGIN
     EXEC dbo.Add_SyncQueue_utx @Items = @Items;
 END;
 GO
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 and writes nothing when given more than 4000 items]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @ErrorNumber INT;
+    DECLARE @Written INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    INSERT INTO @Items (ItemNo, [Type], EntityKey)
+    SELECT TOP (4001)
+        ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS ItemNo,
+        'CustomerSync' AS [Type],
+        N'C' AS EntityKey
+    FROM sys.all_columns AS a
+    CROSS JOIN sys.all_columns AS b;
+
+    BEGIN TRY
+        EXEC dbo.Add_SyncQueue_utx @Items = @Items;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+
+    SET @Written = (SELECT COUNT(*) FROM dbo.SyncQueue);
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Written;
+END;
+GO

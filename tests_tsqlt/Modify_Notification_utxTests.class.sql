@@ -839,3 +839,29 @@ BEGIN
         @Status = 'Completed';
 END;
 GO
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx starts the attempts again when a Failed item goes back to Pending]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @RetCode INT;
+    DECLARE @Status VARCHAR(20);
+    DECLARE @AttemptNum SMALLINT;
+    EXEC Modify_Notification_utxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'ResetPassword', 'Failed', 'Send', 3, N'', N'timeout', @Key, 5000, @Key, @Token);
+
+    EXEC @RetCode = dbo.Modify_Notification_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Pending';
+
+    SELECT
+        @Status = n.[Status],
+        @AttemptNum = n.AttemptNum
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'a fresh budget';
+END;
+GO

@@ -550,3 +550,30 @@ BEGIN
         @Status = 'Completed';
 END;
 GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx starts the attempts again when a Failed item goes back to Pending]
+AS
+BEGIN
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @RetCode INT;
+    DECLARE @Status VARCHAR(20);
+    DECLARE @AttemptNum SMALLINT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    INSERT INTO dbo.SyncQueue (
+        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
+    )
+    VALUES (@Key, 'CustomerSync', N'C-1', 'Failed', 'Push', 3, @Key, @Key, @Token);
+
+    EXEC @RetCode = dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Pending';
+
+    SELECT
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'a fresh budget';
+END;
+GO

@@ -141,7 +141,7 @@ BEGIN
     ('Sales', 1, NEWID(), 1, @Later, N'{}'),
     ('Sales', 2, NEWID(), 1, NULL, N'{}');
 
-    EXEC @RetCode = dbo.Purge_TransportMessage_trx @BatchSize = 5000;
+    EXEC @RetCode = dbo.Purge_TransportMessage_trx @BatchSize = 4000;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC Purge_TransportMessage_trxTests.AssertRemaining @Expected = '1,2';
@@ -159,7 +159,7 @@ BEGIN
     EXEC Purge_TransportMessage_trxTests.AssertRefused @BatchSize = NULL, @Case = N'NULL';
     EXEC Purge_TransportMessage_trxTests.AssertRefused @BatchSize = 0, @Case = N'0';
     EXEC Purge_TransportMessage_trxTests.AssertRefused @BatchSize = -1, @Case = N'-1';
-    EXEC Purge_TransportMessage_trxTests.AssertRefused @BatchSize = 5001, @Case = N'5001';
+    EXEC Purge_TransportMessage_trxTests.AssertRefused @BatchSize = 4001, @Case = N'4001';
 
     EXEC Purge_TransportMessage_trxTests.AssertRemaining @Expected = '1', @Message = N'the expired message remains';
 END;

@@ -8,7 +8,9 @@ GO
                  Error (to be retried), Failed, Cancelled, Terminated
    Error      -> Processing (the retry), Failed, Cancelled, Paused
    Paused     -> Pending (resumed), Cancelled
-   Failed     -> Pending (retried by hand with a fresh budget) */
+   Failed     -> Pending (retried by hand; Modify_ starts the attempts again)
+   Modify_ refuses a paused item (dbo.QueueIsEditable_fn): the Paused rows are
+   for the item-level controls (resume, cancel) that come with worker leases. */
 MERGE dbo.QueueTransition AS target
 USING (
     VALUES

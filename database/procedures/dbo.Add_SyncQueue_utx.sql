@@ -9,7 +9,8 @@ GO
    (in ItemNo order, from 0) gets the first plus n microseconds, so a call's
    keys are contiguous, increasing, and never shared with another producer's.
    @Items: the jobs: ItemNo, Type (a row of dbo.SyncQueueType), EntityKey,
-     Payload (JSON or NULL), ScheduledFor (UTC; NULL: now). At most 1,000,000.
+     Payload (JSON or NULL), ScheduledFor (UTC; NULL: now). At most 4,000: a bigger insert would
+     escalate to a table lock and stall every worker until the caller commits.
    @FirstEnqueuedAt: OUTPUT, the key of the first item.
    @LastEnqueuedAt: OUTPUT, the key of the last item.
    Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 an invalid
@@ -23,7 +24,9 @@ AS
 BEGIN
     SET NOCOUNT ON;
     DECLARE @Proc NVARCHAR(128) = N'dbo.Add_SyncQueue_utx';
-    DECLARE @MaxItems INT = 1000000;
+    -- A bigger INSERT would escalate to a table lock at 5,000 row locks and stall
+    -- every worker until the caller commits: send more in several calls.
+    DECLARE @MaxItems INT = 4000;
     DECLARE @ItemCount INT;
     DECLARE @BadItem INT;
     DECLARE @Why NVARCHAR(200);
@@ -43,7 +46,7 @@ BEGIN
     SELECT @ItemCount = COUNT(*) FROM @Items;
     IF (@ItemCount = 0 OR @ItemCount > @MaxItems)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Items must hold 1 to 1,000,000 items');
+            RAISERROR (50007, 16, 1, @Proc, N'@Items must hold 1 to 4,000 items');
             GOTO EXIT_ERROR;
         END;
     SELECT TOP (1)

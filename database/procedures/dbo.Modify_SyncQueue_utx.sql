@@ -12,6 +12,7 @@ GO
      outcomes keep their meaning;
    - the move must be a row of dbo.QueueTransition (50006);
    - Duration is set when the attempt ends (any outcome but Processing);
+   - Failed -> Pending is a retry by hand: the attempts start again from 0;
    - Step, Response and Error are kept unless given; an Error outcome is due
      again at @ScheduledFor (default: now).
    @EnqueuedAt: the item's key.
@@ -108,6 +109,7 @@ BEGIN
     SET
         [Status] = @Status,
         [Step] = ISNULL(@Step, [Step]),
+        AttemptNum = CASE WHEN @Current = 'Failed' AND @Status = 'Pending' THEN 0 ELSE AttemptNum END,
         Response = ISNULL(@Response, Response),
         Error = ISNULL(@Error, Error),
         Duration = CASE

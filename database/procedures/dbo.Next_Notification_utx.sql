@@ -36,7 +36,7 @@ BEGIN
 
     SELECT TOP (1)
         @EnqueuedAt = n.EnqueuedAt,
-        @Token = n.UpdatedAt
+        @Token = n.UpdatedAt  -- read from the row: the lock must cover it (see the claim index)
     FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST)
     WHERE
         n.[Status] IN ('Pending', 'Error')

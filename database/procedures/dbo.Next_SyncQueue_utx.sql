@@ -36,7 +36,7 @@ BEGIN
 
     SELECT TOP (1)
         @EnqueuedAt = q.EnqueuedAt,
-        @Token = q.UpdatedAt
+        @Token = q.UpdatedAt  -- read from the row: the lock must cover it (see the claim index)
     FROM dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST)
     WHERE
         q.[Status] IN ('Pending', 'Error')

@@ -5,8 +5,8 @@ GO
    transactions of at most @BatchSize rows each, until none is left, so that
    purging never holds many locks or blocks receivers for long; READPAST skips
    rows a receiver holds (they are purged next time).
-   @BatchSize: rows per transaction, 1 to 5000 (default 1000): below SQL
-     Server's lock-escalation threshold of 5,000 locks.
+   @BatchSize: rows per transaction, 1 to 4000 (default 1000): below SQL
+     Server's lock-escalation threshold of 5,000 locks on one table or index.
    Returns 0 with one row, how many messages it deleted (Purged); 1 on error:
    50001 inside a transaction, 50007 a bad @BatchSize. */
 CREATE OR ALTER PROCEDURE dbo.Purge_TransportMessage_trx
@@ -27,9 +27,9 @@ BEGIN
             RAISERROR (50001, 16, 1, N'dbo.Purge_TransportMessage_trx');
             GOTO EXIT_ERROR;
         END;
-    IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 5000)
+    IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 4000)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 5000');
+            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 4000');
             GOTO EXIT_ERROR;
         END;
 

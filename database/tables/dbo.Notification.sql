@@ -41,7 +41,10 @@ GO
 /* The claim index: Next_Notification_utx seeks the earliest due item among the
    unfinished ones, so a claim costs the same on a backlog of millions. Its
    filter matches the claim's literal predicate, which is what lets the
-   optimizer use a filtered index. */
+   optimizer use a filtered index. UpdatedAt is left out on purpose: the claim
+   reads it from the row itself, so that its UPDLOCK and READPAST hold the row
+   as well as this entry. A Modify_ locks the row first and this entry second;
+   a claim that held only the entry could deadlock with it. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -50,7 +53,7 @@ IF
     BEGIN
         CREATE NONCLUSTERED INDEX IX_Notification_Due
             ON dbo.Notification (ScheduledFor)
-            INCLUDE (AttemptNum, UpdatedAt)
+            INCLUDE (AttemptNum)
             WHERE ([Status] IN ('Pending', 'Error'));
     END;
 GO

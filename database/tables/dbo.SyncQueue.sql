@@ -40,7 +40,7 @@ IF
     BEGIN
         CREATE NONCLUSTERED INDEX IX_SyncQueue_Due
             ON dbo.SyncQueue (ScheduledFor)
-            INCLUDE (AttemptNum, UpdatedAt)
+            INCLUDE (AttemptNum)
             WHERE ([Status] IN ('Pending', 'Error'));
     END;
 GO

@@ -26,3 +26,16 @@ IF OBJECT_ID(N'dbo.TransportMessage', N'U') IS NULL
         );
     END;
 GO
+/* The purge's index: expired messages are found by seeking, not by scanning
+   every queue. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_TransportMessage_Expires' AND object_id = OBJECT_ID(N'dbo.TransportMessage')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_TransportMessage_Expires
+            ON dbo.TransportMessage (Expires)
+            WHERE (Expires IS NOT NULL);
+    END;
+GO
