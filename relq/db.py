@@ -179,11 +179,6 @@ def with_database(conn_str: str, database: str) -> str:
     return build([(k, database if k.casefold() in _DATABASE_KEYS else v) for k, v in pairs])
 
 
-def database_of(conn_str: str) -> str | None:
-    """The DATABASE (or Initial Catalog) the connection string names, None if none."""
-    return _value(conn_str, _DATABASE_KEYS)
-
-
 def describe(conn_str: str) -> str:
     """A safe one-line summary: server, port, database, driver and UID (never the password)."""
     try:
@@ -323,11 +318,12 @@ def _connect_problem(conn_str: str, messages: list[ServerMessage]) -> str:
         return (f"cannot connect ({where}): no ODBC driver named: add DRIVER={{ODBC Driver 18 for SQL "
                 f"Server}} or DRIVER={{FreeTDS}} to the connection string")
     if 4060 in numbers:
-        return f"cannot open the database ({where}): {texts}; check DATABASE in RELQ_MSSQL"
+        return f"cannot open the database ({where}): {texts}; check DATABASE in the connection string"
     if 18456 in numbers:
-        return f"login failed ({where}): check UID and PWD in RELQ_MSSQL"
+        return f"login failed ({where}): check UID and PWD in the connection string"
     if states & {"08001", "08S01", "HYT00"}:
-        return f"cannot reach SQL Server ({where}): {texts}; check the server is running and RELQ_MSSQL"
+        return (f"cannot reach SQL Server ({where}): {texts}; check that the server runs "
+                f"and SERVER in the connection string")
     return f"cannot connect ({where}): {texts}"
 
 

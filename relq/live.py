@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,18 +43,25 @@ def throwaway_database(root: Path, target: db.Target, console: Console | None = 
     try:
         deploy(root, target, create_db=name, console=console)
         yield name
-    finally:
-        drop_database(target.conn_str, name)
+    except BaseException:
+        # the first failure is the one to see: a failing drop is only reported
+        try:
+            drop_database(target.conn_str, name)
+        except RelqError as exc:
+            print(f"could not drop the throwaway database {name}: {exc}", file=sys.stderr)
+        raise
+    drop_database(target.conn_str, name)
 
 
 def drop_database(conn_str: str, name: str) -> None:
+    """Drop ``name`` if it exists, closing the connections tests may have left open."""
     conn = db.connect(db.with_database(conn_str, "master"))
     try:
         cursor = conn.cursor()
         if db.query(cursor, "SELECT DB_ID(?);", name)[0][0] is not None:
-            # close the connections tests may have left open, then drop
-            db.run_batch(cursor, f"ALTER DATABASE {quote(name)} SET SINGLE_USER WITH ROLLBACK IMMEDIATE;")
-            db.run_batch(cursor, f"DROP DATABASE {quote(name)};")
+            # one batch, so that no connection slips in between
+            db.run_batch(cursor, f"ALTER DATABASE {quote(name)} SET SINGLE_USER WITH ROLLBACK IMMEDIATE;\n"
+                                 f"DROP DATABASE {quote(name)};")
     finally:
         conn.close()
 

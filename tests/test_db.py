@@ -150,13 +150,6 @@ def test_with_database_appends():
     assert db.with_database("SERVER=h;PWD={x;y}", "relq") == "SERVER=h;PWD={x;y};DATABASE=relq"
 
 
-def test_database_of():
-    assert db.database_of("SERVER=h;database=relq") == "relq"
-    assert db.database_of("SERVER=h;Initial Catalog={q;1}") == "q;1"
-    assert db.database_of("SERVER=h;DATABASE=") is None
-    assert db.database_of("SERVER=h") is None
-
-
 def test_describe_has_no_password():
     text = "DRIVER={FreeTDS};SERVER=127.0.0.1;PORT=1;DATABASE=x;UID=sa;PWD=S3cr3t;TDS_Version=7.4"
     assert db.describe(text) == "server=127.0.0.1, port=1, database=x, driver=FreeTDS, uid=sa"

@@ -40,12 +40,17 @@ def load(root: Path) -> dict[str, FileFacts]:
 
 
 def store(root: Path, facts: list[FileFacts]) -> None:
+    """Keep the facts for the next build; a cache that cannot be written (a read-only
+    checkout, a build running at the same time) only costs the next build time."""
     folder = root / CACHE_DIR
-    folder.mkdir(exist_ok=True)
     name = f"facts-{cache_key(root)}.json"
-    for old in folder.glob("facts-*.json"):
-        if old.name != name:
-            old.unlink()
     tmp = folder / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"  # two builds at once
-    tmp.write_text(json.dumps({f.path: to_json(f) for f in facts}), encoding="utf-8")
-    tmp.replace(folder / name)
+    try:
+        folder.mkdir(exist_ok=True)
+        for old in folder.glob("facts-*.json"):
+            if old.name != name:
+                old.unlink(missing_ok=True)
+        tmp.write_text(json.dumps({f.path: to_json(f) for f in facts}), encoding="utf-8")
+        tmp.replace(folder / name)
+    except OSError:
+        tmp.unlink(missing_ok=True)

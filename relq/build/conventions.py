@@ -539,3 +539,5 @@ def _sqlcmd_safe(ctx: FileContext) -> Iterator[Finding]:
                                "under sqlcmd: write it differently")
         elif stripped.startswith("!!") or re.match(r":[A-Za-z]+\b", stripped):
             yield _finding(at, "sqlcmd reads a line starting with : or !! as its own command")
+        elif re.match(r"GO\s*;", stripped, re.IGNORECASE):
+            yield _finding(at, "GO; is no batch separator for sqlcmd or deploy: write GO alone on its line")

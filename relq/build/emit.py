@@ -16,7 +16,7 @@ from relq.build.catalog import Catalog
 from relq.build.facts import FileFacts
 from relq.build.layout import Source
 
-_GO_LAST = re.compile(r"(?im)^\s*GO(\s+\d+)?\s*;?\s*\Z")
+_GO_LAST = re.compile(r"(?im)^\s*GO(\s+\d+)?\s*\Z")
 
 
 def deploy_script(order: list[str], sources: dict[str, Source]) -> str:

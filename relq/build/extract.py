@@ -115,7 +115,7 @@ class Extractor:
     def _create_view_statement(self, seg: BaseSegment, _a) -> None:
         name_seg = seg.get_child("object_reference")
         d = Definition("view", qualified(name_seg), line(name_seg))
-        select = next(seg.recursive_crawl("select_clause"), None)
+        select = _outer_select_clause(seg)
         for element in select.get_children("select_clause_element") if select else []:
             column = _output_name(element)
             if column is None:
@@ -142,9 +142,11 @@ class Extractor:
         if statement is None or not parts(seg):
             return
         name = parts(seg)
+        # A FROM source is a table unless it names a CTE; a DML target may also be an alias.
+        is_source = _enclosing(ancestors, ("from_expression_element",)) is not None
         if len(name) == 1 and (
             name[0].startswith(("@", "#"))
-            or unquote(name[0]).casefold() in _local_names(statement, ancestors)
+            or unquote(name[0]).casefold() in _local_names(statement, ancestors, aliases=not is_source)
         ):
             return
         self.ref("table", qualify(name), seg, _context(statement))
@@ -221,7 +223,8 @@ class Extractor:
         target = seg.get_child("table_reference")
         if target is None:
             return
-        table = _aliases(seg).get(unquote(parts(target)[-1]).casefold())
+        name = parts(target)
+        table = _aliases(seg).get(unquote(name[0]).casefold()) if len(name) == 1 else None
         if table is None:
             if not _is_catalog_table(target, seg, ancestors):
                 return
@@ -360,7 +363,7 @@ def _table_constraint(seg: BaseSegment) -> Constraint:
 def _check(c: Constraint, grammar: BaseSegment) -> None:
     """Keep a CHECK's clause and the functions it calls: deploy drops and re-adds
     it around an ALTER of those functions, which SQL Server otherwise refuses."""
-    c.definition = squash(grammar)
+    c.definition = grammar.raw  # as written: string literals and comments intact
     for fn in grammar.recursive_crawl("function_name"):
         if len(parts(fn)) >= 2:
             c.calls.append(qualified(fn))
@@ -479,18 +482,25 @@ def _outermost_dml(seg: BaseSegment, ancestors) -> BaseSegment:
     return outer
 
 
-def _local_names(statement: BaseSegment, ancestors) -> set[str]:
-    """CTE names and table aliases visible in the statement: not catalog objects."""
+def _local_names(statement: BaseSegment, ancestors, *, aliases: bool) -> set[str]:
+    """Names that are not catalog objects: the statement's CTEs and inserted/deleted,
+    and with ``aliases`` the table aliases of its FROM clauses (column aliases never)."""
     outer = _outermost_dml(statement, ancestors)
     names = set(_PSEUDO_TABLES)
     for cte in outer.recursive_crawl("common_table_expression"):
         first = code(cte)[0]
         names.add(unquote(first.raw).casefold())
-    for alias in outer.recursive_crawl("alias_expression"):
-        ids = [c for c in code(alias) if c.is_type("naked_identifier", "quoted_identifier")]
-        if ids:
-            names.add(unquote(ids[0].raw).casefold())
+    if aliases:
+        names |= set(_aliases(outer))
     return names
+
+
+def _outer_select_clause(view: BaseSegment) -> BaseSegment | None:
+    """The select list a view returns: the outer one, not a CTE's."""
+    body = view.get_child("with_compound_statement", "select_statement", "set_expression")
+    while body is not None and not body.is_type("select_statement"):
+        body = body.get_child("select_statement", "set_expression")
+    return body.get_child("select_clause") if body is not None else None
 
 
 def _aliases(statement: BaseSegment) -> dict[str, str]:
@@ -514,7 +524,7 @@ def _is_catalog_table(target: BaseSegment, statement: BaseSegment, ancestors) ->
     if len(name) > 1:
         return True
     return not name[0].startswith(("@", "#")) and (
-        unquote(name[0]).casefold() not in _local_names(statement, ancestors)
+        unquote(name[0]).casefold() not in _local_names(statement, ancestors, aliases=True)
     )
 
 

@@ -42,10 +42,6 @@ def key(name: str) -> str:
     return name.casefold()
 
 
-def schema_of(name: str) -> str:
-    return name.split(".")[-2] if "." in name else DEFAULT_SCHEMA
-
-
 def local_name(name: str) -> str:
     return name.split(".")[-1]
 

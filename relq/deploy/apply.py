@@ -42,27 +42,33 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
     if not result.ok:
         raise RelqError(f"the build has {len(result.diagnostics)} problem(s): run `invoke build` "
                         f"and fix them before deploying")
+    console.print(f"target: {target}", markup=False)
     conn_str = target.conn_str
     if create_db:
-        ensure_database(conn_str, create_db)
+        if not ensure_database(conn_str, create_db, create=not dry_run):
+            return _show(console, make_plan(result, {}), create_db, created=False)  # dry run
         conn_str = db.with_database(conn_str, create_db)
     conn = db.connect(conn_str)
     try:
         cursor = conn.cursor()
         database = _current_database(cursor)
-        if not dry_run:
-            _lock(cursor, lock_timeout)
-            journal.ensure(cursor)
-        plan = make_plan(result, journal.read(cursor))
         if dry_run:
-            console.print(f"deploy plan for database {database} (dry run: nothing changes):")
-            for text in format_plan(plan):
-                console.print("  " + text, markup=False)
-            return Outcome(plan, plan.counts(), database)
+            return _show(console, make_plan(result, journal.read(cursor)), database, created=True)
+        _lock(cursor, lock_timeout)
+        journal.ensure(cursor)
+        plan = make_plan(result, journal.read(cursor))
         apply(conn, plan, result, console)
         return Outcome(plan, plan.counts(), database)
     finally:
         conn.close()  # ends the session, and with it the application lock
+
+
+def _show(console: Console, plan: Plan, database: str, *, created: bool) -> Outcome:
+    exists = "" if created else ", which does not exist yet"
+    console.print(f"deploy plan for database {database}{exists} (dry run: nothing changes):")
+    for text in format_plan(plan):
+        console.print("  " + text, markup=False)
+    return Outcome(plan, plan.counts(), database)
 
 
 def apply(conn, plan: Plan, result: BuildResult, console: Console) -> None:
@@ -77,8 +83,9 @@ def apply(conn, plan: Plan, result: BuildResult, console: Console) -> None:
             progress.console.print(f"{step.action:<7} {', '.join(step.objects) or step.path}",
                                    markup=False)
             progress.advance(task)
-    for text in format_plan(Plan([], plan.removed)) if plan.removed else []:
-        console.print(text, markup=False)
+    if plan.removed:
+        for text in format_plan(Plan([], plan.removed)):
+            console.print(text, markup=False)
 
 
 def run_step(conn, step: Step, text: str) -> None:
@@ -97,20 +104,27 @@ def run_step(conn, step: Step, text: str) -> None:
         batch = None
         _add_checks(cursor, dropped)
         journal.record(cursor, step.path, step.kind, step.checksum)
-        for path, checksum in step.records:
-            journal.record(cursor, path, "tables", checksum)
+        for path, kind, checksum in step.records:
+            journal.record(cursor, path, kind, checksum)
         if transactional:
             conn.commit()
-    except Exception as exc:
-        if transactional:
-            conn.rollback()
+    except RelqError as exc:
+        applied = "nothing of this file was applied" if transactional and _rolled_back(conn) else (
+            "this file may be partly applied (it runs without a transaction; it is safe to rerun)")
         where = f"{step.path}:{batch.line}" if batch is not None else step.path
-        reason = str(exc) if isinstance(exc, RelqError) else f"{type(exc).__name__}: {exc}"
-        raise DeployFailed(f"{where}: {reason}\n  nothing of this file was applied; every file "
-                           f"before it is deployed and journaled, so the next deploy resumes "
-                           f"here") from None
+        raise DeployFailed(f"{where}: {exc}\n  {applied}; every file before it is deployed and "
+                           f"journaled, so the next deploy resumes here") from None
     finally:
         conn.autocommit = True
+
+
+def _rolled_back(conn) -> bool:
+    """Roll back the file's transaction; False when the connection itself is gone."""
+    try:
+        conn.rollback()
+        return True
+    except Exception:  # the server or the network failed: nothing more can be said
+        return False
 
 
 def _drop_checks(cursor, constraints: tuple[CheckConstraint, ...]) -> list[CheckConstraint]:
@@ -134,19 +148,24 @@ def quote(name: str) -> str:
     return ".".join("[" + part.strip("[]").replace("]", "]]") + "]" for part in name.split("."))
 
 
-def ensure_database(conn_str: str, name: str) -> None:
-    """Create database ``name`` unless it exists (another deploy may create it at once)."""
+def ensure_database(conn_str: str, name: str, *, create: bool = True) -> bool:
+    """Whether database ``name`` exists, creating it first when ``create`` (another
+    deploy may create it at the same moment)."""
     if not _DATABASE_NAME.match(name):
         raise RelqError(f"--create-db {name!r}: use letters, digits and underscores only")
     conn = db.connect(db.with_database(conn_str, "master"))
     try:
         cursor = conn.cursor()
-        if db.query(cursor, "SELECT DB_ID(?);", name)[0][0] is None:
-            try:
-                db.run_batch(cursor, f"CREATE DATABASE {quote(name)};")
-            except db.SqlError as exc:
-                if exc.number != 1801:  # 1801: it exists already, created by someone else
-                    raise
+        if db.query(cursor, "SELECT DB_ID(?);", name)[0][0] is not None:
+            return True
+        if not create:
+            return False
+        try:
+            db.run_batch(cursor, f"CREATE DATABASE {quote(name)};")
+        except db.SqlError as exc:
+            if exc.number != 1801:  # 1801: it exists already, created by someone else
+                raise
+        return True
     finally:
         conn.close()
 

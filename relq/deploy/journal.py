@@ -7,8 +7,6 @@ from __future__ import annotations
 from relq import __version__
 from relq.db import query, run_batch
 
-TABLE = "relq.DeployJournal"
-
 CREATE = [
     "IF SCHEMA_ID(N'relq') IS NULL EXEC sys.sp_executesql N'CREATE SCHEMA relq AUTHORIZATION dbo;';",
     """IF OBJECT_ID(N'relq.DeployJournal', N'U') IS NULL

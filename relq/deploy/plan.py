@@ -16,7 +16,7 @@ from the file's checksum and the database's journal. Pure: no server here.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from relq.build import BuildResult
 from relq.build.catalog import Catalog
@@ -26,7 +26,6 @@ from relq.errors import RelqError
 
 CREATED_ONCE = ("types", "tables")  # never re-run: a change needs a migration
 RE_DEPLOYED = ("functions", "views", "procedures")  # CREATE OR ALTER
-APPLIED = ("messages", "data", "security")  # rerunnable as they are
 
 
 @dataclass(frozen=True)
@@ -47,8 +46,8 @@ class Step:
     checksum: str
     reason: str = ""
     constraints: tuple[CheckConstraint, ...] = ()
-    # (path, checksum) of the files a migration brings up to date: journaled with it
-    records: tuple[tuple[str, str], ...] = ()
+    # (path, kind, checksum) of the files a migration brings up to date: journaled with it
+    records: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def runs(self) -> bool:
@@ -83,7 +82,7 @@ def make_plan(build: BuildResult, journal: dict[str, str]) -> Plan:
     covering = {p: _touched(build.facts[p]) for p in pending}
     problems: list[str] = []
     steps: list[Step] = []
-    migrated: dict[str, list[tuple[str, str]]] = {m: [] for m in pending}
+    migrated: dict[str, list[tuple[str, str, str]]] = {m: [] for m in pending}
     for path in build.order:
         facts = build.facts[path]
         kind = _kind(path)
@@ -105,7 +104,7 @@ def make_plan(build: BuildResult, journal: dict[str, str]) -> Plan:
                         f"database/migrations alters {', '.join(objects) or 'it'}: add one "
                         f"(V<next>__<what>.sql) that brings existing databases to the new definition")
                     continue
-                migrated[migration].append((path, checksum))
+                migrated[migration].append((path, kind, checksum))
                 step = _with(step, "migrated", f"brought up to date by {migration}")
         elif kind == "migrations":
             if known is not None:
@@ -117,16 +116,14 @@ def make_plan(build: BuildResult, journal: dict[str, str]) -> Plan:
             step = _with(step, "create" if known is None else "alter")
             dependent = tuple(c for name in objects for c in checks.get(key(name), ()))
             if dependent:
-                step = Step(step.path, kind, objects, step.action, checksum,
-                            "CHECK constraints call it: " + ", ".join(c.name for c in dependent),
-                            dependent)
+                step = replace(step, reason="CHECK constraints call it: "
+                               + ", ".join(c.name for c in dependent), constraints=dependent)
         else:
             step = _with(step, "apply", "new" if known is None else "changed")
         steps.append(step)
     if problems:
         raise DeployRefused("deploy refused, nothing was changed:\n  " + "\n  ".join(problems))
-    steps = [Step(s.path, s.kind, s.objects, s.action, s.checksum, s.reason, s.constraints,
-                  tuple(migrated.get(s.path, ()))) for s in steps]
+    steps = [replace(s, records=tuple(migrated.get(s.path, ()))) for s in steps]
     removed = sorted(set(journal) - set(build.order))
     return Plan(steps, removed)
 
@@ -162,7 +159,7 @@ def format_plan(plan: Plan) -> list[str]:
 
 
 def _with(step: Step, action: str, reason: str = "") -> Step:
-    return Step(step.path, step.kind, step.objects, action, step.checksum, reason)
+    return replace(step, action=action, reason=reason)
 
 
 def _kind(path: str) -> str:
@@ -170,8 +167,10 @@ def _kind(path: str) -> str:
 
 
 def _touched(facts: FileFacts) -> set[str]:
-    """What a migration alters or mentions: a table or type it touches is covered."""
-    names = {key(r.name) for r in facts.references}
-    names |= {key(d.table) for d in facts.definitions if d.table}
-    names |= {key(d.name) for d in facts.definitions}
-    return names
+    """What a migration changes: the tables it alters, indexes or writes, and what it
+    creates. A table it only reads is not brought up to date by it."""
+    changed = {key(r.name) for r in facts.references
+               if r.kind == "column" or r.context == "ALTER TABLE" or r.context.startswith("CREATE INDEX")}
+    changed |= {key(d.table) for d in facts.definitions if d.table}
+    changed |= {key(d.name) for d in facts.definitions}
+    return changed

@@ -196,3 +196,25 @@ def test_the_readme_lists_every_registered_error_number() -> None:
     listed = {int(n) for n in re.findall(r"^\| (5\d{4}) \|", readme, re.M)}
     registered = {int(p.name.split(".")[0]) for p in (REPO / "database/messages").glob("*.sql")}
     assert listed == registered
+
+
+def test_a_view_over_a_cte_lists_its_outer_columns(project: Project) -> None:
+    project.write("database/views/dbo.Due_Job_V.sql",
+                  HEADER + "/* dbo.Due_Job_V: due jobs. */\nCREATE OR ALTER VIEW dbo.Due_Job_V\nAS\n"
+                  "WITH due AS (SELECT j.JobId, j.ScheduledFor FROM dbo.Job AS j)\n"
+                  "SELECT due.JobId AS DueJob FROM due;\nGO\n")
+    project.write("tests_tsqlt/Due_Job_VTests.class.sql",
+                  HEADER + "EXEC tSQLt.NewTestClass 'Due_Job_VTests';\nGO\n")
+    assert project.build().ok
+    manifest = json.loads((project.root / "dist" / "manifest.json").read_text())
+    view = next(o for o in manifest["objects"] if o["name"] == "dbo.Due_Job_V")
+    assert [c["name"] for c in view["columns"]] == ["DueJob"]
+
+
+def test_a_check_constraint_is_kept_as_written_for_deploy_to_re_add(project: Project) -> None:
+    project.edit("database/tables/dbo.Job.sql", "CHECK (dbo.JobIsKnown_fn([Status]) = 1)",
+                 "CHECK (dbo.JobIsKnown_fn([Status]) = 1 OR [Status] = 'a  b')")
+    result = project.build()
+    (check,) = [c for d in result.facts["database/tables/dbo.Job.sql"].definitions
+                for c in d.constraints if c.kind == "CHECK"]
+    assert check.definition == "CHECK (dbo.JobIsKnown_fn([Status]) = 1 OR [Status] = 'a  b')"

@@ -78,7 +78,7 @@ def test_a_changed_table_with_its_migration_is_brought_up_to_date_by_it(project:
     plan = make_plan(result, journal)
     assert [(s.path, s.action) for s in plan.changes] == [(JOB, "migrated"), (MIGRATION, "apply")]
     migration = next(s for s in plan.steps if s.path == MIGRATION)
-    assert migration.records == ((JOB, result.sources[JOB].checksum),)
+    assert migration.records == ((JOB, "tables", result.sources[JOB].checksum),)
     assert plan.counts()["migration"] == 1 and plan.counts()["migrated"] == 1
     assert result.order.index(JOB) < result.order.index(MIGRATION)
 
@@ -132,3 +132,13 @@ def test_the_printed_plan_names_action_object_and_file(project: Project) -> None
         "kept   database/views/dbo.Gone_V.sql is no longer in the project; deploy drops nothing "
         "(drop it with a migration)",
     ]
+
+
+def test_a_migration_that_only_reads_a_table_does_not_cover_its_change(project: Project) -> None:
+    journal = deployed(built(project))
+    project.edit(JOB, "Attempts INT NOT NULL", "Priority INT NOT NULL CONSTRAINT DF_Job_Priority "
+                 "DEFAULT (0),\n            Attempts INT NOT NULL")
+    project.write(MIGRATION, HEADER + "IF EXISTS (SELECT 1 FROM dbo.Job AS j WHERE j.Attempts > 99)\n"
+                  "    BEGIN\n        UPDATE dbo.JobStatus SET [Status] = [Status];\n    END;\nGO\n")
+    with pytest.raises(DeployRefused, match=r"no pending migration in database/migrations alters dbo\.Job"):
+        make_plan(built(project), journal)
