@@ -190,6 +190,26 @@ def _tsqlt_annotation(ctx: FileContext) -> Iterator[Finding]:
                                "this line directly above CREATE PROCEDURE, after the GO")
 
 
+@check("tsqlt-no-transaction", "a NoTransaction test leaves no object behind: it asserts values, "
+                               "not tables")
+def _tsqlt_no_transaction(ctx: FileContext) -> Iterator[Finding]:
+    # tSQLt.AssertEqualsTable keeps its comparison in a table it never drops; a normal
+    # test's rollback removes it, but after a NoTransaction test tSQLt finds the new
+    # object and reports the test as an error.
+    lines = ctx.source.text.splitlines()
+    annotated = {at for at, text in enumerate(lines, start=1)
+                 if (m := _ANNOTATION.match(text)) and m["name"].casefold() == "notransaction"}
+    for _, proc in ctx.procedures():
+        if line(proc) - 1 not in annotated:
+            continue
+        for seg, _ in walk(proc):
+            target = seg.get_child("object_reference") if seg.is_type("execute_script_statement") else None
+            if target is not None and qualified(target).casefold() == "tsqlt.assertequalstable":
+                yield _finding(line(seg), "AssertEqualsTable leaves a work table behind, which tSQLt "
+                                          "reports as an error after a NoTransaction test: compare "
+                                          "values (AssertEquals, AssertEqualsString)")
+
+
 # -- running twice -----------------------------------------------------------------
 @check("rerunnable", "every file can run twice: guarded CREATEs, CREATE OR ALTER, MERGE, @replace")
 def _rerunnable(ctx: FileContext) -> Iterator[Finding]:
