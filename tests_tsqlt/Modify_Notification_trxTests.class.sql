@@ -116,9 +116,7 @@ BEGIN
     BEGIN CATCH
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
-    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
-
-    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
+    -- the row as the failed call left it, seen from inside the transaction it left open
     SELECT
         @Status = n.[Status],
         @Response = n.Response,
@@ -126,6 +124,9 @@ BEGIN
         @UpdatedAt = n.UpdatedAt
     FROM dbo.Notification AS n
     WHERE n.EnqueuedAt = @Key;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEqualsString @Expected = N'', @Actual = @Response, @Message = N'Response';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @Duration, @Message = N'Duration';

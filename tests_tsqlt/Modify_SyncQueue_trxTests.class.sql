@@ -78,6 +78,7 @@ BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @ErrorNumber INT;
+    DECLARE @Unchanged INT;
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
@@ -96,12 +97,10 @@ BEGIN
     BEGIN CATCH
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
-    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
-
-    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
+    -- The row as the failed call left it, seen from inside the transaction it left open.
     -- A NoTransaction test makes no permanent objects, so it asserts values, not tables
     -- (AssertEqualsTable creates a work table).
-    DECLARE @Unchanged INT = (
+    SET @Unchanged = (
         SELECT COUNT(*)
         FROM dbo.SyncQueue AS q
         WHERE
@@ -113,6 +112,9 @@ BEGIN
             AND q.Duration IS NULL
             AND q.UpdatedAt = @Token
     );
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Unchanged;
 END;
 GO

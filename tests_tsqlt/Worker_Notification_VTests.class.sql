@@ -36,12 +36,12 @@ BEGIN
         '2024-01-01T00:01:00',
         NULL,
         '2024-01-01T00:00:30',
-        '2024-01-01T00:01:00'
+        '2024-01-01T00:01:01'
     );
     INSERT INTO dbo.Notification_ResetPassword (EnqueuedAt, OTP, UserID, Username)
     VALUES ('2024-01-01T00:00:00', '123456', 42, N'alice');
     INSERT INTO dbo.Notification_Email (EnqueuedAt, EmailTo, PreferredLanguage, Response, Error)
-    VALUES ('2024-01-01T00:00:00', N'alice@example.org', N'de', N'250 OK', N'');
+    VALUES ('2024-01-01T00:00:00', N'alice@example.org', N'de', N'250 OK', N'no email error');
 END;
 GO
 -- Every column of the view, so that a column taken from the wrong table shows up.
@@ -50,7 +50,7 @@ AS
 BEGIN
     EXEC Worker_Notification_VTests.ArrangeNotification;
     INSERT INTO dbo.Notification_Sms (EnqueuedAt, PhoneNumber, Response, Error)
-    VALUES ('2024-01-01T00:00:00', '+14155550123', N'', N'timeout');
+    VALUES ('2024-01-01T00:00:00', '+14155550123', N'sms queued', N'timeout');
 
     SELECT
         v.EnqueuedAt,
@@ -129,7 +129,7 @@ BEGIN
         1,
         '2024-01-01T00:00:30',
         '2024-01-01T00:01:00',
-        '2024-01-01T00:01:00',
+        '2024-01-01T00:01:01',
         N'base response',
         N'base error',
         42,
@@ -138,9 +138,9 @@ BEGIN
         N'alice@example.org',
         N'de',
         N'250 OK',
-        N'',
+        N'no email error',
         '+14155550123',
-        N'',
+        N'sms queued',
         N'timeout'
     );
 
