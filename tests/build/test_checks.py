@@ -20,7 +20,7 @@ FN = "database/functions/dbo.JobIsKnown_fn.sql"
 TYPE = "database/types/dbo.QueueState.sql"
 DATA = "database/data/dbo.JobStatus.sql"
 ROLE = "database/security/JobWorker.sql"
-MSG = "database/messages/50001.InsideTransaction.sql"
+MSG = "database/messages/59001.InsideTransaction.sql"
 TEST = "tests_tsqlt/Next_Job_trxTests.class.sql"
 FN_TESTS = "tests_tsqlt/JobIsKnown_fnTests.class.sql"
 LONG = "Next_Job_trx_with_a_very_long_name_x"  # 36 characters
@@ -51,7 +51,7 @@ BEGIN
     DECLARE @RowCnt INT;
     IF (@@TRANCOUNT > 0)
         BEGIN
-            RAISERROR (50001, 16, 1, N'{name}');
+            RAISERROR (59001, 16, 1, N'{name}');
             GOTO EXIT_ERROR;
         END;
     BEGIN TRANSACTION T;
@@ -164,9 +164,9 @@ CASES = [
          [(JOB, "CONSTRAINT Job_IsStatedBy_JobStatus", "foreign-key",
            "references (Status) of dbo.Job, which is not its primary key or a unique key")]),
     Case("RAISERROR with an unregistered number",
-         [(NEXT, "RAISERROR (50003,", "RAISERROR (50033,")],
-         [(NEXT, "RAISERROR (50033,", "unregistered-message",
-           "RAISERROR 50033: no file in database/messages registers message 50033")]),
+         [(NEXT, "RAISERROR (59003,", "RAISERROR (59033,")],
+         [(NEXT, "RAISERROR (59033,", "unregistered-message",
+           "RAISERROR 59033: no file in database/messages registers message 59033")]),
     Case("THROW with an unregistered number",
          [(LOG, "    RETURN 0;\n", "    THROW 50077, N'no', 1;\n    RETURN 0;\n")],
          [(LOG, "THROW 50077", "unregistered-message", "THROW 50077: no file")]),
@@ -219,9 +219,9 @@ CASES = [
           (JOB, "dbo.JobIsKnown_fn(", "unknown-function", "dbo.JobIsKnown_fn"),
           (FN_TESTS, "dbo.JobIsKnown_fn(", "unknown-function", "dbo.JobIsKnown_fn")]),
     Case("a message file registering another number",
-         [(MSG, "@msgnum = 50001", "@msgnum = 50011")],
+         [(MSG, "@msgnum = 59001", "@msgnum = 59011")],
          [(MSG, "", "file-name", "named <number>.<Meaning>.sql"),
-          (NEXT, "RAISERROR (50001,", "unregistered-message", "50001")]),
+          (NEXT, "RAISERROR (59001,", "unregistered-message", "59001")]),
     Case("a type created without its guard",
          [(TYPE, "IF TYPE_ID(N'dbo.QueueState') IS NULL\n", "")],
          [(TYPE, "CREATE TYPE", "rerunnable", "guard it with IF TYPE_ID(")]),
@@ -308,12 +308,12 @@ CASES = [
          [(NEXT, "-- planted", "error-return", "RETURN a non-zero code")]),
     Case("a RAISERROR not followed by GOTO",
          [(NEXT, "@RowCnt);\n            GOTO EXIT_TRANSACTION;", "@RowCnt);")],
-         [(NEXT, "RAISERROR (50003", "raiserror-goto", "RAISERROR does not stop the procedure")]),
+         [(NEXT, "RAISERROR (59003", "raiserror-goto", "RAISERROR does not stop the procedure")]),
     Case("a GOTO to a missing label",
          [(NEXT, "IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;", "IF (@ErrNo <> 0) GOTO EXIT_TRANSACTON;")],
          [(NEXT, "GOTO EXIT_TRANSACTON", "goto-label", "dbo.Next_Job_trx has no such label")]),
     Case("a RAISERROR of ad-hoc text",
-         [(NEXT, "RAISERROR (50003, 16, 1, N'dbo.Next_Job_trx', @RowCnt);",
+         [(NEXT, "RAISERROR (59003, 16, 1, N'dbo.Next_Job_trx', @RowCnt);",
            "RAISERROR (N'lost the row', 16, 1);")],
          [(NEXT, "RAISERROR (N'lost", "raiserror-number", "raise a registered error number")]),
     Case("SELECT * in a view",

@@ -87,7 +87,7 @@ def test_the_manifest_lists_files_in_order_with_checksums_and_objects(project: P
     assert log["kind"] == "procedure"
     assert log["parameters"][1] == {"name": "@Note", "type": "NVARCHAR(100)",
                                     "default": True, "output": False}
-    assert manifest["messages"] == [50001, 50002, 50003]
+    assert manifest["messages"] == [59001, 59002, 59003]
 
 
 def test_a_rebuild_parses_only_the_changed_file(project: Project) -> None:
