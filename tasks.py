@@ -105,7 +105,15 @@ def test(c):
     """Run the tests: lint, build, pytest; with RELQ_MSSQL set, also the live tier."""
     from relq.db import with_database
     from relq.errors import RelqError
-    from relq.live import SKIPPED, TEST_DATABASE, live_target, run_tsqlt, throwaway_database, tsqlt_release
+    from relq.live import (
+        SKIPPED,
+        TEST_DATABASE,
+        TSQLT_ZIP,
+        live_target,
+        run_tsqlt,
+        throwaway_database,
+        tsqlt_release,
+    )
 
     target = live_target()
     if target is None:
@@ -113,13 +121,14 @@ def test(c):
         c.run(f"{sys.executable} -m pytest", pty=False)
         return
     try:
-        scripts = tsqlt_release(ROOT)
+        scripts = tsqlt_release(ROOT, download_to=REPORTS)
         with throwaway_database(ROOT, target) as database:
             conn_str = with_database(target.conn_str, database)
             result = run_tsqlt(ROOT, conn_str, scripts, REPORTS / "tsqlt.xml")
             print(f"tSQLt: {result.tests} tests, {result.failures} failed, {result.errors} errors "
                   f"(reports/tsqlt.xml)", file=sys.stderr)
-            env = {**os.environ, TEST_DATABASE: database}
+            # pytest's tSQLt test installs from the zip already fetched and verified
+            env = {TSQLT_ZIP: str(REPORTS / "tSQLt.zip"), **os.environ, TEST_DATABASE: database}
             pytest = c.run(f"{sys.executable} -m pytest --junitxml={REPORTS / 'pytest.xml'}",
                            pty=False, env=env, warn=True)
     except RelqError as exc:

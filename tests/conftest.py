@@ -9,7 +9,6 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -100,14 +99,6 @@ def live_database(mssql: db.Target) -> Iterator[str]:
         return
     with throwaway_database(REPO, mssql) as name:
         yield name
-
-
-@pytest.fixture
-def live_conn(mssql: db.Target, live_database: str) -> Iterator[Any]:
-    """A connection of its own to the session's database, autocommit on."""
-    conn = db.connect(db.with_database(mssql.conn_str, live_database))
-    yield conn
-    conn.close()
 
 
 @pytest.fixture

@@ -54,6 +54,7 @@ def test_two_deploys_at_once_take_turns(project: Project, mssql, new_database: s
         t.start()
     for t in threads:
         t.join(timeout=600)
+    assert not any(t.is_alive() for t in threads), "a deploy is still running"
     assert errors == []
     changes = sorted(len(o.plan.changes) for o in outcomes)
     assert changes[0] == 0 and changes[1] == len(project.build().order)

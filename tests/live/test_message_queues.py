@@ -4,15 +4,11 @@ consumers, destructive reads, and the two transaction modes."""
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 
 from relq import db
-from relq.deploy.apply import deploy
-from tests.conftest import REPO
 
 pytestmark = pytest.mark.mssql
 
@@ -21,19 +17,26 @@ CONSUMERS = 8
 KINDS = ["HeapQueue", "FifoQueue", "StrictFifoQueue", "LifoStack", "PendingQueue", "TransportMessage"]
 
 
-@pytest.fixture(scope="module")
-def queues(mssql) -> Iterator[str]:
-    """A database with the project deployed and a transport queue declared."""
-    from relq.live import drop_database
+QUERY_TIMEOUT_S = 120  # a lock wait that never ends fails the consumer instead of hanging the run
+JOIN_TIMEOUT_S = 300
 
-    name = f"relq_test_mq_{int(time.time())}"
-    deploy(REPO, mssql, create_db=name)
-    conn_str = db.with_database(mssql.conn_str, name)
+
+@pytest.fixture(scope="module")
+def queues(mssql, live_database: str) -> str:
+    """The session's database, with a transport queue declared."""
+    conn_str = db.with_database(mssql.conn_str, live_database)
     conn = db.connect(conn_str)
-    assert db.call(conn, "dbo.Add_TransportQueue_trx", Endpoint="Orders").return_code == 0
-    conn.close()
-    yield conn_str
-    drop_database(mssql.conn_str, name)
+    try:
+        assert db.call(conn, "dbo.Add_TransportQueue_trx", Endpoint="Orders").return_code == 0
+    finally:
+        conn.close()
+    return conn_str
+
+
+def join_all(threads: list[threading.Thread]) -> None:
+    for t in threads:
+        t.join(timeout=JOIN_TIMEOUT_S)
+    assert not any(t.is_alive() for t in threads), "a consumer is still running"
 
 
 def send_all(conn_str: str, kind: str, count: int) -> None:
@@ -65,6 +68,7 @@ def number(row: tuple, kind: str) -> int:
 def receive(conn_str: str, kind: str, out: list, errors: list) -> None:
     """A consumer: at-most-once receives of up to 10 messages until the queue is empty."""
     conn = db.connect(conn_str)
+    conn.timeout = QUERY_TIMEOUT_S
     params = {"Queue": "Orders"} if kind == "TransportMessage" else {}
     try:
         while True:
@@ -87,8 +91,7 @@ def test_eight_consumers_receive_every_message_exactly_once(queues: str, kind: s
                for _ in range(CONSUMERS)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join(timeout=300)
+    join_all(threads)
     assert errors == []
     assert Counter(received) == Counter(range(1, MESSAGES + 1))
 
@@ -100,6 +103,7 @@ def test_strict_fifo_delivers_in_order_under_concurrency(queues: str) -> None:
 
     def consume() -> None:
         conn = db.connect(queues)
+        conn.timeout = QUERY_TIMEOUT_S
         try:
             while True:
                 with db.transaction(conn):
@@ -115,8 +119,7 @@ def test_strict_fifo_delivers_in_order_under_concurrency(queues: str) -> None:
     threads = [threading.Thread(target=consume) for _ in range(CONSUMERS)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join(timeout=300)
+    join_all(threads)
     assert errors == []
     assert delivered == list(range(1, 501))
 

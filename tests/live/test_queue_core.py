@@ -20,15 +20,22 @@ WORKERS = 8
 RETRIED = 10  # every tenth item fails its first attempt and is retried
 DEADLINE_S = 600
 
-ENQUEUE = f"""
+CHUNK = 2_500  # Add_SyncQueue_trx takes at most 4,000 items a call
+QUERY_TIMEOUT_S = 120  # a lock wait that never ends fails the worker instead of hanging the run
+
+ENQUEUE = """
 SET NOCOUNT ON;
 DECLARE @Items dbo.SyncQueueItemList;
 INSERT INTO @Items (ItemNo, [Type], EntityKey)
-SELECT TOP ({ITEMS})
-    ROW_NUMBER() OVER (ORDER BY (SELECT NULL)),
+SELECT TOP ({count})
+    x.n,
     'CustomerSync',
-    N'item-' + CAST(ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS NVARCHAR(10))
-FROM sys.all_columns AS a CROSS JOIN sys.all_columns AS b;
+    N'item-' + CAST({offset} + x.n AS NVARCHAR(10))
+FROM (
+    SELECT ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS n
+    FROM sys.all_columns AS a CROSS JOIN sys.all_columns AS b
+) AS x
+ORDER BY x.n;
 EXEC dbo.Add_SyncQueue_trx @Items = @Items;
 """
 
@@ -36,6 +43,7 @@ EXEC dbo.Add_SyncQueue_trx @Items = @Items;
 def drain(conn_str: str, claims: list, errors: list, deadline: float) -> None:
     """A worker: claim, read the item through the worker view, report, until nothing is left."""
     conn = db.connect(conn_str)
+    conn.timeout = QUERY_TIMEOUT_S
     try:
         cursor = conn.cursor()
         while time.monotonic() < deadline:
@@ -68,7 +76,8 @@ def test_eight_workers_drain_ten_thousand_items_each_claimed_once_per_attempt(ms
     deploy(REPO, mssql, create_db=new_database)
     conn_str = db.with_database(mssql.conn_str, new_database)
     conn = db.connect(conn_str)
-    db.run_batch(conn.cursor(), ENQUEUE)
+    for offset in range(0, ITEMS, CHUNK):
+        db.run_batch(conn.cursor(), ENQUEUE.format(count=min(CHUNK, ITEMS - offset), offset=offset))
     enqueued = {row[0] for row in db.query(conn.cursor(), "SELECT EnqueuedAt FROM dbo.SyncQueue;")}
     assert len(enqueued) == ITEMS
 
@@ -80,7 +89,8 @@ def test_eight_workers_drain_ten_thousand_items_each_claimed_once_per_attempt(ms
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=DEADLINE_S + QUERY_TIMEOUT_S)
+    assert not any(t.is_alive() for t in threads), "a worker is still running after the deadline"
     assert errors == []
 
     per_attempt = Counter(claims)
