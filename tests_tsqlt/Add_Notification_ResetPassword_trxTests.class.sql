@@ -118,3 +118,29 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RowsInTransaction, @Message = N'rows written';
 END;
 GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.CleanUp')
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    EXEC Add_Notification_ResetPassword_trxTests.FakeNotificationTables;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_trx
+            @UserID = 42,
+            @Username = N'alice',
+            @OTP = 'A1B2C3',
+            @EmailTo = N'alice@example.com';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO

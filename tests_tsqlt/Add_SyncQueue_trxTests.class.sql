@@ -86,3 +86,28 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
 END;
 GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.CleanUp')
+CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @Items dbo.SyncQueueItemList;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    INSERT INTO @Items (ItemNo, [Type], EntityKey)
+    VALUES (1, 'CustomerSync', N'C-1');
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Add_SyncQueue_trx @Items = @Items;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO

@@ -133,3 +133,30 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
 END;
 GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Modify_Notification_trxTests.CleanUp')
+CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    EXEC Modify_Notification_trxTests.FakeQueue;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Modify_Notification_trx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @Token,
+            @Status = 'Completed';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO

@@ -98,3 +98,25 @@ BEGIN
         EXEC tSQLt.Fail @Message0 = N'UpdatedAt must not change';
 END;
 GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Next_Notification_trxTests.CleanUp')
+CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    EXEC Next_Notification_trxTests.FakeQueue;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Next_Notification_trx;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO

@@ -93,3 +93,25 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Unchanged;
 END;
 GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Next_SyncQueue_trxTests.CleanUp')
+CREATE PROCEDURE Next_SyncQueue_trxTests.[test Next_SyncQueue_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Next_SyncQueue_trx;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO

@@ -164,3 +164,25 @@ BEGIN
     EXEC Purge_TransportMessage_trxTests.AssertRemaining @Expected = '1', @Message = N'the expired message remains';
 END;
 GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.CleanUp')
+CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.TransportMessage';
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Purge_TransportMessage_trx;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO

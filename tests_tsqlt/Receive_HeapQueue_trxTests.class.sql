@@ -73,3 +73,26 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'messages in the queue';
 END;
 GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Receive_HeapQueue_trxTests.CleanUp')
+CREATE PROCEDURE Receive_HeapQueue_trxTests.[test Receive_HeapQueue_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.HeapQueue';
+    EXEC Receive_HeapQueue_trxTests.AddThreeMessages;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Receive_HeapQueue_trx @BatchSize = 1;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO

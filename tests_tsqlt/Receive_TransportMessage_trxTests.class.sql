@@ -119,3 +119,25 @@ BEGIN
     EXEC Receive_TransportMessage_trxTests.AssertRemaining @Expected = '1,2,3,4';
 END;
 GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.CleanUp')
+CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    EXEC Receive_TransportMessage_trxTests.FakeTransport;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Receive_TransportMessage_trx @Queue = 'Sales';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO

@@ -45,3 +45,25 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Matching, @Message = N'messages with the payload sent';
 END;
 GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Send_HeapQueue_trxTests.CleanUp')
+CREATE PROCEDURE Send_HeapQueue_trxTests.[test Send_HeapQueue_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.HeapQueue', @Defaults = 1;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Send_HeapQueue_trx @Payload = 0xC0FFEE;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO

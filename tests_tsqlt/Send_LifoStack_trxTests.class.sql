@@ -52,3 +52,25 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Matching, @Message = N'the committed row with the payload';
 END;
 GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Send_LifoStack_trxTests.CleanUp')
+CREATE PROCEDURE Send_LifoStack_trxTests.[test Send_LifoStack_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    EXEC Send_LifoStack_trxTests.FakeStack;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Send_LifoStack_trx @Payload = 0x01;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO

@@ -96,3 +96,25 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows after the rollback';
 END;
 GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Send_TransportMessage_trxTests.CleanUp')
+CREATE PROCEDURE Send_TransportMessage_trxTests.[test Send_TransportMessage_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    EXEC Send_TransportMessage_trxTests.FakeTransport;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Send_TransportMessage_trx @Queue = 'Sales';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO

@@ -29,7 +29,9 @@ BEGIN
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
-    IF (@@TRANCOUNT > 0)
+    -- IMPLICIT_TRANSACTIONS ON (JDBC's setAutoCommit(false), ODBC's manual commit) would nest
+    -- BEGIN TRANSACTION inside an implicit one and return with it still open.
+    IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
             RAISERROR (50001, 16, 1, N'dbo.Receive_PendingQueue_trx');
             GOTO EXIT_ERROR;
