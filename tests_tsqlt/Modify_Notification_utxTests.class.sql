@@ -847,6 +847,7 @@ BEGIN
     DECLARE @RetCode INT;
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum SMALLINT;
+    DECLARE @Duration BIGINT;
     EXEC Modify_Notification_utxTests.FakeQueue;
     INSERT INTO dbo.Notification (
         EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
@@ -857,11 +858,13 @@ BEGIN
 
     SELECT
         @Status = n.[Status],
-        @AttemptNum = n.AttemptNum
+        @AttemptNum = n.AttemptNum,
+        @Duration = n.Duration
     FROM dbo.Notification AS n
     WHERE n.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'a fresh budget';
+    EXEC tSQLt.AssertEquals @Expected = 5000, @Actual = @Duration, @Message = N'the last attempt''s Duration, not the wait since';
 END;
 GO

@@ -558,22 +558,25 @@ BEGIN
     DECLARE @RetCode INT;
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum SMALLINT;
+    DECLARE @Duration BIGINT;
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
     INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
+        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, Duration, ScheduledFor, UpdatedAt
     )
-    VALUES (@Key, 'CustomerSync', N'C-1', 'Failed', 'Push', 3, @Key, @Key, @Token);
+    VALUES (@Key, 'CustomerSync', N'C-1', 'Failed', 'Push', 3, @Key, 5000, @Key, @Token);
 
     EXEC @RetCode = dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Pending';
 
     SELECT
         @Status = q.[Status],
-        @AttemptNum = q.AttemptNum
+        @AttemptNum = q.AttemptNum,
+        @Duration = q.Duration
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'a fresh budget';
+    EXEC tSQLt.AssertEquals @Expected = 5000, @Actual = @Duration, @Message = N'the last attempt''s Duration, not the wait since';
 END;
 GO

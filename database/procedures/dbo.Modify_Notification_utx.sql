@@ -11,7 +11,7 @@ GO
      step advance (Processing) on the last attempt and the other terminal
      outcomes keep their meaning;
    - the move must be a row of dbo.QueueTransition (50006);
-   - Duration is set when the attempt ends (any outcome but Processing);
+   - Duration is set when an attempt ends (Processing to any other state), kept otherwise;
    - Failed -> Pending is a retry by hand: the attempts start again from 0;
    - Step, Response and Error are kept unless given; an Error outcome is due
      again at @ScheduledFor (default: now).
@@ -141,8 +141,8 @@ BEGIN
         Response = ISNULL(@Response, Response),
         Error = ISNULL(@Error, Error),
         Duration = CASE
-            WHEN @Status = 'Processing' THEN Duration
-            ELSE DATEDIFF_BIG(MILLISECOND, StartedAt, @Now)
+            WHEN @Current = 'Processing' AND @Status <> 'Processing' THEN DATEDIFF_BIG(MILLISECOND, StartedAt, @Now)
+            ELSE Duration
         END,
         ScheduledFor = CASE
             WHEN @Status = 'Error' THEN ISNULL(@ScheduledFor, @Now)
