@@ -354,6 +354,31 @@ BEGIN
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when OTP ends in a space]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_utx
+            @UserID = 42,
+            @Username = N'alice',
+            @OTP = 'A1B2C3 ',
+            @EmailTo = N'alice@example.com';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@OTP%', @Actual = @ErrorMessage;
+    EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
+END;
+GO
 CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when OTP is too long]
 AS
 BEGIN

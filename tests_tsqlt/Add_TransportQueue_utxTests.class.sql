@@ -160,6 +160,7 @@ BEGIN
     EXEC Add_TransportQueue_utxTests.AssertRefused @Endpoint = NULL, @Case = N'NULL endpoint';
     EXEC Add_TransportQueue_utxTests.AssertRefused @Endpoint = '', @Case = N'empty endpoint';
     EXEC Add_TransportQueue_utxTests.AssertRefused @Endpoint = '   ', @Case = N'blank endpoint';
+    EXEC Add_TransportQueue_utxTests.AssertRefused @Endpoint = 'Sales ', @Case = N'trailing space';
     EXEC Add_TransportQueue_utxTests.AssertRefused
         @Endpoint = '', @Machine = 'Web01', @Case = N'empty endpoint with a machine';
 
@@ -198,6 +199,8 @@ BEGIN
 
     EXEC Add_TransportQueue_utxTests.AssertRefused @Endpoint = 'Sales', @Machine = '', @Case = N'empty machine';
     EXEC Add_TransportQueue_utxTests.AssertRefused @Endpoint = 'Sales', @Machine = '  ', @Case = N'blank machine';
+    EXEC Add_TransportQueue_utxTests.AssertRefused
+        @Endpoint = 'Sales', @Machine = 'Web01 ', @Case = N'machine with a trailing space';
 
     CREATE TABLE #Expected (
         Queue VARCHAR(255) NULL,

@@ -14,6 +14,7 @@ BEGIN
         OR @PhoneNumber NOT LIKE '+[1-9]%'
         OR LEN(@PhoneNumber) NOT BETWEEN 9 AND 16
         OR SUBSTRING(@PhoneNumber, 2, 15) LIKE '%[^0-9]%'
+        OR DATALENGTH(@PhoneNumber) <> DATALENGTH(RTRIM(@PhoneNumber)) -- LEN and LIKE ignore trailing spaces
         RETURN 0;
     RETURN 1;
 END;

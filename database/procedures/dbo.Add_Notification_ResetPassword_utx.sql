@@ -55,7 +55,11 @@ BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@Username is required, at most 128 characters');
             GOTO EXIT_ERROR;
         END;
-    IF (@OTP IS NULL OR LEN(@OTP) NOT BETWEEN 4 AND 10 OR @OTP LIKE '%[^0-9A-Za-z]%')
+    -- LEN and LIKE ignore trailing spaces of VARCHAR: DATALENGTH does not
+    IF (
+        @OTP IS NULL OR LEN(@OTP) NOT BETWEEN 4 AND 10 OR @OTP LIKE '%[^0-9A-Za-z]%'
+        OR DATALENGTH(@OTP) <> DATALENGTH(RTRIM(@OTP))
+    )
         BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@OTP must be 4 to 10 letters or digits');
             GOTO EXIT_ERROR;

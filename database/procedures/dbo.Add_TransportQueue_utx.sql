@@ -31,12 +31,22 @@ BEGIN
         END;
     -- Names are identifiers: SQL Server ignores trailing spaces when it compares text, so
     -- 'Sales ' would be the queue 'Sales'; and the dot separates endpoint from machine.
-    IF (@Endpoint IS NULL OR @Endpoint = '' OR @Endpoint LIKE '%[^A-Za-z0-9_-]%')
+    -- LIKE ignores trailing spaces of VARCHAR too, hence the DATALENGTH comparison.
+    IF (
+        @Endpoint IS NULL OR @Endpoint = '' OR @Endpoint LIKE '%[^A-Za-z0-9_-]%'
+        OR DATALENGTH(@Endpoint) <> DATALENGTH(RTRIM(@Endpoint))
+    )
         BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@Endpoint is required: letters, digits, _ and - only');
             GOTO EXIT_ERROR;
         END;
-    IF (@Machine IS NOT NULL AND (@Machine = '' OR @Machine LIKE '%[^A-Za-z0-9_-]%'))
+    IF (
+        @Machine IS NOT NULL
+        AND (
+            @Machine = '' OR @Machine LIKE '%[^A-Za-z0-9_-]%'
+            OR DATALENGTH(@Machine) <> DATALENGTH(RTRIM(@Machine))
+        )
+    )
         BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@Machine must be letters, digits, _ and - only, or NULL');
             GOTO EXIT_ERROR;
