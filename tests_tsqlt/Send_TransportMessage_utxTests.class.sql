@@ -25,6 +25,8 @@ CREATE PROCEDURE Send_TransportMessage_utxTests.AssertRefused
     @Queue VARCHAR(400) = 'Sales',
     @Expires DATETIME2(7) = NULL,
     @Headers NVARCHAR(MAX) = N'{}',
+    @CorrelationId VARCHAR(400) = NULL,
+    @ReplyToAddress VARCHAR(400) = NULL,
     @Case NVARCHAR(200)
 AS
 BEGIN
@@ -35,6 +37,8 @@ BEGIN
             @Queue = @Queue,
             @Expires = @Expires,
             @Headers = @Headers,
+            @CorrelationId = @CorrelationId,
+            @ReplyToAddress = @ReplyToAddress,
             @Body = 0x01,
             @MessageId = @MessageId OUTPUT;
     END TRY
@@ -205,6 +209,18 @@ BEGIN
     EXEC Send_TransportMessage_utxTests.AssertRefused @Headers = N'not json', @Case = N'not JSON';
     EXEC Send_TransportMessage_utxTests.AssertRefused @Headers = N'', @Case = N'empty';
     EXEC Send_TransportMessage_utxTests.AssertRefused @Headers = NULL, @Case = N'NULL';
+
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.TransportMessage';
+END;
+GO
+CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 50007 and writes nothing when an address is over 255 characters]
+AS
+BEGIN
+    DECLARE @Long VARCHAR(400) = REPLICATE('a', 256);
+    EXEC Send_TransportMessage_utxTests.FakeTransport;
+
+    EXEC Send_TransportMessage_utxTests.AssertRefused @CorrelationId = @Long, @Case = N'CorrelationId';
+    EXEC Send_TransportMessage_utxTests.AssertRefused @ReplyToAddress = @Long, @Case = N'ReplyToAddress';
 
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.TransportMessage';
 END;

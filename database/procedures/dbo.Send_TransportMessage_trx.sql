@@ -5,8 +5,9 @@ GO
    transaction of its own; the rules are dbo.Send_TransportMessage_utx's.
    @Queue: the queue's address.
    @Id: the message's id (default: a new one).
-   @CorrelationId: the conversation it belongs to, or NULL.
-   @ReplyToAddress: where replies go, or NULL.
+   @CorrelationId: the conversation it belongs to, or NULL; at most 255 characters.
+   @ReplyToAddress: where replies go, or NULL; at most 255 characters. Both are
+     wider than their columns on purpose: an over-long value is refused, not cut.
    @Recoverable: 1 (default) if the message must survive.
    @Expires: when it stops being deliverable, UTC; NULL: never.
    @Headers: a JSON object (default {}).
@@ -16,8 +17,8 @@ GO
 CREATE OR ALTER PROCEDURE dbo.Send_TransportMessage_trx
     @Queue VARCHAR(400),
     @Id UNIQUEIDENTIFIER = NULL,
-    @CorrelationId VARCHAR(255) = NULL,
-    @ReplyToAddress VARCHAR(255) = NULL,
+    @CorrelationId VARCHAR(400) = NULL,
+    @ReplyToAddress VARCHAR(400) = NULL,
     @Recoverable BIT = 1,
     @Expires dbo.[_Timestamp] = NULL,
     @Headers NVARCHAR(MAX) = N'{}',

@@ -5,8 +5,9 @@ GO
    caller's transaction (seed 002); it becomes visible when that commits.
    @Queue: the queue's address (dbo.TransportQueue); required.
    @Id: the message's id (default: a new one).
-   @CorrelationId: the conversation it belongs to, or NULL.
-   @ReplyToAddress: where replies go, or NULL.
+   @CorrelationId: the conversation it belongs to, or NULL; at most 255 characters.
+   @ReplyToAddress: where replies go, or NULL; at most 255 characters. Both are
+     wider than their columns on purpose: an over-long value is refused, not cut.
    @Recoverable: 1 (default) if the message must survive; kept for the sender.
    @Expires: when it stops being deliverable, UTC; NULL: never. A time in the
      past is refused: the message could never be received.
@@ -14,12 +15,13 @@ GO
    @Body: the message's bytes, or NULL.
    @MessageId: OUTPUT, the message's id.
    Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 an unknown
-   queue, expired on arrival, or headers that are not a JSON object. */
+   queue, expired on arrival, headers that are not a JSON object, or an over-long
+   @CorrelationId or @ReplyToAddress. */
 CREATE OR ALTER PROCEDURE dbo.Send_TransportMessage_utx
     @Queue VARCHAR(400),
     @Id UNIQUEIDENTIFIER = NULL,
-    @CorrelationId VARCHAR(255) = NULL,
-    @ReplyToAddress VARCHAR(255) = NULL,
+    @CorrelationId VARCHAR(400) = NULL,
+    @ReplyToAddress VARCHAR(400) = NULL,
     @Recoverable BIT = 1,
     @Expires dbo.[_Timestamp] = NULL,
     @Headers NVARCHAR(MAX) = N'{}',
@@ -44,6 +46,11 @@ BEGIN
     ))
         BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@Queue names no declared transport queue (dbo.Add_TransportQueue_trx)');
+            GOTO EXIT_ERROR;
+        END;
+    IF (LEN(@CorrelationId) > 255 OR LEN(@ReplyToAddress) > 255)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@CorrelationId and @ReplyToAddress are at most 255 characters');
             GOTO EXIT_ERROR;
         END;
     IF (@Expires IS NOT NULL AND @Expires <= SYSUTCDATETIME())
