@@ -18,8 +18,9 @@ from pathlib import Path
 from rich.console import Console
 
 from relq import db
+from relq.build.names import quote
 from relq.deploy import tsqlt
-from relq.deploy.apply import deploy, quote
+from relq.deploy.apply import deploy
 from relq.errors import RelqError
 
 TEST_DATABASE = "RELQ_TEST_DATABASE"  # set for pytest: the database the live tier deployed

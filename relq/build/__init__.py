@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from relq.build import cache, conventions, coverage, emit, resolve
-from relq.build.catalog import Catalog, build_catalog
+from relq.build.catalog import Catalog, build_catalog, checks_calling
 from relq.build.diagnostics import Diagnostic, apply_allows
 from relq.build.extract import Extractor
 from relq.build.facts import Definition, FileFacts
@@ -119,7 +119,10 @@ def build(root: Path, write: bool = True) -> BuildResult:
     dist = root / "dist"
     outputs = [dist / "deploy.sql", dist / "manifest.json"]
     if result.ok and write:
-        script = emit.deploy_script(order, by_path)
+        checks = {p: checks_calling(catalog, tuple(d.name for d in result.facts[p].definitions
+                                                    if d.kind == "function"))
+                  for p in order}
+        script = emit.deploy_script(order, by_path, checks)
         emit.write(dist, script, emit.manifest(order, database, deps, catalog, script))
         result.wrote = outputs
     elif not result.ok:

@@ -18,6 +18,15 @@ BUILTIN_PRINCIPALS = frozenset((
 _TYPE_TEXT = re.compile(r"^(?P<name>[^(]+?)\s*(?P<args>\(.*\))?$")
 
 
+@dataclass(frozen=True)
+class CheckConstraint:
+    """A CHECK constraint to drop and re-add around an ALTER of a function it calls."""
+
+    table: str
+    name: str
+    definition: str  # "CHECK (dbo.X_fn(A) = 1)"
+
+
 @dataclass
 class Entry:
     definition: Definition
@@ -98,3 +107,17 @@ def build_catalog(files: list[FileFacts]) -> tuple[Catalog, list[Diagnostic]]:
     for facts in files:
         catalog.add(facts, problems)
     return catalog, problems
+
+
+def checks_calling(catalog: Catalog, functions: tuple[str, ...]) -> tuple[CheckConstraint, ...]:
+    """The CHECK constraints (of any table) that call one of ``functions``: SQL Server
+    refuses to ALTER a function while a constraint references it."""
+    wanted = {key(f) for f in functions}
+    definitions = [e.definition for e in catalog.objects.values() if e.kind == "table"]
+    definitions += [d for pairs in catalog.constraints.values() for d, _ in pairs]
+    return tuple(
+        CheckConstraint(d.table or d.name, c.name, c.definition)
+        for d in definitions
+        for c in d.constraints
+        if c.kind == "CHECK" and c.name and any(key(fn) in wanted for fn in c.calls)
+    )

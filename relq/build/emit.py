@@ -12,20 +12,27 @@ import re
 from pathlib import Path
 
 from relq import __version__
-from relq.build.catalog import Catalog
+from relq.build.catalog import Catalog, CheckConstraint
 from relq.build.facts import FileFacts
 from relq.build.layout import Source
+from relq.build.names import quote
 
 _GO_LAST = re.compile(r"(?im)^\s*GO(\s+\d+)?\s*\Z")
 
 
-def deploy_script(order: list[str], sources: dict[str, Source]) -> str:
+def deploy_script(order: list[str], sources: dict[str, Source],
+                  checks: dict[str, tuple[CheckConstraint, ...]] | None = None) -> str:
+    """``checks``: path -> the CHECK constraints that call a function the file alters."""
     body = []
     for path in order:
         src = sources[path]
         text = src.text.rstrip() + "\n"
         if not _GO_LAST.search(text):
             text += "GO\n"
+        dependent = (checks or {}).get(path, ())
+        if dependent:
+            text = (f"-- CHECK constraints call this function: dropped for the ALTER, re-added after it\n"
+                    f"{drop_checks_sql(dependent)}\nGO\n{text}{add_checks_sql(dependent)}\nGO\n")
         body.append(f"-- {'-' * 76}\n-- {path} (sha256 {src.checksum[:16]})\n{text}")
     content = "\n".join(body)
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
@@ -37,6 +44,24 @@ def deploy_script(order: list[str], sources: dict[str, Source]) -> str:
         f"-- checksum: sha256 {digest}\n\n"
     )
     return header + content
+
+
+def drop_checks_sql(constraints: tuple[CheckConstraint, ...]) -> str:
+    """One batch dropping the CHECK constraints that exist: SQL Server refuses to ALTER
+    a function a CHECK constraint calls. `invoke deploy` and deploy.sql both run it."""
+    return "\n".join(f"IF OBJECT_ID(N'{c.table.split('.')[0]}.{c.name}', N'C') IS NOT NULL\n"
+                     f"    ALTER TABLE {quote(c.table)} DROP CONSTRAINT {quote(c.name)};"
+                     for c in constraints)
+
+
+def add_checks_sql(constraints: tuple[CheckConstraint, ...]) -> str:
+    """One batch re-adding them where the table exists (WITH CHECK: existing rows must
+    satisfy the new function too)."""
+    return "\n".join(f"IF OBJECT_ID(N'{c.table}', N'U') IS NOT NULL\n"
+                     f"    AND OBJECT_ID(N'{c.table.split('.')[0]}.{c.name}', N'C') IS NULL\n"
+                     f"    ALTER TABLE {quote(c.table)} WITH CHECK ADD CONSTRAINT {quote(c.name)}\n"
+                     f"        {c.definition};"
+                     for c in constraints)
 
 
 def manifest(

@@ -37,6 +37,11 @@ def qualify(parts: list[str]) -> str:
     return ".".join(parts)
 
 
+def quote(name: str) -> str:
+    """dbo.Job -> [dbo].[Job]"""
+    return ".".join("[" + part.strip("[]").replace("]", "]]") + "]" for part in name.split("."))
+
+
 def key(name: str) -> str:
     """The lookup key of a (qualified) name."""
     return name.casefold()

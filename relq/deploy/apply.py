@@ -13,9 +13,11 @@ from rich.progress import Progress
 
 from relq import db
 from relq.build import BuildResult, build
+from relq.build.emit import add_checks_sql, drop_checks_sql
+from relq.build.names import quote
 from relq.deploy import journal
 from relq.deploy.batches import split_batches
-from relq.deploy.plan import CheckConstraint, Plan, Step, format_plan, make_plan
+from relq.deploy.plan import Plan, Step, format_plan, make_plan
 from relq.errors import RelqError
 
 LOCK_RESOURCE = "relq.deploy"
@@ -97,12 +99,14 @@ def run_step(conn, step: Step, text: str) -> None:
     cursor = conn.cursor()
     batch = None
     try:
-        dropped = _drop_checks(cursor, step.constraints)
+        if step.constraints:
+            db.run_batch(cursor, drop_checks_sql(step.constraints))
         for batch in split_batches(text):
             for _ in range(batch.count):
                 db.run_batch(cursor, batch.sql)
         batch = None
-        _add_checks(cursor, dropped)
+        if step.constraints:
+            db.run_batch(cursor, add_checks_sql(step.constraints))
         journal.record(cursor, step.path, step.kind, step.checksum)
         for path, kind, checksum in step.records:
             journal.record(cursor, path, kind, checksum)
@@ -125,27 +129,6 @@ def _rolled_back(conn) -> bool:
         return True
     except Exception:  # the server or the network failed: nothing more can be said
         return False
-
-
-def _drop_checks(cursor, constraints: tuple[CheckConstraint, ...]) -> list[CheckConstraint]:
-    dropped = []
-    for c in constraints:
-        schema = c.table.split(".")[0]
-        if db.query(cursor, "SELECT OBJECT_ID(?, N'C');", f"{schema}.{c.name}")[0][0] is not None:
-            db.run_batch(cursor, f"ALTER TABLE {quote(c.table)} DROP CONSTRAINT {quote(c.name)};")
-            dropped.append(c)
-    return dropped
-
-
-def _add_checks(cursor, constraints: list[CheckConstraint]) -> None:
-    for c in constraints:  # WITH CHECK: existing rows must satisfy the new function too
-        db.run_batch(cursor, f"ALTER TABLE {quote(c.table)} WITH CHECK ADD CONSTRAINT "
-                             f"{quote(c.name)} {c.definition};")
-
-
-def quote(name: str) -> str:
-    """dbo.Job -> [dbo].[Job]"""
-    return ".".join("[" + part.strip("[]").replace("]", "]]") + "]" for part in name.split("."))
 
 
 def ensure_database(conn_str: str, name: str, *, create: bool = True) -> bool:

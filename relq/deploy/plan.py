@@ -19,22 +19,13 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from relq.build import BuildResult
-from relq.build.catalog import Catalog
+from relq.build.catalog import CheckConstraint, checks_calling
 from relq.build.facts import FileFacts
 from relq.build.names import key
 from relq.errors import RelqError
 
 CREATED_ONCE = ("types", "tables")  # never re-run: a change needs a migration
 RE_DEPLOYED = ("functions", "views", "procedures")  # CREATE OR ALTER
-
-
-@dataclass(frozen=True)
-class CheckConstraint:
-    """A CHECK constraint to drop and re-add around an ALTER of a function it calls."""
-
-    table: str
-    name: str
-    definition: str  # "CHECK (dbo.X_fn(A) = 1)"
 
 
 @dataclass(frozen=True)
@@ -77,7 +68,6 @@ def make_plan(build: BuildResult, journal: dict[str, str]) -> Plan:
     """The steps that bring a database whose journal is ``journal`` (path ->
     checksum) up to ``build``. Raises DeployRefused, naming every file, when a
     deployed table or type changed without a migration or a migration changed."""
-    checks = check_constraints_by_function(build.catalog)
     pending = [p for p in build.order if _kind(p) == "migrations" and p not in journal]
     covering = {p: _touched(build.facts[p]) for p in pending}
     problems: list[str] = []
@@ -114,7 +104,7 @@ def make_plan(build: BuildResult, journal: dict[str, str]) -> Plan:
             step = _with(step, "apply")
         elif kind in RE_DEPLOYED:
             step = _with(step, "create" if known is None else "alter")
-            dependent = tuple(c for name in objects for c in checks.get(key(name), ()))
+            dependent = checks_calling(build.catalog, objects)
             if dependent:
                 step = replace(step, reason="CHECK constraints call it: "
                                + ", ".join(c.name for c in dependent), constraints=dependent)
@@ -126,20 +116,6 @@ def make_plan(build: BuildResult, journal: dict[str, str]) -> Plan:
     steps = [replace(s, records=tuple(migrated.get(s.path, ()))) for s in steps]
     removed = sorted(set(journal) - set(build.order))
     return Plan(steps, removed)
-
-
-def check_constraints_by_function(catalog: Catalog) -> dict[str, tuple[CheckConstraint, ...]]:
-    """function key -> the CHECK constraints (of any table) that call it."""
-    found: dict[str, list[CheckConstraint]] = {}
-    definitions = [e.definition for e in catalog.objects.values() if e.kind == "table"]
-    definitions += [d for pairs in catalog.constraints.values() for d, _ in pairs]
-    for d in definitions:
-        table = d.table or d.name
-        for c in d.constraints:
-            if c.kind == "CHECK" and c.name:
-                for fn in c.calls:
-                    found.setdefault(key(fn), []).append(CheckConstraint(table, c.name, c.definition))
-    return {k: tuple(v) for k, v in found.items()}
 
 
 def format_plan(plan: Plan) -> list[str]:

@@ -218,3 +218,16 @@ def test_a_check_constraint_is_kept_as_written_for_deploy_to_re_add(project: Pro
     (check,) = [c for d in result.facts["database/tables/dbo.Job.sql"].definitions
                 for c in d.constraints if c.kind == "CHECK"]
     assert check.definition == "CHECK (dbo.JobIsKnown_fn([Status]) = 1 OR [Status] = 'a  b')"
+
+
+def test_deploy_sql_drops_and_re_adds_the_checks_around_a_function_they_call(project: Project) -> None:
+    # SQL Server refuses to ALTER a function a CHECK constraint calls: a second run of
+    # the script must drop the constraint first and re-add it after, as deploy does.
+    assert project.build().ok
+    script = (project.root / "dist" / "deploy.sql").read_text(encoding="utf-8")
+    drop = script.index("ALTER TABLE [dbo].[Job] DROP CONSTRAINT [Job_HasKnown_Status];")
+    alter = script.index("CREATE OR ALTER FUNCTION dbo.JobIsKnown_fn")
+    add = script.index("ALTER TABLE [dbo].[Job] WITH CHECK ADD CONSTRAINT [Job_HasKnown_Status]")
+    table = script.index("CONSTRAINT Job_HasKnown_Status CHECK")
+    assert drop < alter < add < table  # on a fresh database the table comes later: the re-add is skipped
+    assert "IF OBJECT_ID(N'dbo.Job', N'U') IS NOT NULL" in script[alter:add + 200]
