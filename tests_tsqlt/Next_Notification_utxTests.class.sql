@@ -347,3 +347,76 @@ BEGIN
         @UpdatedAt = @UpdatedAt OUTPUT;
 END;
 GO
+-- .NET's TransactionScope defaults to SERIALIZABLE, where SQL Server refuses READPAST:
+-- the procedure runs at READ COMMITTED whatever the caller's level.
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims the earliest due pending item when the caller runs SERIALIZABLE]
+AS
+BEGIN
+    DECLARE @ExpectedKey DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @RetCode INT;
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Before DATETIME2(7);
+    DECLARE @After DATETIME2(7);
+    DECLARE @Status VARCHAR(20);
+    DECLARE @AttemptNum INT;
+    DECLARE @StartedAt DATETIME2(7);
+    DECLARE @RowUpdatedAt DATETIME2(7);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    -- The second and third are due first; of those two the second has the earlier key.
+    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt)
+    VALUES
+    ('2024-01-01T00:00:01', 'ResetPassword', 'Pending', NULL, 0, NULL, '2024-01-01T00:10:00', '2024-01-01T00:00:01'),
+    ('2024-01-01T00:00:02', 'ResetPassword', 'Pending', NULL, 0, NULL, '2024-01-01T00:05:00', '2024-01-01T00:00:02'),
+    ('2024-01-01T00:00:03', 'ResetPassword', 'Pending', NULL, 0, NULL, '2024-01-01T00:05:00', '2024-01-01T00:00:03');
+
+    SET @Before = SYSUTCDATETIME();
+    SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
+    EXEC @RetCode = dbo.Next_Notification_utx
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @UpdatedAt = @UpdatedAt OUTPUT;
+    SET @After = SYSUTCDATETIME();
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = @ExpectedKey, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    SELECT
+        @Status = n.[Status],
+        @AttemptNum = n.AttemptNum,
+        @StartedAt = n.StartedAt,
+        @RowUpdatedAt = n.UpdatedAt
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = '2024-01-01T00:00:02';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
+    IF @StartedAt IS NULL OR @StartedAt < @Before OR @StartedAt > @After
+        EXEC tSQLt.Fail @Message0 = N'StartedAt must be the time of the claim';
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= '2024-01-01T00:00:02'
+        EXEC tSQLt.Fail @Message0 = N'the new token must be later than the old one';
+    EXEC tSQLt.AssertEquals
+        @Expected = @UpdatedAt, @Actual = @RowUpdatedAt, @Message = N'the row carries the new token';
+
+    SELECT
+        n.EnqueuedAt,
+        n.[Status],
+        n.AttemptNum,
+        n.StartedAt,
+        n.UpdatedAt
+    INTO #ActualOthers
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt <> '2024-01-01T00:00:02';
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.[Status],
+        a.AttemptNum,
+        a.StartedAt,
+        a.UpdatedAt
+    INTO #ExpectedOthers
+    FROM #ActualOthers AS a;
+    INSERT INTO #ExpectedOthers (EnqueuedAt, [Status], AttemptNum, StartedAt, UpdatedAt)
+    VALUES
+    ('2024-01-01T00:00:01', 'Pending', 0, NULL, '2024-01-01T00:00:01'),
+    ('2024-01-01T00:00:03', 'Pending', 0, NULL, '2024-01-01T00:00:03');
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedOthers', @Actual = N'#ActualOthers', @Message = N'the other items are untouched';
+END;
+GO

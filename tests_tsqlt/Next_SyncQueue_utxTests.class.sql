@@ -294,3 +294,64 @@ BEGIN
     EXEC dbo.Next_SyncQueue_utx;
 END;
 GO
+-- .NET's TransactionScope defaults to SERIALIZABLE, where SQL Server refuses READPAST:
+-- the procedure runs at READ COMMITTED whatever the caller's level.
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the earliest due item when the caller runs SERIALIZABLE]
+AS
+BEGIN
+    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @Key1 dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Key2 dbo.[_Timestamp] = '2024-01-01T00:00:02';
+    DECLARE @Key3 dbo.[_Timestamp] = '2024-01-01T00:00:03';
+    DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @UpdatedAt dbo.[_Timestamp];
+    DECLARE @RetCode INT;
+    DECLARE @RowUpdatedAt dbo.[_Timestamp];
+    DECLARE @StartedAt dbo.[_Timestamp];
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    -- Key1 is the oldest key but due later; Key2 and Key3 are due at the same time: the key breaks the tie.
+    INSERT INTO dbo.SyncQueue (
+        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
+    )
+    VALUES
+    (@Key1, 'CustomerSync', N'C-1', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -5, @Now), @OldToken),
+    (@Key2, 'CustomerSync', N'C-2', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -10, @Now), @OldToken),
+    (@Key3, 'CustomerSync', N'C-3', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -10, @Now), @OldToken);
+
+    SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
+    EXEC @RetCode = dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    EXEC tSQLt.AssertEquals @Expected = @Key2, @Actual = @EnqueuedAt;
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum
+    INTO #Actual
+    FROM dbo.SyncQueue AS q;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.[Status],
+        a.AttemptNum
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum)
+    VALUES
+    (@Key1, 'Pending', 0),
+    (@Key2, 'Processing', 1),
+    (@Key3, 'Pending', 0);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    SELECT
+        @RowUpdatedAt = q.UpdatedAt,
+        @StartedAt = q.StartedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key2;
+    EXEC tSQLt.AssertEquals @Expected = @RowUpdatedAt, @Actual = @UpdatedAt;
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
+        EXEC tSQLt.Fail @Message0 = N'the claim must move the token forward';
+    IF @StartedAt IS NULL OR @StartedAt < @Now
+        EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt to the time of the claim';
+END;
+GO

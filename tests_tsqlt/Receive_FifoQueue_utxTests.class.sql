@@ -177,3 +177,24 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @Rows, @Message = N'messages still queued';
 END;
 GO
+-- .NET's TransactionScope defaults to SERIALIZABLE, where SQL Server refuses READPAST:
+-- the procedure runs at READ COMMITTED whatever the caller's level.
+CREATE PROCEDURE Receive_FifoQueue_utxTests.[test Receive_FifoQueue_utx receives the two oldest when the caller runs SERIALIZABLE]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @Rows INT;
+    DECLARE @RemainingId BIGINT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.FifoQueue';
+    EXEC Receive_FifoQueue_utxTests.AddThreeMessages;
+
+    SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
+    EXEC @RetCode = dbo.Receive_FifoQueue_utx @BatchSize = 2;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT @Rows = COUNT(*) FROM dbo.FifoQueue;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'messages left';
+    SELECT @RemainingId = q.Id FROM dbo.FifoQueue AS q;
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @RemainingId, @Message = N'the newest must be left';
+END;
+GO

@@ -168,3 +168,21 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @Rows, @Message = N'messages still queued';
 END;
 GO
+-- .NET's TransactionScope defaults to SERIALIZABLE, where SQL Server refuses READPAST:
+-- the procedure runs at READ COMMITTED whatever the caller's level.
+CREATE PROCEDURE Receive_HeapQueue_utxTests.[test Receive_HeapQueue_utx receives two when the caller runs SERIALIZABLE]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @Rows INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.HeapQueue';
+    EXEC Receive_HeapQueue_utxTests.AddThreeMessages;
+
+    SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
+    EXEC @RetCode = dbo.Receive_HeapQueue_utx @BatchSize = 2;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT @Rows = COUNT(*) FROM dbo.HeapQueue;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'messages left';
+END;
+GO

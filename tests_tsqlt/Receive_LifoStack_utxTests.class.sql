@@ -181,3 +181,21 @@ BEGIN
     EXEC dbo.Receive_LifoStack_utx @BatchSize = 1;
 END;
 GO
+-- .NET's TransactionScope defaults to SERIALIZABLE, where SQL Server refuses READPAST:
+-- the procedure runs at READ COMMITTED whatever the caller's level.
+CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx takes the two newest messages when the caller runs SERIALIZABLE]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_LifoStack_utxTests.FakeStackOfThree;
+
+    SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
+    EXEC @RetCode = dbo.Receive_LifoStack_utx @BatchSize = 2;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT s.Id INTO #Actual FROM dbo.LifoStack AS s;
+    SELECT TOP (0) a.Id INTO #Expected FROM #Actual AS a;
+    INSERT INTO #Expected (Id) VALUES (1);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO

@@ -199,3 +199,21 @@ BEGIN
     EXEC dbo.Receive_PendingQueue_utx @BatchSize = 1;
 END;
 GO
+-- .NET's TransactionScope defaults to SERIALIZABLE, where SQL Server refuses READPAST:
+-- the procedure runs at READ COMMITTED whatever the caller's level.
+CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx takes the earliest due message when the caller runs SERIALIZABLE]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_PendingQueue_utxTests.FakeQueueOfThree;
+
+    SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
+    EXEC @RetCode = dbo.Receive_PendingQueue_utx @BatchSize = 1;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT q.Id INTO #Actual FROM dbo.PendingQueue AS q;
+    SELECT TOP (0) a.Id INTO #Expected FROM #Actual AS a;
+    INSERT INTO #Expected (Id) VALUES (1), (2);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO

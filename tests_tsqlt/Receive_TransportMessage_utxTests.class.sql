@@ -224,3 +224,22 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Rows, @Message = N'rows left';
 END;
 GO
+-- .NET's TransactionScope defaults to SERIALIZABLE, where SQL Server refuses READPAST:
+-- the procedure runs at READ COMMITTED whatever the caller's level.
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx takes the oldest unexpired message of the queue when the caller runs SERIALIZABLE]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_TransportMessage_utxTests.FakeTransport;
+    EXEC Receive_TransportMessage_utxTests.AddMessages;
+
+    SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
+    EXEC @RetCode = dbo.Receive_TransportMessage_utx @Queue = 'Sales', @BatchSize = 1;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    -- 3 is gone: 1 is older but expired, 2 is in another queue, 4 is newer.
+    CREATE TABLE #Expected ([RowVersion] BIGINT NULL);
+    INSERT INTO #Expected ([RowVersion]) VALUES (1), (2), (4);
+    EXEC Receive_TransportMessage_utxTests.AssertRemainingAreExpected;
+END;
+GO

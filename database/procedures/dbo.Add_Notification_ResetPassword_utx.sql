@@ -33,6 +33,7 @@ CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_utx
 AS
 BEGIN
     SET NOCOUNT ON;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED; -- SQL Server restores the caller's level on return
     DECLARE @Proc NVARCHAR(128) = N'dbo.Add_Notification_ResetPassword_utx';
     DECLARE @Last dbo.[_Timestamp];
     DECLARE @LockResult INT;

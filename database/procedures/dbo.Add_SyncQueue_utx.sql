@@ -23,6 +23,7 @@ CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_utx
 AS
 BEGIN
     SET NOCOUNT ON;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED; -- SQL Server restores the caller's level on return
     DECLARE @Proc NVARCHAR(128) = N'dbo.Add_SyncQueue_utx';
     -- A bigger INSERT would escalate to a table lock at 5,000 row locks and stall
     -- every worker until the caller commits: send more in several calls.

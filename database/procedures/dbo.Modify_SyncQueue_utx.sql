@@ -40,6 +40,7 @@ CREATE OR ALTER PROCEDURE dbo.Modify_SyncQueue_utx
 AS
 BEGIN
     SET NOCOUNT ON;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED; -- SQL Server restores the caller's level on return
     DECLARE @Proc NVARCHAR(128) = N'dbo.Modify_SyncQueue_utx';
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @MaxAttempts INT = dbo.AppSettingInt_fn('syncqueue.maxAttempts');

@@ -6,8 +6,8 @@ GO
    and Error items that are due and have attempts left (dbo.AppSettingInt_fn
    'notification.maxAttempts', default 3). UPDLOCK and ROWLOCK hold the row it claims;
    READPAST skips rows other workers hold, so workers never wait on each other.
-   The caller's transaction should be READ COMMITTED or REPEATABLE READ: SQL
-   Server refuses READPAST under SERIALIZABLE and SNAPSHOT.
+   It runs at READ COMMITTED whatever the caller's level: SQL Server refuses
+   READPAST under SERIALIZABLE, and a SNAPSHOT read could pick a taken row.
    @EnqueuedAt: OUTPUT, the claimed item's key; NULL when nothing is due.
    @UpdatedAt: OUTPUT, its new concurrency token, to pass to Modify_.
    Returns 0, also when nothing is due; 1 on error: 50002 outside a transaction,
@@ -18,6 +18,7 @@ CREATE OR ALTER PROCEDURE dbo.Next_Notification_utx
 AS
 BEGIN
     SET NOCOUNT ON;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED; -- SQL Server restores the caller's level on return
     DECLARE @Proc NVARCHAR(128) = N'dbo.Next_Notification_utx';
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @MaxAttempts INT = dbo.AppSettingInt_fn('notification.maxAttempts');

@@ -15,6 +15,7 @@ CREATE OR ALTER PROCEDURE dbo.Receive_PendingQueue_utx
 AS
 BEGIN
     SET NOCOUNT ON;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED; -- SQL Server restores the caller's level on return
     DECLARE @Proc NVARCHAR(128) = N'dbo.Receive_PendingQueue_utx';
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @ErrNo INT;
