@@ -24,7 +24,9 @@ BEGIN
         (N'a@.b.co', 0),
         (N'a..b@c.de', 0),
         (N'a@b', 0),
-        (N'a;b@c.de', 0)
+        (N'a;b@c.de', 0),
+        (N'a@b.c' + NCHAR(13) + NCHAR(10) + N'o', 0),
+        (N'a' + NCHAR(9) + N'b@c.de', 0)
     ) AS v(Email, IsValid);
 
     SELECT

@@ -2,7 +2,8 @@ SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
 /* dbo.EmailIsValid_fn: does this look like a deliverable e-mail address? One @,
-   a local part, a dotted domain, no spaces or list separators, no empty labels.
+   a local part, a dotted domain, no spaces, line breaks or list separators, no
+   empty labels.
    It is a gate against typos and injection, not a proof the mailbox exists.
    @Email: the address; at most 254 characters (an SMTP path's limit). Wider
      than dbo.Email on purpose: SQL Server cuts an over-long argument silently. */
@@ -16,6 +17,7 @@ BEGIN
         OR @Email NOT LIKE N'_%@_%._%'
         OR @Email LIKE N'%@%@%'
         OR @Email LIKE N'%[ ,;:<>()"]%'
+        OR @Email LIKE N'%[' + NCHAR(9) + NCHAR(10) + NCHAR(13) + N']%' -- tab, line breaks: header injection
         OR @Email LIKE N'%..%'
         OR @Email LIKE N'.%'
         OR @Email LIKE N'%.'
