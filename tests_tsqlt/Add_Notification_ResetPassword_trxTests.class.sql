@@ -17,7 +17,9 @@ END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
 -- tSQLt's TRY...CATCH leaves its own transaction open.
-CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -37,7 +39,7 @@ BEGIN
         @EmailTo = N'alice@example.com';
 END;
 GO
---[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx commits the notification when no transaction is open]
 AS
 BEGIN
@@ -85,7 +87,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = @EnqueuedAt, @Actual = @SmsKey, @Message = N'SMS row';
 END;
 GO
---[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 50007 and leaves nothing when OTP is invalid]
 AS
 BEGIN
@@ -120,7 +122,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

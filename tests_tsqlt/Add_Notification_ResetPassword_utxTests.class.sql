@@ -25,7 +25,9 @@ END;
 GO
 -- Run after each NoTransaction test: a procedure that raised an error inside
 -- tSQLt's TRY...CATCH may have left a transaction open.
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -673,7 +675,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = @EnqueuedAt, @Actual = @ActualUpdatedAt, @Message = N'UpdatedAt';
 END;
 GO
---[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50002 when no transaction is open]
 AS
 BEGIN

@@ -16,13 +16,15 @@ BEGIN
     EXEC dbo.Add_SyncQueue_trx @Items = @Items;
 END;
 GO
-CREATE PROCEDURE Add_SyncQueue_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Add_SyncQueue_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
---[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx enqueues and commits the items when they are valid]
 AS
 BEGIN
@@ -60,7 +62,7 @@ END;
 GO
 -- The error leaves the procedure at its RAISERROR (tSQLt runs tests inside TRY...CATCH), so the
 -- _trx's own rollback never runs and its return code is never seen: the test rolls back itself.
---[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 50007 and leaves nothing when an item is invalid]
 AS
 BEGIN
@@ -88,7 +90,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

@@ -344,13 +344,15 @@ BEGIN
     EXEC dbo.Add_SyncQueue_utx @Items = @Items;
 END;
 GO
-CREATE PROCEDURE Add_SyncQueue_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Add_SyncQueue_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
---[@tSQLt:NoTransaction]('Add_SyncQueue_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_SyncQueue_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50002 when called outside a transaction]
 AS
 BEGIN

@@ -13,13 +13,15 @@ BEGIN
     EXEC dbo.Add_TransportQueue_trx @Endpoint = 'Sales';
 END;
 GO
-CREATE PROCEDURE Add_TransportQueue_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Add_TransportQueue_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
---[@tSQLt:NoTransaction]('Add_TransportQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_TransportQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_TransportQueue_trxTests.[test Add_TransportQueue_trx declares and commits a primary then a secondary queue when both are valid]
 AS
 BEGIN
@@ -50,7 +52,7 @@ END;
 GO
 -- The error leaves the procedure at its RAISERROR (tSQLt runs tests inside TRY...CATCH), so the
 -- _trx's own rollback never runs: the test looks inside the transaction left open, then rolls back.
---[@tSQLt:NoTransaction]('Add_TransportQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_TransportQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_TransportQueue_trxTests.[test Add_TransportQueue_trx raises 50007 and declares nothing when the endpoint has a dot]
 AS
 BEGIN
@@ -76,7 +78,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Add_TransportQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_TransportQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_TransportQueue_trxTests.[test Add_TransportQueue_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

@@ -4,7 +4,9 @@ GO
 EXEC tSQLt.NewTestClass 'Add_TransportQueue_utxTests';
 GO
 -- Run after the NoTransaction test.
-CREATE PROCEDURE Add_TransportQueue_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Add_TransportQueue_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -276,7 +278,7 @@ BEGIN
     EXEC Add_TransportQueue_utxTests.AssertQueuesAreExpected;
 END;
 GO
---[@tSQLt:NoTransaction]('Add_TransportQueue_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Add_TransportQueue_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 50002 and writes nothing when no transaction is open]
 AS
 BEGIN

@@ -19,7 +19,9 @@ END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
 -- tSQLt's TRY...CATCH leaves its own transaction open.
-CREATE PROCEDURE Modify_Notification_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Modify_Notification_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -40,7 +42,7 @@ BEGIN
         @Status = 'Completed';
 END;
 GO
---[@tSQLt:NoTransaction]('Modify_Notification_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Modify_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx commits the outcome when a processing item reports Completed]
 AS
 BEGIN
@@ -83,7 +85,7 @@ BEGIN
         EXEC tSQLt.Fail @Message0 = N'the report must move UpdatedAt forward';
 END;
 GO
---[@tSQLt:NoTransaction]('Modify_Notification_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Modify_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx raises 50005 and changes nothing when the token is stale]
 AS
 BEGIN
@@ -135,7 +137,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Modify_Notification_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Modify_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

@@ -17,7 +17,9 @@ BEGIN
 END;
 GO
 -- Run after the NoTransaction test.
-CREATE PROCEDURE Modify_Notification_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Modify_Notification_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -824,7 +826,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.Notification_Sms';
 END;
 GO
---[@tSQLt:NoTransaction]('Modify_Notification_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Modify_Notification_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50002 when no transaction is open]
 AS
 BEGIN

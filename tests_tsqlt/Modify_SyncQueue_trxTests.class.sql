@@ -16,13 +16,15 @@ BEGIN
         @Status = 'Completed';
 END;
 GO
-CREATE PROCEDURE Modify_SyncQueue_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Modify_SyncQueue_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
---[@tSQLt:NoTransaction]('Modify_SyncQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Modify_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Modify_SyncQueue_trxTests.[test Modify_SyncQueue_trx completes and commits when Completed is reported]
 AS
 BEGIN
@@ -70,7 +72,7 @@ END;
 GO
 -- The error leaves the procedure at its RAISERROR (tSQLt runs tests inside TRY...CATCH), so the
 -- _trx's own rollback never runs and its return code is never seen: the test rolls back itself.
---[@tSQLt:NoTransaction]('Modify_SyncQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Modify_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Modify_SyncQueue_trxTests.[test Modify_SyncQueue_trx leaves the item unchanged when the token is stale]
 AS
 BEGIN
@@ -120,7 +122,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Modify_SyncQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Modify_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Modify_SyncQueue_trxTests.[test Modify_SyncQueue_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

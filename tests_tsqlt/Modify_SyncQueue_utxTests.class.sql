@@ -531,13 +531,15 @@ BEGIN
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
-CREATE PROCEDURE Modify_SyncQueue_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Modify_SyncQueue_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
---[@tSQLt:NoTransaction]('Modify_SyncQueue_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Modify_SyncQueue_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50002 when called outside a transaction]
 AS
 BEGIN

@@ -19,7 +19,9 @@ END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
 -- tSQLt's TRY...CATCH leaves its own transaction open.
-CREATE PROCEDURE Next_Notification_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Next_Notification_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -35,7 +37,7 @@ BEGIN
     EXEC dbo.Next_Notification_trx;
 END;
 GO
---[@tSQLt:NoTransaction]('Next_Notification_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Next_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx claims and commits the due item when no transaction is open]
 AS
 BEGIN
@@ -67,7 +69,7 @@ BEGIN
         EXEC tSQLt.Fail @Message0 = N'the claim must move UpdatedAt forward';
 END;
 GO
---[@tSQLt:NoTransaction]('Next_Notification_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Next_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx returns 0 and changes nothing when nothing is due]
 AS
 BEGIN
@@ -100,7 +102,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Next_Notification_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Next_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

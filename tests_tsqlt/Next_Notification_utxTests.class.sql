@@ -13,7 +13,9 @@ BEGIN
 END;
 GO
 -- Run after the NoTransaction test.
-CREATE PROCEDURE Next_Notification_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Next_Notification_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -333,7 +335,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @UpdatedAt, @Message = N'@UpdatedAt';
 END;
 GO
---[@tSQLt:NoTransaction]('Next_Notification_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Next_Notification_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 50002 when no transaction is open]
 AS
 BEGIN

@@ -13,13 +13,15 @@ BEGIN
     EXEC dbo.Next_SyncQueue_trx;
 END;
 GO
-CREATE PROCEDURE Next_SyncQueue_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Next_SyncQueue_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
---[@tSQLt:NoTransaction]('Next_SyncQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Next_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Next_SyncQueue_trxTests.[test Next_SyncQueue_trx claims and commits the due item when one is Pending]
 AS
 BEGIN
@@ -59,7 +61,7 @@ BEGIN
         EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt';
 END;
 GO
---[@tSQLt:NoTransaction]('Next_SyncQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Next_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Next_SyncQueue_trxTests.[test Next_SyncQueue_trx returns 0 and changes nothing when nothing is due]
 AS
 BEGIN
@@ -95,7 +97,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Next_SyncQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Next_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Next_SyncQueue_trxTests.[test Next_SyncQueue_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

@@ -278,13 +278,15 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @UpdatedAt;
 END;
 GO
-CREATE PROCEDURE Next_SyncQueue_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Next_SyncQueue_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
---[@tSQLt:NoTransaction]('Next_SyncQueue_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Next_SyncQueue_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx raises 50002 when called outside a transaction]
 AS
 BEGIN

@@ -48,13 +48,15 @@ BEGIN
     EXEC dbo.Purge_TransportMessage_trx;
 END;
 GO
-CREATE PROCEDURE Purge_TransportMessage_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Purge_TransportMessage_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
---[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx deletes the expired messages and keeps the others when some have expired]
 AS
 BEGIN
@@ -79,7 +81,7 @@ BEGIN
     EXEC Purge_TransportMessage_trxTests.AssertRemaining @Expected = '2,4';
 END;
 GO
---[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx deletes every expired message when there are more than BatchSize]
 AS
 BEGIN
@@ -107,7 +109,7 @@ BEGIN
     EXEC Purge_TransportMessage_trxTests.AssertRemaining @Expected = '6,7';
 END;
 GO
---[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx deletes every expired message when their number is a multiple of BatchSize]
 AS
 BEGIN
@@ -129,7 +131,7 @@ BEGIN
     EXEC Purge_TransportMessage_trxTests.AssertRemaining @Expected = '5';
 END;
 GO
---[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx returns 0 and deletes nothing when no message has expired]
 AS
 BEGIN
@@ -147,7 +149,7 @@ BEGIN
     EXEC Purge_TransportMessage_trxTests.AssertRemaining @Expected = '1,2';
 END;
 GO
---[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx raises 50007 and deletes nothing when BatchSize is out of range]
 AS
 BEGIN
@@ -166,7 +168,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

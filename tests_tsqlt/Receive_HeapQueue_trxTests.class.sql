@@ -18,7 +18,9 @@ END;
 GO
 -- Run after each NoTransaction test: a procedure that raised an error inside
 -- tSQLt's TRY...CATCH may leave a transaction open.
-CREATE PROCEDURE Receive_HeapQueue_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Receive_HeapQueue_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -36,7 +38,7 @@ BEGIN
 END;
 GO
 -- In a NoTransaction test the fake holds committed rows; tSQLt puts the real table back afterwards.
---[@tSQLt:NoTransaction]('Receive_HeapQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_HeapQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_HeapQueue_trxTests.[test Receive_HeapQueue_trx receives two and commits when no transaction is open]
 AS
 BEGIN
@@ -55,7 +57,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'messages left';
 END;
 GO
---[@tSQLt:NoTransaction]('Receive_HeapQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_HeapQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_HeapQueue_trxTests.[test Receive_HeapQueue_trx returns 0 and commits when the queue is empty]
 AS
 BEGIN
@@ -75,7 +77,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Receive_HeapQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_HeapQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_HeapQueue_trxTests.[test Receive_HeapQueue_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

@@ -42,7 +42,9 @@ END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
 -- tSQLt's TRY...CATCH leaves its own transaction open.
-CREATE PROCEDURE Receive_LifoStack_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Receive_LifoStack_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -58,7 +60,7 @@ BEGIN
     EXEC dbo.Receive_LifoStack_trx @BatchSize = 1;
 END;
 GO
---[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx takes the newest messages and commits when no transaction is open]
 AS
 BEGIN
@@ -74,7 +76,7 @@ BEGIN
     EXEC Receive_LifoStack_trxTests.AssertRemaining @Expected = '1';
 END;
 GO
---[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx returns 0 when the stack is empty]
 AS
 BEGIN
@@ -91,7 +93,7 @@ BEGIN
 END;
 GO
 -- The batch size is checked before the transaction begins, so none is left open.
---[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx raises 50007 and removes nothing when the batch size is 0]
 AS
 BEGIN
@@ -116,7 +118,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

@@ -42,7 +42,9 @@ BEGIN
 END;
 GO
 -- Run after the NoTransaction test.
-CREATE PROCEDURE Receive_LifoStack_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Receive_LifoStack_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -171,7 +173,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
---[@tSQLt:NoTransaction]('Receive_LifoStack_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_LifoStack_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx raises 50002 when no transaction is open]
 AS
 BEGIN

@@ -43,7 +43,9 @@ BEGIN
 END;
 GO
 -- Run after the NoTransaction test.
-CREATE PROCEDURE Receive_PendingQueue_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Receive_PendingQueue_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -189,7 +191,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
---[@tSQLt:NoTransaction]('Receive_PendingQueue_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_PendingQueue_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_PendingQueue_utxTests.[test Receive_PendingQueue_utx raises 50002 when no transaction is open]
 AS
 BEGIN

@@ -21,7 +21,9 @@ END;
 GO
 -- Run after each NoTransaction test: a procedure that raised an error inside
 -- tSQLt's TRY...CATCH may leave a transaction open.
-CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -39,7 +41,7 @@ BEGIN
 END;
 GO
 -- In a NoTransaction test the fake holds committed rows; tSQLt puts the real table back afterwards.
---[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.[test Receive_StrictFifoQueue_trx receives the two oldest and commits when no transaction is open]
 AS
 BEGIN
@@ -61,7 +63,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @RemainingId, @Message = N'the newest must be left';
 END;
 GO
---[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.[test Receive_StrictFifoQueue_trx returns 0 and commits when the queue is empty]
 AS
 BEGIN
@@ -81,7 +83,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.[test Receive_StrictFifoQueue_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

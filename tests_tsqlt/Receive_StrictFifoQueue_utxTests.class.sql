@@ -45,7 +45,9 @@ END;
 GO
 -- Run after each NoTransaction test: a procedure that raised an error inside
 -- tSQLt's TRY...CATCH may leave a transaction open.
-CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -156,7 +158,7 @@ BEGIN
 END;
 GO
 -- A NoTransaction test makes no permanent objects, so it counts rows instead of comparing tables.
---[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx raises 50002 and removes nothing when called outside a transaction]
 AS
 BEGIN

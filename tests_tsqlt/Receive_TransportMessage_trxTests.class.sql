@@ -51,13 +51,15 @@ BEGIN
     EXEC dbo.Receive_TransportMessage_trx @Queue = 'Sales';
 END;
 GO
-CREATE PROCEDURE Receive_TransportMessage_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Receive_TransportMessage_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
---[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx receives the oldest unexpired message and commits when BatchSize is 1]
 AS
 BEGIN
@@ -74,7 +76,7 @@ BEGIN
     EXEC Receive_TransportMessage_trxTests.AssertRemaining @Expected = '1,2,4';
 END;
 GO
---[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx receives every unexpired message and commits when BatchSize is 10]
 AS
 BEGIN
@@ -91,7 +93,7 @@ BEGIN
         @Expected = '1,2', @Message = N'the expired message and the other queue''s remain';
 END;
 GO
---[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx raises 50007 and removes nothing when an argument is bad]
 AS
 BEGIN
@@ -121,7 +123,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

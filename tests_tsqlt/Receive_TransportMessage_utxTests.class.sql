@@ -61,7 +61,9 @@ BEGIN
 END;
 GO
 -- Run after the NoTransaction test.
-CREATE PROCEDURE Receive_TransportMessage_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Receive_TransportMessage_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -203,7 +205,7 @@ BEGIN
         @Message = N'the received messages are back after the rollback';
 END;
 GO
---[@tSQLt:NoTransaction]('Receive_TransportMessage_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Receive_TransportMessage_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx raises 50002 and removes nothing when no transaction is open]
 AS
 BEGIN

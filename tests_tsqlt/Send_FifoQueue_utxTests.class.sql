@@ -82,14 +82,16 @@ END;
 GO
 -- Run after each NoTransaction test: a procedure that raised an error inside
 -- tSQLt's TRY...CATCH may leave a transaction open.
-CREATE PROCEDURE Send_FifoQueue_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Send_FifoQueue_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
 -- A NoTransaction test makes no permanent objects, so it counts rows instead of comparing tables.
---[@tSQLt:NoTransaction]('Send_FifoQueue_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Send_FifoQueue_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Send_FifoQueue_utxTests.[test Send_FifoQueue_utx raises 50002 and writes nothing when called outside a transaction]
 AS
 BEGIN

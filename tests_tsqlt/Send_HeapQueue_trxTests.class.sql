@@ -15,7 +15,9 @@ END;
 GO
 -- Run after each NoTransaction test: a procedure that raised an error inside
 -- tSQLt's TRY...CATCH may leave a transaction open.
-CREATE PROCEDURE Send_HeapQueue_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Send_HeapQueue_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -23,7 +25,7 @@ END;
 GO
 -- A NoTransaction test makes no permanent objects, so it counts rows instead of comparing tables;
 -- the fake holds the committed row, and tSQLt puts the real table back afterwards.
---[@tSQLt:NoTransaction]('Send_HeapQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Send_HeapQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Send_HeapQueue_trxTests.[test Send_HeapQueue_trx writes and commits the message when no transaction is open]
 AS
 BEGIN
@@ -47,7 +49,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Send_HeapQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Send_HeapQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Send_HeapQueue_trxTests.[test Send_HeapQueue_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

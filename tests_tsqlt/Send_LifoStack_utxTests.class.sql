@@ -11,7 +11,9 @@ BEGIN
 END;
 GO
 -- Run after the NoTransaction test.
-CREATE PROCEDURE Send_LifoStack_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Send_LifoStack_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -85,7 +87,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.LifoStack';
 END;
 GO
---[@tSQLt:NoTransaction]('Send_LifoStack_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Send_LifoStack_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Send_LifoStack_utxTests.[test Send_LifoStack_utx raises 50002 when no transaction is open]
 AS
 BEGIN

@@ -13,7 +13,9 @@ END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
 -- tSQLt's TRY...CATCH leaves its own transaction open.
-CREATE PROCEDURE Send_PendingQueue_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Send_PendingQueue_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -29,7 +31,7 @@ BEGIN
     EXEC dbo.Send_PendingQueue_trx @Payload = 0x01;
 END;
 GO
---[@tSQLt:NoTransaction]('Send_PendingQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Send_PendingQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Send_PendingQueue_trxTests.[test Send_PendingQueue_trx writes and commits the message when no transaction is open]
 AS
 BEGIN
@@ -56,7 +58,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Send_PendingQueue_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Send_PendingQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Send_PendingQueue_trxTests.[test Send_PendingQueue_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

@@ -23,13 +23,15 @@ BEGIN
     EXEC dbo.Send_TransportMessage_trx @Queue = 'Sales';
 END;
 GO
-CREATE PROCEDURE Send_TransportMessage_trxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Send_TransportMessage_trxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
---[@tSQLt:NoTransaction]('Send_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Send_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Send_TransportMessage_trxTests.[test Send_TransportMessage_trx sends and commits the message when it is valid]
 AS
 BEGIN
@@ -72,7 +74,7 @@ END;
 GO
 -- The error leaves the procedure at its RAISERROR (tSQLt runs tests inside TRY...CATCH), so the
 -- _trx's own rollback never runs: the test looks inside the transaction left open, then rolls back.
---[@tSQLt:NoTransaction]('Send_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Send_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Send_TransportMessage_trxTests.[test Send_TransportMessage_trx raises 50007 and sends nothing when the queue is unknown]
 AS
 BEGIN
@@ -98,7 +100,7 @@ END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
---[@tSQLt:NoTransaction]('Send_TransportMessage_trxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Send_TransportMessage_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Send_TransportMessage_trxTests.[test Send_TransportMessage_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN

@@ -14,7 +14,9 @@ BEGIN
 END;
 GO
 -- Run after the NoTransaction test.
-CREATE PROCEDURE Send_TransportMessage_utxTests.CleanUp
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Send_TransportMessage_utxTests.RollbackLeftOpen
 AS
 BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -225,7 +227,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.TransportMessage';
 END;
 GO
---[@tSQLt:NoTransaction]('Send_TransportMessage_utxTests.CleanUp')
+--[@tSQLt:NoTransaction]('Send_TransportMessage_utxTests.RollbackLeftOpen')
 CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 50002 and writes nothing when no transaction is open]
 AS
 BEGIN
