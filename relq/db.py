@@ -363,17 +363,24 @@ def _passwords(conn_str: str) -> list[str]:
 # -- executing -----------------------------------------------------------------------------------------------
 
 
+@contextmanager
+def _server_errors(context: str = "") -> Iterator[None]:
+    """A pyodbc error raised inside becomes a :class:`SqlError` with the server's messages."""
+    try:
+        yield
+    except Exception as exc:
+        if _is_pyodbc_error(exc):
+            raise SqlError(server_messages(exc), context=context) from exc
+        raise
+
+
 def run_batch(cursor: Any, sql: str) -> None:
     """Execute ``sql`` and drain every result set and row count, so that an error in any
     statement of the batch surfaces here, as a :class:`SqlError`."""
-    try:
+    with _server_errors():
         cursor.execute(sql)
         while _next_set(cursor):
             pass
-    except Exception as exc:
-        if _is_pyodbc_error(exc):
-            raise SqlError(server_messages(exc)) from exc
-        raise
 
 
 def sql_value(value: Any) -> Any:
@@ -391,7 +398,7 @@ def sql_value(value: Any) -> Any:
 def query(cursor: Any, sql: str, *params: Any) -> list[tuple]:
     """Run a parameterised batch of relq's own: the rows of its first result set ([] when
     it has none), every later result drained so that the connection is free again."""
-    try:
+    with _server_errors():
         cursor.execute(sql, *[sql_value(p) for p in params])
         rows: list[tuple] | None = None
         while True:
@@ -399,10 +406,6 @@ def query(cursor: Any, sql: str, *params: Any) -> list[tuple]:
                 rows = [tuple(row) for row in cursor.fetchall()]
             if not _next_set(cursor):
                 return rows or []
-    except Exception as exc:
-        if _is_pyodbc_error(exc):
-            raise SqlError(server_messages(exc)) from exc
-        raise
 
 
 def _next_set(cursor: Any) -> bool:
@@ -456,12 +459,9 @@ def call(conn: Any, procedure: str, **params: Any) -> CallResult:
     sql = _call_sql(procedure, list(params))
     cursor = conn.cursor()
     try:
-        cursor.execute(sql, *[sql_value(v) for v in params.values()])
-        result_sets, columns = _collect(cursor)
-    except Exception as exc:
-        if _is_pyodbc_error(exc):
-            raise SqlError(server_messages(exc), context=procedure) from exc
-        raise
+        with _server_errors(context=procedure):
+            cursor.execute(sql, *[sql_value(v) for v in params.values()])
+            result_sets, columns = _collect(cursor)
     finally:
         cursor.close()
     if not columns or columns[-1] != ["return_code"] or len(result_sets[-1]) != 1:
