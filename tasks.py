@@ -106,6 +106,7 @@ def test(c):
     from relq.db import with_database
     from relq.errors import RelqError
     from relq.live import (
+        DOWNLOADED_ZIP,
         SKIPPED,
         TEST_DATABASE,
         TSQLT_ZIP,
@@ -128,7 +129,7 @@ def test(c):
             print(f"tSQLt: {result.tests} tests, {result.failures} failed, {result.errors} errors "
                   f"(reports/tsqlt.xml)", file=sys.stderr)
             # pytest's tSQLt test installs from the zip already fetched and verified
-            env = {TSQLT_ZIP: str(REPORTS / "tSQLt.zip"), **os.environ, TEST_DATABASE: database}
+            env = {TSQLT_ZIP: str(REPORTS / DOWNLOADED_ZIP), **os.environ, TEST_DATABASE: database}
             pytest = c.run(f"{sys.executable} -m pytest --junitxml={REPORTS / 'pytest.xml'}",
                            pty=False, env=env, warn=True)
     except RelqError as exc:

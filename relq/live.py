@@ -26,6 +26,7 @@ from relq.errors import RelqError
 TEST_DATABASE = "RELQ_TEST_DATABASE"  # set for pytest: the database the live tier deployed
 TSQLT_ZIP = "RELQ_TSQLT_ZIP"  # a tSQLt release zip already on disk
 TSQLT_SHA256 = "RELQ_TSQLT_SHA256"  # its SHA-256, when pyproject.toml pins none
+DOWNLOADED_ZIP = "tSQLt.zip"  # the name a downloaded release gets in its folder
 SKIPPED = ("live tier skipped: RELQ_MSSQL is not set (an ODBC connection string to a SQL Server "
            "2017 or later; see README, 'The live tier')")
 
@@ -82,7 +83,7 @@ def tsqlt_release(root: Path, zip_path: str | None = None, url: str | None = Non
             raise RelqError("no tSQLt release: pass --zip PATH or --url URL, or set RELQ_TSQLT_ZIP")
         folder = download_to or root / "reports"
         folder.mkdir(parents=True, exist_ok=True)
-        path = str(tsqlt.fetch(source, folder / "tSQLt.zip"))
+        path = str(tsqlt.fetch(source, folder / DOWNLOADED_ZIP))
     return tsqlt.read_release(Path(path), checksum)
 
 
