@@ -47,7 +47,9 @@ class Catalog:
     # constraints and indexes by table, from the table's file and later ALTERs
     constraints: dict[str, list[tuple[Definition, str]]] = field(default_factory=dict)
 
-    def add(self, facts: FileFacts, problems: list[Diagnostic]) -> None:
+    def add(self, facts: FileFacts, problems: list[Diagnostic], *, owns: bool = True) -> None:
+        """Catalog what ``facts`` creates. A file that does not ``own`` its objects (a
+        migration) may create one again that another file owns: that file stays its entry."""
         for d in facts.definitions:
             if d.kind in ("index", "constraint"):
                 self.constraints.setdefault(key(d.table or ""), []).append((d, facts.path))
@@ -55,6 +57,8 @@ class Catalog:
             space = self._space(d.kind)
             k = key(d.name)
             if k in space:
+                if not owns:
+                    continue
                 first = space[k]
                 problems.append(Diagnostic(
                     facts.path, d.line, "duplicate-object",
@@ -102,11 +106,17 @@ class Catalog:
 
 
 def build_catalog(files: list[FileFacts]) -> tuple[Catalog, list[Diagnostic]]:
+    """The objects of ``files``. Migrations come last and own nothing another file
+    creates: one that re-creates a table type (which cannot be altered) is no duplicate."""
     catalog = Catalog()
     problems: list[Diagnostic] = []
-    for facts in files:
-        catalog.add(facts, problems)
+    for facts in sorted(files, key=_is_migration):
+        catalog.add(facts, problems, owns=not _is_migration(facts))
     return catalog, problems
+
+
+def _is_migration(facts: FileFacts) -> bool:
+    return facts.path.startswith("database/migrations/")
 
 
 def checks_calling(catalog: Catalog, functions: tuple[str, ...]) -> tuple[CheckConstraint, ...]:

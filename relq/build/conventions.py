@@ -345,6 +345,15 @@ class _Skeleton:
     def owns_transaction(self) -> bool:
         return self.name.endswith("_trx")
 
+    @property
+    def delegates(self) -> bool:
+        """A _trx whose work is one EXEC of another _trx (a one-item form of a batch
+        procedure, say): the procedure it calls owns the transaction."""
+        if not self.owns_transaction or any(s.is_type("transaction_statement") for s in self.body):
+            return False
+        execs = [s for s in self.body if s.is_type("execute_script_statement")]
+        return len(execs) == 1 and re.search(r"\w_TRX\b", flat(execs[0])) is not None
+
     def labels(self) -> list[tuple[str, int]]:
         return [(code(s)[0].raw.upper(), i) for i, s in enumerate(self.body)
                 if s.is_type("label_segment")]
@@ -386,6 +395,8 @@ def _named_transaction(ctx: FileContext) -> Iterator[Finding]:
                 if flat(s).startswith(("BEGIN", "COMMIT")):
                     yield _finding(line(s), f"{sk.name} runs inside the caller's transaction: "
                                             f"it must not begin or commit one")
+            continue
+        if sk.delegates:
             continue
         begins = [s for s in txs if flat(s).startswith("BEGIN")]
         if not begins:
@@ -433,7 +444,8 @@ def _capture_after_dml(ctx: FileContext) -> Iterator[Finding]:
 @check("exit-labels", "_trx ends in EXIT_TRANSACTION: then EXIT_ERROR:, _utx in EXIT_ERROR:")
 def _exit_labels(ctx: FileContext) -> Iterator[Finding]:
     for sk in _skeletons(ctx):
-        want = ["EXIT_TRANSACTION", "EXIT_ERROR"] if sk.owns_transaction else ["EXIT_ERROR"]
+        owns = sk.owns_transaction and not sk.delegates
+        want = ["EXIT_TRANSACTION", "EXIT_ERROR"] if owns else ["EXIT_ERROR"]
         have = [name for name, _ in sk.labels() if name in want]
         if have != want:
             yield _finding(line(sk.proc), f"{sk.name} must end with the label"

@@ -177,6 +177,8 @@ class Extractor:
         if target is None:
             return  # EXEC (@sql): dynamic, see the conventions
         name = qualified(target)
+        if name.split(".")[-1].startswith("@"):
+            return  # EXEC @module: a procedure named at run time (a job's), nothing to resolve
         positional, named = exec_args(seg)
         if name.casefold() == "tsqlt.newtestclass" and positional:
             self.definitions.append(Definition("schema", _string(positional[0]), line(seg)))

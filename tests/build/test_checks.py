@@ -433,6 +433,8 @@ def test_every_check_is_planted_at_least_once() -> None:
      "    WITH q AS (SELECT TOP (1) j.Attempts FROM dbo.Job AS j ORDER BY j.JobId)\n"
      "    UPDATE q SET q.Attempts = 0;\n    SELECT @RowCnt = @@ROWCOUNT, @ErrNo = @@ERROR;\n"),
     ("informational RAISERROR", "    RAISERROR (N'progress', 0, 1) WITH NOWAIT;\n"),
+    ("a procedure named at run time",
+     "    DECLARE @Job NVARCHAR(300) = N'dbo.AnyJob';\n    EXEC @RowCnt = @Job @JobId = 1;\n"),
 ])
 def test_what_sql_server_or_the_statement_itself_defines_is_not_unknown(
     project: Project, name: str, body: str
@@ -441,3 +443,60 @@ def test_what_sql_server_or_the_statement_itself_defines_is_not_unknown(
     project.write("tests_tsqlt/Probe_trxTests.class.sql", empty_class("Probe_trxTests"))
     problems = [p for p in project.problems() if "raiserror-number" not in p]
     assert problems == []
+
+
+def test_a_migration_may_create_again_a_table_type_its_file_owns(project: Project) -> None:
+    # A table type cannot be altered: a migration drops and re-creates it.
+    project.write("database/migrations/V0001__widen_job_keys.sql", HEADER + """/* widen */
+IF TYPE_ID(N'dbo.JobKeys') IS NOT NULL
+    BEGIN
+        DROP TYPE dbo.JobKeys;
+    END;
+GO
+IF TYPE_ID(N'dbo.JobKeys') IS NULL
+    BEGIN
+        CREATE TYPE dbo.JobKeys AS TABLE (
+            JobId BIGINT NOT NULL,
+            PRIMARY KEY (JobId)
+        );
+    END;
+GO
+""")
+    result = project.build()
+    assert [str(d) for d in result.diagnostics] == []
+    assert result.catalog.lookup("type", "dbo.JobKeys").path == "database/types/dbo.JobKeys.sql"
+
+
+@pytest.mark.parametrize("work, findings", [
+    ("    EXEC @RetCode = dbo.Next_Job_trx;\n", []),
+    ("    EXEC @RetCode = dbo.Next_Job_trx;\n    EXEC @RetCode = dbo.Next_Job_trx;\n",
+     ["named-transaction", "exit-labels"]),
+    ("    EXEC @RetCode = dbo.Log_Job_utx @JobId = 1;\n", ["named-transaction", "exit-labels"]),
+])
+def test_a_trx_may_leave_its_transaction_to_the_one_trx_it_calls(
+    project: Project, work: str, findings: list[str]
+) -> None:
+    header = "/* dbo.Next_One_Job_trx: the one-item form. */"
+    project.write("database/procedures/dbo.Next_One_Job_trx.sql", f"""{HEADER}{header}
+CREATE OR ALTER PROCEDURE dbo.Next_One_Job_trx
+AS
+BEGIN
+    SET NOCOUNT ON;
+    DECLARE @RetCode INT;
+    IF (@@TRANCOUNT > 0)
+        BEGIN
+            RAISERROR (59001, 16, 1, N'dbo.Next_One_Job_trx');
+            GOTO EXIT_ERROR;
+        END;
+{work}    IF (@RetCode <> 0) GOTO EXIT_ERROR;
+    RETURN 0;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO
+""")
+    project.write("tests_tsqlt/Next_One_Job_trxTests.class.sql", empty_class("Next_One_Job_trxTests"))
+    result = project.build()
+    assert sorted(d.check for d in result.diagnostics) == sorted(findings), \
+        "\n".join(map(str, result.diagnostics))
