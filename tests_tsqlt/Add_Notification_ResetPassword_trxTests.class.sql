@@ -146,3 +146,109 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
 END;
 GO
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx commits the priority and group and dedup key when they are given]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Priority INT;
+    DECLARE @GroupKey NVARCHAR(100);
+    DECLARE @DedupKey NVARCHAR(200);
+    EXEC Add_Notification_ResetPassword_trxTests.FakeNotificationTables;
+
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_trx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'A1B2C3',
+        @EmailTo = N'alice@example.com',
+        @Priority = 7,
+        @GroupKey = N'user:42',
+        @DedupKey = N'reset:42:A1B2C3';
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    SELECT
+        @Priority = n.[Priority],
+        @GroupKey = n.GroupKey,
+        @DedupKey = n.DedupKey
+    FROM dbo.Notification AS n;
+    EXEC tSQLt.AssertEquals @Expected = 7, @Actual = @Priority, @Message = N'Priority';
+    EXEC tSQLt.AssertEqualsString @Expected = N'user:42', @Actual = @GroupKey, @Message = N'GroupKey';
+    EXEC tSQLt.AssertEqualsString @Expected = N'reset:42:A1B2C3', @Actual = @DedupKey, @Message = N'DedupKey';
+END;
+GO
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx adds no rows and commits when the DedupKey is on an unfinished item]
+AS
+BEGIN
+    -- The key it returns is the first item's (the _utx tests check it): a _trx
+    -- refuses INSERT ... EXEC, so its result row cannot be read here.
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @RowsBefore INT;
+    DECLARE @RowsAfter INT;
+    EXEC Add_Notification_ResetPassword_trxTests.FakeNotificationTables;
+    EXEC dbo.Add_Notification_ResetPassword_trx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'A1B2C3',
+        @EmailTo = N'alice@example.com',
+        @DedupKey = N'reset:42';
+    SET
+        @RowsBefore = (SELECT COUNT(*) FROM dbo.Notification)
+        + (SELECT COUNT(*) FROM dbo.Notification_ResetPassword)
+        + (SELECT COUNT(*) FROM dbo.Notification_Email)
+        + (SELECT COUNT(*) FROM dbo.Notification_Sms);
+
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_trx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'D4E5F6',
+        @EmailTo = N'alice@example.com',
+        @DedupKey = N'reset:42';
+    SET @TranCount = @@TRANCOUNT;
+
+    SET
+        @RowsAfter = (SELECT COUNT(*) FROM dbo.Notification)
+        + (SELECT COUNT(*) FROM dbo.Notification_ResetPassword)
+        + (SELECT COUNT(*) FROM dbo.Notification_Email)
+        + (SELECT COUNT(*) FROM dbo.Notification_Sms);
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'a duplicate is no error';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @RowsBefore, @Message = N'rows after the first enqueue';
+    EXEC tSQLt.AssertEquals @Expected = @RowsBefore, @Actual = @RowsAfter, @Message = N'rows added by the duplicate';
+END;
+GO
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 50007 and leaves nothing when Priority is out of range]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @RowsInTransaction INT;
+    EXEC Add_Notification_ResetPassword_trxTests.FakeNotificationTables;
+
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_trx
+            @UserID = 42,
+            @Username = N'alice',
+            @OTP = 'A1B2C3',
+            @EmailTo = N'alice@example.com',
+            @Priority = -32769;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    -- what the failed call wrote, seen from inside the transaction it left open
+    SET
+        @RowsInTransaction = (SELECT COUNT(*) FROM dbo.Notification)
+        + (SELECT COUNT(*) FROM dbo.Notification_ResetPassword)
+        + (SELECT COUNT(*) FROM dbo.Notification_Email)
+        + (SELECT COUNT(*) FROM dbo.Notification_Sms);
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RowsInTransaction, @Message = N'rows written';
+END;
+GO

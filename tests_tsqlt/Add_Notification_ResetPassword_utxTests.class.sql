@@ -689,3 +689,342 @@ BEGIN
         @EmailTo = N'alice@example.com';
 END;
 GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx stores the priority and group and dedup key when they are given]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @Priority INT;
+    DECLARE @GroupKey NVARCHAR(100);
+    DECLARE @DedupKey NVARCHAR(200);
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_utx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'A1B2C3',
+        @EmailTo = N'alice@example.com',
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @Priority = -5,
+        @GroupKey = N'user:42',
+        @DedupKey = N'reset:42:A1B2C3';
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Priority = n.[Priority],
+        @GroupKey = n.GroupKey,
+        @DedupKey = n.DedupKey
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @EnqueuedAt;
+    EXEC tSQLt.AssertEquals @Expected = -5, @Actual = @Priority, @Message = N'Priority';
+    EXEC tSQLt.AssertEqualsString @Expected = N'user:42', @Actual = @GroupKey, @Message = N'GroupKey';
+    EXEC tSQLt.AssertEqualsString @Expected = N'reset:42:A1B2C3', @Actual = @DedupKey, @Message = N'DedupKey';
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx stores priority 0 and no group or dedup key when none is given]
+AS
+BEGIN
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @Priority INT;
+    DECLARE @GroupKey NVARCHAR(100);
+    DECLARE @DedupKey NVARCHAR(200);
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+
+    EXEC dbo.Add_Notification_ResetPassword_utx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'A1B2C3',
+        @EmailTo = N'alice@example.com',
+        @EnqueuedAt = @EnqueuedAt OUTPUT;
+
+    SELECT
+        @Priority = n.[Priority],
+        @GroupKey = n.GroupKey,
+        @DedupKey = n.DedupKey
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @EnqueuedAt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Priority, @Message = N'Priority';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @GroupKey, @Message = N'GroupKey';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @DedupKey, @Message = N'DedupKey';
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx stores priority 0 when Priority is NULL]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @Priority INT;
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_utx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'A1B2C3',
+        @EmailTo = N'alice@example.com',
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @Priority = NULL;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT @Priority = n.[Priority]
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @EnqueuedAt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Priority, @Message = N'Priority';
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx returns the first key and writes nothing when the DedupKey is on a pending item]
+AS
+BEGIN
+    DECLARE @First DATETIME2(7);
+    DECLARE @Second DATETIME2(7);
+    DECLARE @RetCode INT;
+    DECLARE @RowsBefore INT;
+    DECLARE @RowsAfter INT;
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+    EXEC dbo.Add_Notification_ResetPassword_utx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'A1B2C3',
+        @EmailTo = N'alice@example.com',
+        @PhoneNumber = '+14155550123',
+        @EnqueuedAt = @First OUTPUT,
+        @DedupKey = N'reset:42';
+    SET
+        @RowsBefore = (SELECT COUNT(*) FROM dbo.Notification)
+        + (SELECT COUNT(*) FROM dbo.Notification_ResetPassword)
+        + (SELECT COUNT(*) FROM dbo.Notification_Email)
+        + (SELECT COUNT(*) FROM dbo.Notification_Sms);
+
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_utx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'D4E5F6',
+        @EmailTo = N'alice@example.com',
+        @PhoneNumber = '+14155550123',
+        @EnqueuedAt = @Second OUTPUT,
+        @DedupKey = N'reset:42';
+
+    SET
+        @RowsAfter = (SELECT COUNT(*) FROM dbo.Notification)
+        + (SELECT COUNT(*) FROM dbo.Notification_ResetPassword)
+        + (SELECT COUNT(*) FROM dbo.Notification_Email)
+        + (SELECT COUNT(*) FROM dbo.Notification_Sms);
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'a duplicate is no error';
+    IF @First IS NULL
+        EXEC tSQLt.Fail @Message0 = N'the first enqueue must hand back its key';
+    EXEC tSQLt.AssertEquals @Expected = @First, @Actual = @Second, @Message = N'the duplicate gets the first key';
+    EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @RowsBefore, @Message = N'rows after the first enqueue';
+    EXEC tSQLt.AssertEquals @Expected = @RowsBefore, @Actual = @RowsAfter, @Message = N'rows added by the duplicate';
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx returns the first key and writes nothing when the DedupKey is on a paused item]
+AS
+BEGIN
+    -- Paused is unfinished too: the item will run once resumed.
+    DECLARE @First DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Second DATETIME2(7);
+    DECLARE @RetCode INT;
+    DECLARE @Rows INT;
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt, DedupKey
+    )
+    VALUES (@First, 'ResetPassword', 'Paused', NULL, 0, NULL, @First, @First, N'reset:42');
+
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_utx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'D4E5F6',
+        @EmailTo = N'alice@example.com',
+        @EnqueuedAt = @Second OUTPUT,
+        @DedupKey = N'reset:42';
+
+    SET
+        @Rows = (SELECT COUNT(*) FROM dbo.Notification)
+        + (SELECT COUNT(*) FROM dbo.Notification_ResetPassword)
+        + (SELECT COUNT(*) FROM dbo.Notification_Email)
+        + (SELECT COUNT(*) FROM dbo.Notification_Sms);
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'a duplicate is no error';
+    EXEC tSQLt.AssertEquals @Expected = @First, @Actual = @Second, @Message = N'the duplicate gets the first key';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'rows in the four tables';
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx enqueues a new item when the DedupKey is only on a Completed item]
+AS
+BEGIN
+    DECLARE @First DATETIME2(7);
+    DECLARE @Second DATETIME2(7);
+    DECLARE @Rows INT;
+    DECLARE @SecondDedupKey NVARCHAR(200);
+    DECLARE @SecondStatus VARCHAR(20);
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+    EXEC dbo.Add_Notification_ResetPassword_utx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'A1B2C3',
+        @EmailTo = N'alice@example.com',
+        @EnqueuedAt = @First OUTPUT,
+        @DedupKey = N'reset:42';
+    UPDATE dbo.Notification
+    SET [Status] = 'Completed'
+    WHERE EnqueuedAt = @First;
+
+    EXEC dbo.Add_Notification_ResetPassword_utx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'D4E5F6',
+        @EmailTo = N'alice@example.com',
+        @EnqueuedAt = @Second OUTPUT,
+        @DedupKey = N'reset:42';
+
+    IF @First IS NULL OR @Second IS NULL OR @Second <= @First
+        EXEC tSQLt.Fail @Message0 = N'the second enqueue must hand out a new, later key';
+    SELECT @Rows = COUNT(*) FROM dbo.Notification;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Rows, @Message = N'rows in dbo.Notification';
+    SELECT
+        @SecondStatus = n.[Status],
+        @SecondDedupKey = n.DedupKey
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @Second;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @SecondStatus, @Message = N'Status';
+    EXEC tSQLt.AssertEqualsString @Expected = N'reset:42', @Actual = @SecondDedupKey, @Message = N'DedupKey';
+    SELECT @Rows = COUNT(*) FROM dbo.Notification_ResetPassword AS rp
+    WHERE rp.EnqueuedAt = @Second;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'the new item''s ResetPassword row';
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when Priority is out of range]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_utx
+            @UserID = 42,
+            @Username = N'alice',
+            @OTP = 'A1B2C3',
+            @EmailTo = N'alice@example.com',
+            @Priority = 32768;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Priority%', @Actual = @ErrorMessage;
+    EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when GroupKey is blank]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_utx
+            @UserID = 42,
+            @Username = N'alice',
+            @OTP = 'A1B2C3',
+            @EmailTo = N'alice@example.com',
+            @GroupKey = N'   ';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@GroupKey%', @Actual = @ErrorMessage;
+    EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when GroupKey is over 100 characters]
+AS
+BEGIN
+    -- The parameter is wider than its column: a longer value must be refused,
+    -- not cut to fit.
+    DECLARE @GroupKey NVARCHAR(400) = REPLICATE(N'g', 101);
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_utx
+            @UserID = 42,
+            @Username = N'alice',
+            @OTP = 'A1B2C3',
+            @EmailTo = N'alice@example.com',
+            @GroupKey = @GroupKey;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@GroupKey%', @Actual = @ErrorMessage;
+    EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when DedupKey is blank]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_utx
+            @UserID = 42,
+            @Username = N'alice',
+            @OTP = 'A1B2C3',
+            @EmailTo = N'alice@example.com',
+            @DedupKey = N'';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@DedupKey%', @Actual = @ErrorMessage;
+    EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when DedupKey is over 200 characters]
+AS
+BEGIN
+    -- The parameter is wider than its column: a longer value must be refused,
+    -- not cut to fit (a cut key could match another request's).
+    DECLARE @DedupKey NVARCHAR(400) = REPLICATE(N'd', 201);
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_utx
+            @UserID = 42,
+            @Username = N'alice',
+            @OTP = 'A1B2C3',
+            @EmailTo = N'alice@example.com',
+            @DedupKey = @DedupKey;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@DedupKey%', @Actual = @ErrorMessage;
+    EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
+END;
+GO

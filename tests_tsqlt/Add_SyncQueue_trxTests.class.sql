@@ -113,3 +113,217 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
 END;
 GO
+-- An item already in the queue, in any state, carrying a DedupKey.
+CREATE PROCEDURE Add_SyncQueue_trxTests.AddQueued
+    @EnqueuedAt DATETIME2(7),
+    @Status VARCHAR(20),
+    @DedupKey NVARCHAR(200),
+    @EntityKey NVARCHAR(200)
+AS
+BEGIN
+    INSERT INTO dbo.SyncQueue (
+        EnqueuedAt,
+        [Type],
+        EntityKey,
+        [Status],
+        [Step],
+        AttemptNum,
+        StartedAt,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey
+    )
+    VALUES (@EnqueuedAt, 'CustomerSync', @EntityKey, @Status, NULL, 0, NULL, @EnqueuedAt, @EnqueuedAt, 0, NULL, @DedupKey);
+END;
+GO
+--[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx commits Priority GroupKey and DedupKey when items have them]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Rows INT;
+    DECLARE @Matching INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    -- Item 2 gives none of the three: Priority 0, no group, no DedupKey.
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, [Priority], GroupKey, DedupKey)
+    VALUES
+    (1, 'CustomerSync', N'C-1', 7, N'customer:1', N'sync:C-1'),
+    (2, 'InventorySync', N'SKU-1', NULL, NULL, NULL);
+
+    EXEC @RetCode = dbo.Add_SyncQueue_trx @Items = @Items;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    SELECT @Rows = COUNT(*) FROM dbo.SyncQueue;
+    SELECT @Matching = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE
+        (q.EntityKey = N'C-1' AND q.[Priority] = 7 AND q.GroupKey = N'customer:1' AND q.DedupKey = N'sync:C-1')
+        OR (q.EntityKey = N'SKU-1' AND q.[Priority] = 0 AND q.GroupKey IS NULL AND q.DedupKey IS NULL);
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Rows, @Message = N'rows';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Matching, @Message = N'rows as given';
+END;
+GO
+--[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx writes nothing for an item when an unfinished item has its DedupKey]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @Holder DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Rows INT;
+    DECLARE @HolderUnchanged INT;
+    DECLARE @FirstNew DATETIME2(7);
+    DECLARE @LastNew DATETIME2(7);
+    DECLARE @NewRows INT;
+    DECLARE @Gap DATETIME2(7);
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_trxTests.AddQueued
+        @EnqueuedAt = @Holder, @Status = 'Processing', @DedupKey = N'sync:C-1', @EntityKey = N'C-1';
+    -- Item 2 repeats the request being processed; items 1 and 3 are new.
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
+    VALUES
+    (1, 'CustomerSync', N'C-2', NULL),
+    (2, 'CustomerSync', N'C-1 again', N'sync:C-1'),
+    (3, 'CustomerSync', N'C-3', N'sync:C-3');
+
+    EXEC @RetCode = dbo.Add_SyncQueue_trx @Items = @Items;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'a duplicate is no error';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    SELECT @Rows = COUNT(*) FROM dbo.SyncQueue;
+    SELECT @HolderUnchanged = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE
+        q.EnqueuedAt = @Holder
+        AND q.EntityKey = N'C-1'
+        AND q.[Status] = 'Processing'
+        AND q.UpdatedAt = @Holder;
+    SELECT
+        @NewRows = COUNT(*),
+        @FirstNew = MIN(q.EnqueuedAt),
+        @LastNew = MAX(q.EnqueuedAt)
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt > @Holder;
+    SET @Gap = DATEADD(MICROSECOND, 1, @FirstNew);
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @Rows, @Message = N'rows: the holder and two new items';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @HolderUnchanged, @Message = N'the holder is unchanged';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @NewRows, @Message = N'new items';
+    EXEC tSQLt.AssertEquals @Expected = @Gap, @Actual = @LastNew, @Message = N'the new keys are contiguous';
+    SELECT @Rows = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE
+        (q.EnqueuedAt = @FirstNew AND q.EntityKey = N'C-2')
+        OR (q.EnqueuedAt = @LastNew AND q.EntityKey = N'C-3' AND q.DedupKey = N'sync:C-3');
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Rows, @Message = N'the new items, in ItemNo order';
+END;
+GO
+--[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx inserts the lowest ItemNo once when items of one call share a DedupKey]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @RetCode INT;
+    DECLARE @Rows INT;
+    DECLARE @Kept NVARCHAR(200);
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
+    VALUES
+    (4, 'CustomerSync', N'C-4', N'sync:x'),
+    (2, 'CustomerSync', N'C-2', N'sync:x'),
+    (9, 'CustomerSync', N'C-9', N'sync:x');
+
+    EXEC @RetCode = dbo.Add_SyncQueue_trx @Items = @Items;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Rows = COUNT(*),
+        @Kept = MAX(q.EntityKey)
+    FROM dbo.SyncQueue AS q;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'rows';
+    EXEC tSQLt.AssertEqualsString @Expected = N'C-2', @Actual = @Kept, @Message = N'the item inserted';
+END;
+GO
+--[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx returns 0 and inserts nothing when every item is a duplicate]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Rows INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_trxTests.AddQueued
+        @EnqueuedAt = '2024-01-01T00:00:01', @Status = 'Pending', @DedupKey = N'k-1', @EntityKey = N'C-1';
+    EXEC Add_SyncQueue_trxTests.AddQueued
+        @EnqueuedAt = '2024-01-01T00:00:02', @Status = 'Paused', @DedupKey = N'k-2', @EntityKey = N'C-2';
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
+    VALUES
+    (1, 'CustomerSync', N'C-1', N'k-1'),
+    (2, 'CustomerSync', N'C-2', N'k-2'),
+    (3, 'CustomerSync', N'C-1', N'k-1');
+
+    EXEC @RetCode = dbo.Add_SyncQueue_trx @Items = @Items;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    SELECT @Rows = COUNT(*) FROM dbo.SyncQueue;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Rows, @Message = N'rows: the two holders only';
+END;
+GO
+--[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 50007 naming the item and leaves nothing when its GroupKey is blank]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    DECLARE @Rows INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, GroupKey)
+    VALUES (1, 'CustomerSync', N'C-1', N'customer:1'), (2, 'CustomerSync', N'C-2', N'');
+
+    BEGIN TRY
+        EXEC dbo.Add_SyncQueue_trx @Items = @Items;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 2: GroupKey%', @Actual = @ErrorMessage;
+    SELECT @Rows = COUNT(*) FROM dbo.SyncQueue;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows';
+END;
+GO
+-- The caller reads one row per item, in ItemNo order. The metadata comes from SQL
+-- Server's analysis of the procedure, without running it (INSERT ... EXEC would run it
+-- inside a transaction, where it refuses).
+CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx returns EnqueuedAt Type EntityKey ItemNo and IsDuplicate when a caller reads its rows]
+AS
+BEGIN
+    DECLARE @Columns NVARCHAR(4000);
+    SELECT
+        @Columns = STRING_AGG(CONCAT(r.name, N' ', r.system_type_name, N' ', r.error_message), N', ')
+        WITHIN GROUP (ORDER BY r.column_ordinal)
+    FROM sys.dm_exec_describe_first_result_set(
+        N'DECLARE @Items dbo.SyncQueueItemList; EXEC dbo.Add_SyncQueue_trx @Items = @Items;', NULL, 0
+    ) AS r;
+
+    EXEC tSQLt.AssertEqualsString
+        @Expected
+        = N'EnqueuedAt datetime2(7) , Type varchar(50) , EntityKey nvarchar(200) , ItemNo int , IsDuplicate bit ',
+        @Actual = @Columns;
+END;
+GO

@@ -392,3 +392,443 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Written;
 END;
 GO
+-- An item already in the queue, in any state, carrying a DedupKey.
+CREATE PROCEDURE Add_SyncQueue_utxTests.AddQueued
+    @EnqueuedAt DATETIME2(7),
+    @Status VARCHAR(20),
+    @DedupKey NVARCHAR(200),
+    @EntityKey NVARCHAR(200)
+AS
+BEGIN
+    INSERT INTO dbo.SyncQueue (
+        EnqueuedAt,
+        [Type],
+        EntityKey,
+        [Status],
+        [Step],
+        AttemptNum,
+        StartedAt,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey
+    )
+    VALUES (@EnqueuedAt, 'CustomerSync', @EntityKey, @Status, NULL, 0, NULL, @EnqueuedAt, @EnqueuedAt, 0, NULL, @DedupKey);
+END;
+GO
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx stores Priority GroupKey and DedupKey when an item has them]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @RetCode INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    -- Item 2 gives none of the three: Priority 0, no group, no DedupKey.
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, [Priority], GroupKey, DedupKey)
+    VALUES
+    (1, 'CustomerSync', N'C-1', -5, N'customer:1', N'sync:C-1'),
+    (2, 'InventorySync', N'SKU-1', NULL, NULL, NULL);
+
+    EXEC @RetCode = dbo.Add_SyncQueue_utx @Items = @Items;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    SELECT
+        q.EntityKey,
+        q.[Priority],
+        q.GroupKey,
+        q.DedupKey
+    INTO #Actual
+    FROM dbo.SyncQueue AS q;
+    SELECT TOP (0)
+        a.EntityKey,
+        a.[Priority],
+        a.GroupKey,
+        a.DedupKey
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EntityKey, [Priority], GroupKey, DedupKey)
+    VALUES
+    (N'C-1', -5, N'customer:1', N'sync:C-1'),
+    (N'SKU-1', 0, NULL, NULL);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx maps an item to the unfinished item with its DedupKey when one is queued]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @Holder DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @First DATETIME2(7);
+    DECLARE @Last DATETIME2(7);
+    DECLARE @Second DATETIME2(7);
+    DECLARE @Enqueued NVARCHAR(MAX);
+    DECLARE @RetCode INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.AddQueued
+        @EnqueuedAt = @Holder, @Status = 'Pending', @DedupKey = N'sync:C-1', @EntityKey = N'C-1';
+    -- Item 2 repeats the queued request; items 1 and 3 are new.
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
+    VALUES
+    (1, 'CustomerSync', N'C-2', NULL),
+    (2, 'CustomerSync', N'C-1 again', N'sync:C-1'),
+    (3, 'CustomerSync', N'C-3', N'sync:C-3');
+
+    EXEC @RetCode = dbo.Add_SyncQueue_utx
+        @Items = @Items,
+        @FirstEnqueuedAt = @First OUTPUT,
+        @LastEnqueuedAt = @Last OUTPUT,
+        @Enqueued = @Enqueued OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'a duplicate is no error';
+    IF @First IS NULL OR @First <= @Holder
+        EXEC tSQLt.Fail @Message0 = N'@FirstEnqueuedAt must be a new key';
+    -- The two inserted items have contiguous keys, though a duplicate lies between them.
+    SET @Second = DATEADD(MICROSECOND, 1, @First);
+    EXEC tSQLt.AssertEquals @Expected = @Second, @Actual = @Last, @Message = N'@LastEnqueuedAt';
+    SELECT
+        e.ItemNo,
+        e.EnqueuedAt,
+        e.IsDuplicate
+    INTO #ActualEnqueued
+    FROM OPENJSON (@Enqueued) WITH (ItemNo INT, EnqueuedAt DATETIME2(7), IsDuplicate BIT) AS e;
+    SELECT TOP (0)
+        a.ItemNo,
+        a.EnqueuedAt,
+        a.IsDuplicate
+    INTO #ExpectedEnqueued
+    FROM #ActualEnqueued AS a;
+    INSERT INTO #ExpectedEnqueued (ItemNo, EnqueuedAt, IsDuplicate)
+    VALUES
+    (1, @First, 0),
+    (2, @Holder, 1),
+    (3, @Second, 0);
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedEnqueued', @Actual = N'#ActualEnqueued', @Message = N'@Enqueued';
+    -- Nothing is written for the duplicate, and the queued item is left as it was.
+    SELECT
+        q.EnqueuedAt,
+        q.EntityKey,
+        q.DedupKey,
+        q.[Status],
+        q.UpdatedAt
+    INTO #ActualRows
+    FROM dbo.SyncQueue AS q;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.EntityKey,
+        a.DedupKey,
+        a.[Status],
+        a.UpdatedAt
+    INTO #ExpectedRows
+    FROM #ActualRows AS a;
+    INSERT INTO #ExpectedRows (EnqueuedAt, EntityKey, DedupKey, [Status], UpdatedAt)
+    VALUES
+    (@Holder, N'C-1', N'sync:C-1', 'Pending', @Holder),
+    (@First, N'C-2', NULL, 'Pending', @First),
+    (@Second, N'C-3', N'sync:C-3', 'Pending', @Second);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#ExpectedRows', @Actual = N'#ActualRows', @Message = N'rows';
+END;
+GO
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx inserts nothing and returns NULL keys when every item is a duplicate]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @PendingKey DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @ProcessingKey DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @ErrorKey DATETIME2(7) = '2024-01-01T00:00:03';
+    DECLARE @PausedKey DATETIME2(7) = '2024-01-01T00:00:04';
+    -- Values from an earlier call, to see the procedure reset them.
+    DECLARE @First DATETIME2(7) = '2000-01-01';
+    DECLARE @Last DATETIME2(7) = '2000-01-01';
+    DECLARE @Enqueued NVARCHAR(MAX);
+    DECLARE @RetCode INT;
+    DECLARE @Rows INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    -- One holder in each unfinished state.
+    EXEC Add_SyncQueue_utxTests.AddQueued
+        @EnqueuedAt = @PendingKey, @Status = 'Pending', @DedupKey = N'k-pending', @EntityKey = N'C-1';
+    EXEC Add_SyncQueue_utxTests.AddQueued
+        @EnqueuedAt = @ProcessingKey, @Status = 'Processing', @DedupKey = N'k-processing', @EntityKey = N'C-2';
+    EXEC Add_SyncQueue_utxTests.AddQueued
+        @EnqueuedAt = @ErrorKey, @Status = 'Error', @DedupKey = N'k-error', @EntityKey = N'C-3';
+    EXEC Add_SyncQueue_utxTests.AddQueued
+        @EnqueuedAt = @PausedKey, @Status = 'Paused', @DedupKey = N'k-paused', @EntityKey = N'C-4';
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
+    VALUES
+    (1, 'CustomerSync', N'C-4', N'k-paused'),
+    (2, 'CustomerSync', N'C-3', N'k-error'),
+    (3, 'CustomerSync', N'C-2', N'k-processing'),
+    (4, 'CustomerSync', N'C-1', N'k-pending');
+
+    EXEC @RetCode = dbo.Add_SyncQueue_utx
+        @Items = @Items,
+        @FirstEnqueuedAt = @First OUTPUT,
+        @LastEnqueuedAt = @Last OUTPUT,
+        @Enqueued = @Enqueued OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @First, @Message = N'@FirstEnqueuedAt';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @Last, @Message = N'@LastEnqueuedAt';
+    SELECT @Rows = COUNT(*) FROM dbo.SyncQueue;
+    EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Rows, @Message = N'rows: the four holders only';
+    SELECT
+        e.ItemNo,
+        e.EnqueuedAt,
+        e.IsDuplicate
+    INTO #Actual
+    FROM OPENJSON (@Enqueued) WITH (ItemNo INT, EnqueuedAt DATETIME2(7), IsDuplicate BIT) AS e;
+    SELECT TOP (0)
+        a.ItemNo,
+        a.EnqueuedAt,
+        a.IsDuplicate
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (ItemNo, EnqueuedAt, IsDuplicate)
+    VALUES
+    (1, @PausedKey, 1),
+    (2, @ErrorKey, 1),
+    (3, @ProcessingKey, 1),
+    (4, @PendingKey, 1);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'@Enqueued';
+END;
+GO
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx inserts the lowest ItemNo once when items of one call share a DedupKey]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @First DATETIME2(7);
+    DECLARE @Last DATETIME2(7);
+    DECLARE @Second DATETIME2(7);
+    DECLARE @Enqueued NVARCHAR(MAX);
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    -- Items 2, 5 and 7 share a DedupKey (listed out of order); item 3 has none.
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
+    VALUES
+    (5, 'CustomerSync', N'C-5', N'sync:x'),
+    (7, 'CustomerSync', N'C-7', N'sync:x'),
+    (3, 'CustomerSync', N'C-3', NULL),
+    (2, 'CustomerSync', N'C-2', N'sync:x');
+
+    EXEC dbo.Add_SyncQueue_utx
+        @Items = @Items,
+        @FirstEnqueuedAt = @First OUTPUT,
+        @LastEnqueuedAt = @Last OUTPUT,
+        @Enqueued = @Enqueued OUTPUT;
+
+    IF @First IS NULL
+        EXEC tSQLt.Fail @Message0 = N'@FirstEnqueuedAt was not returned';
+    SET @Second = DATEADD(MICROSECOND, 1, @First);
+    EXEC tSQLt.AssertEquals @Expected = @Second, @Actual = @Last, @Message = N'@LastEnqueuedAt';
+    SELECT
+        e.ItemNo,
+        e.EnqueuedAt,
+        e.IsDuplicate
+    INTO #ActualEnqueued
+    FROM OPENJSON (@Enqueued) WITH (ItemNo INT, EnqueuedAt DATETIME2(7), IsDuplicate BIT) AS e;
+    SELECT TOP (0)
+        a.ItemNo,
+        a.EnqueuedAt,
+        a.IsDuplicate
+    INTO #ExpectedEnqueued
+    FROM #ActualEnqueued AS a;
+    INSERT INTO #ExpectedEnqueued (ItemNo, EnqueuedAt, IsDuplicate)
+    VALUES
+    (2, @First, 0),
+    (3, @Second, 0),
+    (5, @First, 1),
+    (7, @First, 1);
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedEnqueued', @Actual = N'#ActualEnqueued', @Message = N'@Enqueued';
+    SELECT
+        q.EnqueuedAt,
+        q.EntityKey,
+        q.DedupKey
+    INTO #ActualRows
+    FROM dbo.SyncQueue AS q;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.EntityKey,
+        a.DedupKey
+    INTO #ExpectedRows
+    FROM #ActualRows AS a;
+    INSERT INTO #ExpectedRows (EnqueuedAt, EntityKey, DedupKey)
+    VALUES
+    (@First, N'C-2', N'sync:x'),
+    (@Second, N'C-3', NULL);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#ExpectedRows', @Actual = N'#ActualRows', @Message = N'rows';
+END;
+GO
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx enqueues a DedupKey again when the items carrying it are finished]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @First DATETIME2(7);
+    DECLARE @Enqueued NVARCHAR(MAX);
+    DECLARE @Duplicates INT;
+    DECLARE @NewRows INT;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    -- One item in each finished state, each with its own DedupKey.
+    EXEC Add_SyncQueue_utxTests.AddQueued
+        @EnqueuedAt = '2024-01-01T00:00:01', @Status = 'Completed', @DedupKey = N'k-1', @EntityKey = N'C-1';
+    EXEC Add_SyncQueue_utxTests.AddQueued
+        @EnqueuedAt = '2024-01-01T00:00:02', @Status = 'Failed', @DedupKey = N'k-2', @EntityKey = N'C-2';
+    EXEC Add_SyncQueue_utxTests.AddQueued
+        @EnqueuedAt = '2024-01-01T00:00:03', @Status = 'Cancelled', @DedupKey = N'k-3', @EntityKey = N'C-3';
+    EXEC Add_SyncQueue_utxTests.AddQueued
+        @EnqueuedAt = '2024-01-01T00:00:04', @Status = 'Terminated', @DedupKey = N'k-4', @EntityKey = N'C-4';
+    EXEC Add_SyncQueue_utxTests.AddQueued
+        @EnqueuedAt = '2024-01-01T00:00:05', @Status = 'PartiallyCompleted', @DedupKey = N'k-5', @EntityKey = N'C-5';
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
+    VALUES
+    (1, 'CustomerSync', N'C-1', N'k-1'),
+    (2, 'CustomerSync', N'C-2', N'k-2'),
+    (3, 'CustomerSync', N'C-3', N'k-3'),
+    (4, 'CustomerSync', N'C-4', N'k-4'),
+    (5, 'CustomerSync', N'C-5', N'k-5');
+
+    EXEC dbo.Add_SyncQueue_utx @Items = @Items, @FirstEnqueuedAt = @First OUTPUT, @Enqueued = @Enqueued OUTPUT;
+
+    IF @First IS NULL OR @First <= '2024-01-01T00:00:05'
+        EXEC tSQLt.Fail @Message0 = N'@FirstEnqueuedAt must be a new key';
+    SELECT @Duplicates = COUNT(*)
+    FROM OPENJSON (@Enqueued) WITH (ItemNo INT, EnqueuedAt DATETIME2(7), IsDuplicate BIT) AS e
+    WHERE e.IsDuplicate = 1 OR e.EnqueuedAt < @First;
+    SELECT @NewRows = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt >= @First AND q.[Status] = 'Pending' AND q.DedupKey LIKE N'k-_';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Duplicates, @Message = N'items taken for duplicates';
+    EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @NewRows, @Message = N'new Pending items';
+END;
+GO
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 naming the item when its GroupKey is blank]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, GroupKey)
+    VALUES
+    (1, 'CustomerSync', N'C-1', N'customer:1'),
+    (2, 'CustomerSync', N'C-2', N'   ');
+
+    BEGIN TRY
+        EXEC dbo.Add_SyncQueue_utx @Items = @Items;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 2: GroupKey%', @Actual = @ErrorMessage;
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
+END;
+GO
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 naming the item when its DedupKey is blank]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
+    VALUES
+    (1, 'CustomerSync', N'C-1', N'sync:C-1'),
+    (3, 'CustomerSync', N'C-3', N'');
+
+    BEGIN TRY
+        EXEC dbo.Add_SyncQueue_utx @Items = @Items;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 3: DedupKey%', @Actual = @ErrorMessage;
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
+END;
+GO
+-- dbo.SyncQueueItemList holds GroupKey in 100 characters, so a longer key is refused
+-- when the list is filled (SQL Server's truncation error, 8152 or 2628 by version),
+-- before the procedure could see it. Should the list ever hold more, the procedure
+-- must refuse it (50007). Either way the key is never enqueued, whole or cut.
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx enqueues nothing when a GroupKey is over 100 characters]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @ListError INT;
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    -- A truncation error must only end its statement, not doom tSQLt's transaction.
+    SET XACT_ABORT OFF;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+
+    BEGIN TRY
+        INSERT INTO @Items (ItemNo, [Type], EntityKey, GroupKey)
+        VALUES (1, 'CustomerSync', N'C-1', REPLICATE(N'g', 101));
+    END TRY
+    BEGIN CATCH
+        SET @ListError = ERROR_NUMBER();
+    END CATCH;
+    IF @ListError IS NULL
+        BEGIN
+            BEGIN TRY
+                EXEC dbo.Add_SyncQueue_utx @Items = @Items;
+            END TRY
+            BEGIN CATCH
+                SELECT
+                    @ErrorNumber = ERROR_NUMBER(),
+                    @ErrorMessage = ERROR_MESSAGE();
+            END CATCH;
+            EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+            EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 1: GroupKey%', @Actual = @ErrorMessage;
+        END;
+    IF @ListError NOT IN (8152, 2628)
+        EXEC tSQLt.Fail @Message0 = N'filling the list failed with an unexpected error: ', @Message1 = @ListError;
+
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
+END;
+GO
+-- As for GroupKey: the list holds DedupKey in 200 characters. A cut key could match
+-- another request's and drop it as a duplicate.
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx enqueues nothing when a DedupKey is over 200 characters]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @ListError INT;
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    -- A truncation error must only end its statement, not doom tSQLt's transaction.
+    SET XACT_ABORT OFF;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+
+    BEGIN TRY
+        INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
+        VALUES (1, 'CustomerSync', N'C-1', REPLICATE(N'd', 201));
+    END TRY
+    BEGIN CATCH
+        SET @ListError = ERROR_NUMBER();
+    END CATCH;
+    IF @ListError IS NULL
+        BEGIN
+            BEGIN TRY
+                EXEC dbo.Add_SyncQueue_utx @Items = @Items;
+            END TRY
+            BEGIN CATCH
+                SELECT
+                    @ErrorNumber = ERROR_NUMBER(),
+                    @ErrorMessage = ERROR_MESSAGE();
+            END CATCH;
+            EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+            EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 1: DedupKey%', @Actual = @ErrorMessage;
+        END;
+    IF @ListError NOT IN (8152, 2628)
+        EXEC tSQLt.Fail @Message0 = N'filling the list failed with an unexpected error: ', @Message1 = @ListError;
+
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
+END;
+GO

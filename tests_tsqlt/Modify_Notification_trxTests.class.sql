@@ -3,14 +3,15 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Modify_Notification_trxTests';
 GO
--- Every table the report and its result row (dbo.Worker_Notification_V)
--- read, and the settings faked empty so that notification.maxAttempts is 3.
--- In a NoTransaction test the fakes hold the committed rows; tSQLt puts the
--- real tables back after the test.
+-- Every table the report writes (the attempt history included) and its result
+-- row (dbo.Worker_Notification_V) reads, and the settings faked empty so that
+-- notification.maxAttempts is 3. In a NoTransaction test the fakes hold the
+-- committed rows; tSQLt puts the real tables back after the test.
 CREATE PROCEDURE Modify_Notification_trxTests.FakeQueue
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.NotificationAttempt', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;

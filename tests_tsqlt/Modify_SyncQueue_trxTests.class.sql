@@ -38,6 +38,8 @@ BEGIN
     DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @Duration BIGINT;
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    -- the report reads and ends the item's attempt: the history must be the test's own
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueAttempt', @Defaults = 1;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -82,6 +84,8 @@ BEGIN
     DECLARE @ErrorNumber INT;
     DECLARE @Unchanged INT;
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    -- the report reads and ends the item's attempt: the history must be the test's own
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueAttempt', @Defaults = 1;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )

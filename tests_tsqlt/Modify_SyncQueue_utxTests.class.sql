@@ -3,10 +3,142 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Modify_SyncQueue_utxTests';
 GO
--- Each test inserts its item with a fixed past key and token; a claimed one started two seconds
--- ago. The expected row is the row before the call with the expected changes applied, so every
--- column the report must not touch is checked too; Duration depends on the clock and is checked
--- on its own. dbo.AppSettings is faked empty where the attempt limit matters (default 3).
+-- The queue and its attempt history, and the settings faked empty so that every
+-- syncqueue.* setting has its documented default (maxAttempts 3, leaseSeconds 300,
+-- backoffBaseMs 1000, ...) whatever the database holds. dbo.QueueStatus and
+-- dbo.QueueTransition stay real: the lifecycle under test is their deployed rows.
+CREATE PROCEDURE Modify_SyncQueue_utxTests.FakeQueue
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueAttempt', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+END;
+GO
+-- A backoff without jitter: 60 s after a first Error outcome, doubling per attempt.
+CREATE PROCEDURE Modify_SyncQueue_utxTests.SetBackoffWithoutJitter
+AS
+BEGIN
+    INSERT INTO dbo.AppSettings (Param, ValInt)
+    VALUES
+    ('syncqueue.backoffBaseMs', 60000),
+    ('syncqueue.backoffFactorPct', 200),
+    ('syncqueue.backoffJitterPct', 0);
+END;
+GO
+-- An item in Processing: @LockedBy claimed it at @Token (its open attempt started
+-- then) five seconds ago, on attempt @AttemptNum at step Fetch; its lease runs
+-- until @LeaseUntil (NULL: five minutes from now).
+CREATE PROCEDURE Modify_SyncQueue_utxTests.AddClaimedItem
+    @EnqueuedAt DATETIME2(7),
+    @Token DATETIME2(7),
+    @AttemptNum SMALLINT = 1,
+    @LockedBy NVARCHAR(128) = N'worker-a',
+    @LeaseUntil DATETIME2(7) = NULL
+AS
+BEGIN
+    INSERT INTO dbo.SyncQueue (
+        EnqueuedAt,
+        [Type],
+        EntityKey,
+        Payload,
+        [Status],
+        [Step],
+        AttemptNum,
+        Response,
+        Error,
+        StartedAt,
+        Duration,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey,
+        LockedBy,
+        LeaseUntil
+    )
+    VALUES (
+        @EnqueuedAt,
+        'CustomerSync',
+        N'C-1',
+        NULL,
+        'Processing',
+        'Fetch',
+        @AttemptNum,
+        N'',
+        N'',
+        DATEADD(SECOND, -5, SYSUTCDATETIME()),
+        NULL,
+        @EnqueuedAt,
+        @Token,
+        0,
+        NULL,
+        NULL,
+        @LockedBy,
+        ISNULL(@LeaseUntil, DATEADD(MINUTE, 5, SYSUTCDATETIME()))
+    );
+    INSERT INTO dbo.SyncQueueAttempt (
+        EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
+    )
+    VALUES (@EnqueuedAt, @Token, @AttemptNum, 'Fetch', @LockedBy, NULL, NULL, N'', N'');
+END;
+GO
+-- An item no worker holds, in @Status (Pending, Error, Paused, Failed, ...): its
+-- token is @EnqueuedAt + 5 s and it is due an hour after @EnqueuedAt; with
+-- attempts behind it, its last one ran 4 s at step Push.
+CREATE PROCEDURE Modify_SyncQueue_utxTests.AddWaitingItem
+    @EnqueuedAt DATETIME2(7),
+    @Status VARCHAR(20),
+    @AttemptNum SMALLINT = 0,
+    @DedupKey NVARCHAR(200) = NULL
+AS
+BEGIN
+    INSERT INTO dbo.SyncQueue (
+        EnqueuedAt,
+        [Type],
+        EntityKey,
+        Payload,
+        [Status],
+        [Step],
+        AttemptNum,
+        Response,
+        Error,
+        StartedAt,
+        Duration,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey,
+        LockedBy,
+        LeaseUntil
+    )
+    VALUES (
+        @EnqueuedAt,
+        'CustomerSync',
+        N'C-1',
+        NULL,
+        @Status,
+        CASE WHEN @AttemptNum > 0 THEN 'Push' END,
+        @AttemptNum,
+        N'',
+        CASE WHEN @AttemptNum > 0 THEN N'HTTP 503' ELSE N'' END,
+        CASE WHEN @AttemptNum > 0 THEN DATEADD(SECOND, 1, @EnqueuedAt) END,
+        CASE WHEN @AttemptNum > 0 THEN 4000 END,
+        DATEADD(HOUR, 1, @EnqueuedAt),
+        DATEADD(SECOND, 5, @EnqueuedAt),
+        0,
+        NULL,
+        @DedupKey,
+        CASE WHEN @AttemptNum > 0 THEN N'worker-a' END,
+        NULL
+    );
+END;
+GO
+-- Most tests insert their item with a fixed past key and token; a claimed one started a few
+-- seconds ago. The expected row is the row before the call with the expected changes applied, so
+-- every column the report must not touch is checked too; Duration depends on the clock and is
+-- checked on its own.
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx completes the item when Completed is reported]
 AS
 BEGIN
@@ -16,7 +148,7 @@ BEGIN
     DECLARE @NewUpdatedAt dbo.[_Timestamp];
     DECLARE @Duration BIGINT;
     DECLARE @RetCode INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -74,22 +206,21 @@ BEGIN
         EXEC tSQLt.Fail @Message0 = N'Duration must be the milliseconds since StartedAt (at least 2000)';
 END;
 GO
--- The test catches the error itself, to assert afterwards that the row did not change.
-CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50005 when the token is stale]
+-- The caller claimed the item at 00:00:04 and the token moved on without a new
+-- claim (an Extend_, or a report the caller already made): no attempt started
+-- after the caller's token, so the item was not taken over. The test catches the
+-- error itself, to assert afterwards that nothing changed.
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50005 and changes nothing when the token is stale and nobody claimed the item since]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @StaleToken dbo.[_Timestamp] = '2024-01-01T00:00:04';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @ErrorNumber INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Processing', 'Fetch', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
+    -- the caller's attempt started at its own token, not after it
+    UPDATE dbo.SyncQueueAttempt SET StartedAt = @StaleToken;
     SELECT
         q.EnqueuedAt,
         q.[Type],
@@ -103,15 +234,27 @@ BEGIN
         q.StartedAt,
         q.Duration,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Expected
     FROM dbo.SyncQueue AS q;
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #ExpectedAttempt
+    FROM dbo.SyncQueueAttempt AS a;
 
     BEGIN TRY
-        -- the token of an earlier read: another worker has changed the item since
         EXEC dbo.Modify_SyncQueue_utx
             @EnqueuedAt = @Key,
-            @UpdatedAt = '2024-01-01T00:00:04',
+            @UpdatedAt = @StaleToken,
             @Status = 'Completed',
             @Response = N'{"synced":true}';
     END TRY
@@ -133,10 +276,25 @@ BEGIN
         q.StartedAt,
         q.Duration,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Actual
     FROM dbo.SyncQueue AS q;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueue';
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #ActualAttempt
+    FROM dbo.SyncQueueAttempt AS a;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedAttempt', @Actual = N'#ActualAttempt', @Message = N'dbo.SyncQueueAttempt';
 END;
 GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50004 when no item has the key]
@@ -144,7 +302,7 @@ AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -160,7 +318,7 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50007 when the key is NULL]
 AS
 BEGIN
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@EnqueuedAt and @UpdatedAt%';
 
     EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = NULL, @UpdatedAt = '2024-01-01T00:00:05', @Status = 'Completed';
@@ -169,7 +327,7 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50007 when the token is NULL]
 AS
 BEGIN
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@EnqueuedAt and @UpdatedAt%';
 
     EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = '2024-01-01T00:00:01', @UpdatedAt = NULL, @Status = 'Completed';
@@ -181,7 +339,7 @@ BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -200,7 +358,7 @@ BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -219,7 +377,7 @@ BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -241,7 +399,7 @@ BEGIN
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     -- one character more than dbo.QueueStep holds: it must be refused, not cut
     DECLARE @Step VARCHAR(400) = REPLICATE('x', 51);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -261,7 +419,7 @@ BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -282,7 +440,7 @@ BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     -- never claimed: no worker may complete it
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
@@ -301,7 +459,7 @@ BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -323,9 +481,7 @@ BEGIN
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @NewUpdatedAt dbo.[_Timestamp];
     DECLARE @Duration BIGINT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    -- empty: syncqueue.maxAttempts takes its default, 3
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -387,9 +543,7 @@ BEGIN
     DECLARE @RetryAt dbo.[_Timestamp] = DATEADD(MINUTE, 10, SYSUTCDATETIME());
     DECLARE @NewUpdatedAt dbo.[_Timestamp];
     DECLARE @Duration BIGINT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    -- empty: syncqueue.maxAttempts takes its default, 3
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -444,30 +598,102 @@ BEGIN
         EXEC tSQLt.Fail @Message0 = N'Duration must be the milliseconds since StartedAt (at least 2000)';
 END;
 GO
-CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx retries an Error now when no retry time is given]
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx schedules the retry after the base backoff when an Error outcome on the first attempt has no ScheduledFor]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
-    DECLARE @ScheduledFor dbo.[_Timestamp];
+    DECLARE @Before dbo.[_Timestamp];
     DECLARE @After dbo.[_Timestamp];
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Processing', 'Push', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
+    DECLARE @RetCode INT;
+    DECLARE @Status VARCHAR(20);
+    DECLARE @ScheduledFor dbo.[_Timestamp];
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.SetBackoffWithoutJitter;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token, @AttemptNum = 1;
 
-    EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Error', @Error = N'HTTP 503';
+    SET @Before = SYSUTCDATETIME();
+    EXEC @RetCode = dbo.Modify_SyncQueue_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Error',
+        @Error = N'HTTP 503';
     SET @After = SYSUTCDATETIME();
 
-    SELECT @ScheduledFor = q.ScheduledFor FROM dbo.SyncQueue AS q;
-    IF @ScheduledFor IS NULL OR @ScheduledFor < @Now OR @ScheduledFor > @After
-        EXEC tSQLt.Fail @Message0 = N'an Error without @ScheduledFor must be due at the time of the report';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Status = q.[Status],
+        @ScheduledFor = q.ScheduledFor
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Error', @Actual = @Status, @Message = N'Status';
+    -- The report's own "now" lies between @Before and @After: the retry is due 60 s after it.
+    IF @ScheduledFor IS NULL OR @ScheduledFor < DATEADD(SECOND, 60, @Before) OR @ScheduledFor > DATEADD(SECOND, 60, @After)
+        EXEC tSQLt.Fail @Message0 = N'after a first attempt the retry is due backoffBaseMs (60 s) after the report';
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx doubles the backoff when an Error outcome on the second attempt has no ScheduledFor]
+AS
+BEGIN
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Before dbo.[_Timestamp];
+    DECLARE @After dbo.[_Timestamp];
+    DECLARE @Status VARCHAR(20);
+    DECLARE @ScheduledFor dbo.[_Timestamp];
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.SetBackoffWithoutJitter;
+    -- The second claim of three: attempts are left, so the item stays in Error.
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token, @AttemptNum = 2;
+
+    SET @Before = SYSUTCDATETIME();
+    EXEC dbo.Modify_SyncQueue_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Error',
+        @Error = N'HTTP 503';
+    SET @After = SYSUTCDATETIME();
+
+    SELECT
+        @Status = q.[Status],
+        @ScheduledFor = q.ScheduledFor
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Error', @Actual = @Status, @Message = N'Status';
+    IF
+        @ScheduledFor IS NULL
+        OR @ScheduledFor < DATEADD(SECOND, 120, @Before)
+        OR @ScheduledFor > DATEADD(SECOND, 120, @After)
+        EXEC tSQLt.Fail @Message0 = N'after a second attempt the retry is due 2 x 60 s after the report';
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx keeps the given time instead of the backoff when an Error outcome has ScheduledFor]
+AS
+BEGIN
+    -- Sooner than the 60 s backoff: the caller's time wins either way.
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @RetryAt dbo.[_Timestamp] = DATEADD(SECOND, 5, SYSUTCDATETIME());
+    DECLARE @Status VARCHAR(20);
+    DECLARE @ScheduledFor dbo.[_Timestamp];
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.SetBackoffWithoutJitter;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token, @AttemptNum = 1;
+
+    EXEC dbo.Modify_SyncQueue_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Error',
+        @Error = N'HTTP 503',
+        @ScheduledFor = @RetryAt;
+
+    SELECT
+        @Status = q.[Status],
+        @ScheduledFor = q.ScheduledFor
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Error', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = @RetryAt, @Actual = @ScheduledFor, @Message = N'ScheduledFor';
 END;
 GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx records a new Step when it stays Processing]
@@ -478,7 +704,7 @@ BEGIN
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @NewUpdatedAt dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -543,7 +769,7 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50002 when called outside a transaction]
 AS
 BEGIN
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
 
     EXEC dbo.Modify_SyncQueue_utx
@@ -552,33 +778,471 @@ BEGIN
         @Status = 'Completed';
 END;
 GO
+-- Done as Move_SyncQueue_utx's Retry: a fresh budget, due now when no @ScheduledFor is given.
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx starts the attempts again when a Failed item goes back to Pending]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Before dbo.[_Timestamp];
+    DECLARE @After dbo.[_Timestamp];
     DECLARE @RetCode INT;
+    DECLARE @NewUpdatedAt dbo.[_Timestamp];
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum SMALLINT;
     DECLARE @Duration BIGINT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    DECLARE @ScheduledFor dbo.[_Timestamp];
+    DECLARE @UpdatedAt dbo.[_Timestamp];
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, Duration, ScheduledFor, UpdatedAt
     )
     VALUES (@Key, 'CustomerSync', N'C-1', 'Failed', 'Push', 3, @Key, 5000, @Key, @Token);
 
-    EXEC @RetCode = dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Pending';
+    SET @Before = SYSUTCDATETIME();
+    EXEC @RetCode = dbo.Modify_SyncQueue_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Pending',
+        @NewUpdatedAt = @NewUpdatedAt OUTPUT;
+    SET @After = SYSUTCDATETIME();
 
     SELECT
         @Status = q.[Status],
         @AttemptNum = q.AttemptNum,
-        @Duration = q.Duration
+        @Duration = q.Duration,
+        @ScheduledFor = q.ScheduledFor,
+        @UpdatedAt = q.UpdatedAt
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'a fresh budget';
     EXEC tSQLt.AssertEquals @Expected = 5000, @Actual = @Duration, @Message = N'the last attempt''s Duration, not the wait since';
+    IF @ScheduledFor IS NULL OR @ScheduledFor < @Before OR @ScheduledFor > @After
+        EXEC tSQLt.Fail @Message0 = N'without @ScheduledFor the retry is due at the time of the report';
+    IF @NewUpdatedAt IS NULL OR @NewUpdatedAt <= @Token
+        EXEC tSQLt.Fail @Message0 = N'@NewUpdatedAt must be returned, later than the old token';
+    EXEC tSQLt.AssertEquals
+        @Expected = @NewUpdatedAt, @Actual = @UpdatedAt, @Message = N'the row carries the new token';
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50010 and changes nothing when another worker claimed the item since]
+AS
+BEGIN
+    -- worker-a claimed the item at 00:00:05; its lease expired and worker-b claimed
+    -- it again at 00:10:05 (ending worker-a's attempt as abandoned). worker-a's late
+    -- report must not overwrite worker-b's attempt.
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @NewToken dbo.[_Timestamp] = '2024-01-01T00:10:05';
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem
+        @EnqueuedAt = @Key, @Token = @NewToken, @AttemptNum = 2, @LockedBy = N'worker-b';
+    INSERT INTO dbo.SyncQueueAttempt (
+        EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
+    )
+    VALUES (
+        @Key, @OldToken, 1, 'Fetch', N'worker-a', 'Error', NULL, N'',
+        N'abandoned: the lease expired; claimed again by worker-b'
+    );
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Expected
+    FROM dbo.SyncQueue AS q;
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #ExpectedAttempt
+    FROM dbo.SyncQueueAttempt AS a;
+
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @OldToken,
+            @Status = 'Completed',
+            @Response = N'{"synced":true}';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50010, @Actual = @ErrorNumber;
+    -- The message names the new holder and when it claimed the item (style 126).
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%2024-01-01T00:10:05%worker-b%', @Actual = @ErrorMessage;
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Actual
+    FROM dbo.SyncQueue AS q;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueue';
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #ActualAttempt
+    FROM dbo.SyncQueueAttempt AS a;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedAttempt', @Actual = N'#ActualAttempt', @Message = N'dbo.SyncQueueAttempt';
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx completes the item when its lease expired but nobody claimed it since]
+AS
+BEGIN
+    -- A slow worker reports after its lease ran out; no other worker took the item
+    -- over, so its token is still current and the report stands.
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Expired dbo.[_Timestamp] = DATEADD(MINUTE, -5, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @Status VARCHAR(20);
+    DECLARE @Response NVARCHAR(MAX);
+    DECLARE @LeaseUntil dbo.[_Timestamp];
+    DECLARE @Outcome VARCHAR(20);
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token, @LeaseUntil = @Expired;
+
+    EXEC @RetCode = dbo.Modify_SyncQueue_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Completed',
+        @Response = N'{"synced":true}';
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Status = q.[Status],
+        @Response = q.Response,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    SELECT @Outcome = a.Outcome
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.EnqueuedAt = @Key AND a.StartedAt = @Token;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Completed', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEqualsString @Expected = N'{"synced":true}', @Actual = @Response, @Message = N'Response';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'the lease is cleared';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Completed', @Actual = @Outcome, @Message = N'the attempt''s Outcome';
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx ends the open attempt and clears the lease when a processing item reports an outcome]
+AS
+BEGIN
+    -- An earlier attempt (already ended) and the open one: only the open one ends.
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @EarlierClaim dbo.[_Timestamp] = '2024-01-01T00:00:02';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Duration BIGINT;
+    DECLARE @LeaseUntil dbo.[_Timestamp];
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token, @AttemptNum = 2;
+    INSERT INTO dbo.SyncQueueAttempt (
+        EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
+    )
+    VALUES (@Key, @EarlierClaim, 1, 'Fetch', N'worker-z', 'Error', 1200, N'', N'timeout');
+
+    EXEC dbo.Modify_SyncQueue_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Completed',
+        @Step = 'Push',
+        @Response = N'{"synced":true}',
+        @Error = N'1 field skipped';
+
+    SELECT
+        @Duration = q.Duration,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'the lease is cleared';
+    -- AddClaimedItem's attempt started five seconds ago.
+    IF @Duration IS NULL OR @Duration < 4000
+        EXEC tSQLt.Fail @Message0 = N'the item''s Duration must be the milliseconds since StartedAt';
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #Actual
+    FROM dbo.SyncQueueAttempt AS a;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error)
+    VALUES
+    (@Key, @EarlierClaim, 1, 'Fetch', N'worker-z', 'Error', 1200, N'', N'timeout'),
+    (@Key, @Token, 2, 'Push', N'worker-a', 'Completed', @Duration, N'{"synced":true}', N'1 field skipped');
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueueAttempt';
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx records the step on the open attempt and renews the lease when a processing item advances a step]
+AS
+BEGIN
+    -- A step advance is proof of life: the lease runs leaseSeconds (here 120) from
+    -- the report, and the attempt stays open with the step reached.
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @OldLease dbo.[_Timestamp] = DATEADD(SECOND, 10, SYSUTCDATETIME());
+    DECLARE @Before dbo.[_Timestamp];
+    DECLARE @After dbo.[_Timestamp];
+    DECLARE @RetCode INT;
+    DECLARE @NewUpdatedAt dbo.[_Timestamp];
+    DECLARE @Status VARCHAR(20);
+    DECLARE @Step VARCHAR(50);
+    DECLARE @Duration BIGINT;
+    DECLARE @UpdatedAt dbo.[_Timestamp];
+    DECLARE @LeaseUntil dbo.[_Timestamp];
+    DECLARE @AttemptStep VARCHAR(50);
+    DECLARE @AttemptOutcome VARCHAR(20);
+    DECLARE @AttemptDuration BIGINT;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    INSERT INTO dbo.AppSettings (Param, ValInt) VALUES ('syncqueue.leaseSeconds', 120);
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token, @LeaseUntil = @OldLease;
+
+    SET @Before = SYSUTCDATETIME();
+    EXEC @RetCode = dbo.Modify_SyncQueue_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Processing',
+        @Step = 'Push',
+        @NewUpdatedAt = @NewUpdatedAt OUTPUT;
+    SET @After = SYSUTCDATETIME();
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Status = q.[Status],
+        @Step = q.[Step],
+        @Duration = q.Duration,
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Push', @Actual = @Step, @Message = N'Step';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @Duration, @Message = N'Duration';
+    EXEC tSQLt.AssertEquals
+        @Expected = @NewUpdatedAt, @Actual = @UpdatedAt, @Message = N'the row carries the new token';
+    IF @LeaseUntil IS NULL OR @LeaseUntil < DATEADD(SECOND, 120, @Before) OR @LeaseUntil > DATEADD(SECOND, 120, @After)
+        EXEC tSQLt.Fail @Message0 = N'the lease must run leaseSeconds (120 s) from the report';
+    SELECT
+        @AttemptStep = a.[Step],
+        @AttemptOutcome = a.Outcome,
+        @AttemptDuration = a.Duration
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.EnqueuedAt = @Key AND a.StartedAt = @Token;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Push', @Actual = @AttemptStep, @Message = N'the attempt''s Step';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @AttemptOutcome, @Message = N'the attempt stays open';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @AttemptDuration, @Message = N'the attempt''s Duration';
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50006 and changes nothing when a Pending item reports Processing]
+AS
+BEGIN
+    -- Only a claim (Next_) moves an item into Processing: it sets the lease, the
+    -- attempt count and the attempt's row, which a report cannot.
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:06';
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddWaitingItem @EnqueuedAt = @Key, @Status = 'Pending';
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.StartedAt,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Expected
+    FROM dbo.SyncQueue AS q;
+
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @Token,
+            @Status = 'Processing',
+            @Step = 'Fetch';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%cannot go from Pending to Processing%', @Actual = @ErrorMessage;
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.StartedAt,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Actual
+    FROM dbo.SyncQueue AS q;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueue';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueueAttempt';
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50006 and changes nothing when an Error item reports Processing]
+AS
+BEGIN
+    -- dbo.QueueTransition allows Error -> Processing, but only for the claim of the
+    -- retry; a report of it is refused like one from Pending.
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:06';
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddWaitingItem @EnqueuedAt = @Key, @Status = 'Error', @AttemptNum = 1;
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.StartedAt,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Expected
+    FROM dbo.SyncQueue AS q;
+
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @Token,
+            @Status = 'Processing',
+            @Step = 'Fetch';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%cannot go from Error to Processing%', @Actual = @ErrorMessage;
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.StartedAt,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Actual
+    FROM dbo.SyncQueue AS q;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueue';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueueAttempt';
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50011 and changes nothing when a Failed item goes back to Pending and another unfinished item carries its DedupKey]
+AS
+BEGIN
+    -- The failed item left the dedup index when it failed; the same job was
+    -- enqueued again since and is still Pending.
+    DECLARE @Failed dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @FailedToken dbo.[_Timestamp] = '2024-01-01T00:00:06';
+    DECLARE @Holder dbo.[_Timestamp] = '2024-01-01T00:01:00';
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddWaitingItem
+        @EnqueuedAt = @Failed, @Status = 'Failed', @AttemptNum = 3, @DedupKey = N'sync:C-1';
+    EXEC Modify_SyncQueue_utxTests.AddWaitingItem @EnqueuedAt = @Holder, @Status = 'Pending', @DedupKey = N'sync:C-1';
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt
+    INTO #Expected
+    FROM dbo.SyncQueue AS q;
+
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Failed, @UpdatedAt = @FailedToken, @Status = 'Pending';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50011, @Actual = @ErrorNumber;
+    -- The message names the item that holds the key (style 126 of its key).
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%2024-01-01T00:01:00%', @Actual = @ErrorMessage;
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt
+    INTO #Actual
+    FROM dbo.SyncQueue AS q;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO

@@ -3,14 +3,19 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Next_Notification_trxTests';
 GO
--- Every table the claim and its result row (dbo.Worker_Notification_V) read,
--- and the settings faked empty so that notification.maxAttempts is 3. In a
--- NoTransaction test the fakes hold the committed rows; tSQLt puts the real
--- tables back after the test.
+-- Every table the claim and its result rows (dbo.Worker_Notification_V) read or
+-- write, and the settings faked empty so that notification.maxAttempts is 3 and
+-- notification.leaseSeconds 300. In a NoTransaction test the fakes hold the
+-- committed rows; tSQLt puts the real tables back after the test.
+--
+-- The result set cannot be captured here: INSERT ... EXEC runs the procedure inside
+-- the INSERT's transaction, where a _trx refuses (50001). The tests check its columns
+-- with sys.dm_exec_describe_first_result_set and assert on the rows the claim left.
 CREATE PROCEDURE Next_Notification_trxTests.FakeQueue
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.NotificationAttempt', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
@@ -46,13 +51,32 @@ BEGIN
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;
     DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @LockedBy NVARCHAR(128);
+    DECLARE @StartedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @ExpectedLease DATETIME2(7);
+    DECLARE @AttemptStartedAt DATETIME2(7);
+    DECLARE @AttemptLockedBy NVARCHAR(128);
+    DECLARE @Attempts INT;
     EXEC Next_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt)
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt, [Priority], LockedBy, LeaseUntil
+    )
     VALUES (
-        '2024-01-01T00:00:01', 'ResetPassword', 'Pending', NULL, 0, NULL, '2024-01-01T00:00:01', '2024-01-01T00:00:01'
+        '2024-01-01T00:00:01',
+        'ResetPassword',
+        'Pending',
+        NULL,
+        0,
+        NULL,
+        '2024-01-01T00:00:01',
+        '2024-01-01T00:00:01',
+        0,
+        NULL,
+        NULL
     );
 
-    EXEC @RetCode = dbo.Next_Notification_trx;
+    EXEC @RetCode = dbo.Next_Notification_trx @LockedBy = N'worker-1';
     SET @TranCount = @@TRANCOUNT;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
@@ -60,13 +84,30 @@ BEGIN
     SELECT
         @Status = n.[Status],
         @AttemptNum = n.AttemptNum,
-        @UpdatedAt = n.UpdatedAt
+        @UpdatedAt = n.UpdatedAt,
+        @LockedBy = n.LockedBy,
+        @StartedAt = n.StartedAt,
+        @LeaseUntil = n.LeaseUntil
     FROM dbo.Notification AS n
     WHERE n.EnqueuedAt = '2024-01-01T00:00:01';
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
+    EXEC tSQLt.AssertEqualsString @Expected = N'worker-1', @Actual = @LockedBy, @Message = N'LockedBy';
     IF @UpdatedAt IS NULL OR @UpdatedAt <= '2024-01-01T00:00:01'
         EXEC tSQLt.Fail @Message0 = N'the claim must move UpdatedAt forward';
+    SET @ExpectedLease = DATEADD(SECOND, 300, @StartedAt);
+    EXEC tSQLt.AssertEquals @Expected = @ExpectedLease, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
+    SELECT
+        @Attempts = COUNT(*),
+        @AttemptStartedAt = MAX(a.StartedAt),
+        @AttemptLockedBy = MAX(a.LockedBy)
+    FROM dbo.NotificationAttempt AS a
+    WHERE a.EnqueuedAt = '2024-01-01T00:00:01' AND a.Outcome IS NULL;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Attempts, @Message = N'open attempts';
+    EXEC tSQLt.AssertEquals
+        @Expected = @UpdatedAt, @Actual = @AttemptStartedAt, @Message = N'the attempt starts at the new token';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'worker-1', @Actual = @AttemptLockedBy, @Message = N'the attempt''s LockedBy';
 END;
 GO
 --[@tSQLt:NoTransaction]('Next_Notification_trxTests.RollbackLeftOpen')
@@ -79,9 +120,12 @@ BEGIN
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;
     DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Attempts INT;
     EXEC Next_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt)
-    VALUES ('2024-01-01T00:00:01', 'ResetPassword', 'Pending', NULL, 0, NULL, @Later, '2024-01-01T00:00:01');
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt, [Priority], LockedBy, LeaseUntil
+    )
+    VALUES ('2024-01-01T00:00:01', 'ResetPassword', 'Pending', NULL, 0, NULL, @Later, '2024-01-01T00:00:01', 0, NULL, NULL);
 
     EXEC @RetCode = dbo.Next_Notification_trx;
     SET @TranCount = @@TRANCOUNT;
@@ -98,6 +142,9 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'AttemptNum';
     IF @UpdatedAt IS NULL OR @UpdatedAt <> '2024-01-01T00:00:01'
         EXEC tSQLt.Fail @Message0 = N'UpdatedAt must not change';
+    SELECT @Attempts = COUNT(*)
+    FROM dbo.NotificationAttempt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
 END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
@@ -120,5 +167,65 @@ BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
     EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO
+-- The worker reads one row: the key, the token to report with, the lease to renew
+-- before, and the attempt number. The metadata comes from SQL Server's analysis of the
+-- procedure (through Next_Notification_Batch_trx), without running it.
+CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx returns EnqueuedAt UpdatedAt LeaseUntil and AttemptNum when a worker reads its row]
+AS
+BEGIN
+    DECLARE @Columns NVARCHAR(4000);
+    SELECT
+        @Columns = STRING_AGG(CONCAT(r.name, N' ', r.system_type_name, N' ', r.error_message), N', ')
+        WITHIN GROUP (ORDER BY r.column_ordinal)
+    FROM sys.dm_exec_describe_first_result_set(N'EXEC dbo.Next_Notification_trx;', NULL, 0) AS r;
+
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'EnqueuedAt datetime2(7) , UpdatedAt datetime2(7) , LeaseUntil datetime2(7) , AttemptNum smallint ',
+        @Actual = @Columns;
+END;
+GO
+--[@tSQLt:NoTransaction]('Next_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx raises 50007 and claims nothing when WaitMs is out of range]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    DECLARE @Status VARCHAR(20);
+    EXEC Next_Notification_trxTests.FakeQueue;
+    INSERT INTO dbo.Notification (
+        EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt, [Priority], LockedBy, LeaseUntil
+    )
+    VALUES (
+        '2024-01-01T00:00:01',
+        'ResetPassword',
+        'Pending',
+        NULL,
+        0,
+        NULL,
+        '2024-01-01T00:00:01',
+        '2024-01-01T00:00:01',
+        0,
+        NULL,
+        NULL
+    );
+
+    BEGIN TRY
+        EXEC dbo.Next_Notification_trx @LockedBy = N'worker-1', @WaitMs = 60001;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@WaitMs%', @Actual = @ErrorMessage;
+    SELECT @Status = n.[Status]
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
 END;
 GO

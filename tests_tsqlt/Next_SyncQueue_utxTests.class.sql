@@ -4,7 +4,139 @@ GO
 EXEC tSQLt.NewTestClass 'Next_SyncQueue_utxTests';
 GO
 -- Keys and old tokens are fixed past times; ScheduledFor is relative to now (due: past, waiting: future).
--- dbo.AppSettings is faked empty wherever the attempt limit matters, so the default of 3 applies.
+-- The queue and its history, and the settings faked empty so that
+-- syncqueue.maxAttempts (3) and syncqueue.leaseSeconds (300) have their
+-- documented defaults whatever the database holds. A claim writes the history,
+-- whose foreign key would refuse the rows of a faked queue: it is faked too. A fake
+-- has no constraints and no indexes: the tests insert every column the claim reads.
+CREATE PROCEDURE Next_SyncQueue_utxTests.FakeQueue
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueAttempt', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+END;
+GO
+-- The job types, faked with the two the tests use, for the tests of @Type.
+CREATE PROCEDURE Next_SyncQueue_utxTests.FakeTypes
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueType';
+    INSERT INTO dbo.SyncQueueType ([Type])
+    VALUES ('CustomerSync'), ('InventorySync');
+END;
+GO
+-- One sync job with every column the claim reads. ScheduledFor and UpdatedAt
+-- default to the key (due long ago); StartedAt is the key once an attempt was made.
+CREATE PROCEDURE Next_SyncQueue_utxTests.AddItem
+    @EnqueuedAt DATETIME2(7),
+    @Status VARCHAR(20) = 'Pending',
+    @AttemptNum SMALLINT = 0,
+    @ScheduledFor DATETIME2(7) = NULL,
+    @Priority SMALLINT = 0,
+    @GroupKey NVARCHAR(100) = NULL,
+    @LockedBy NVARCHAR(128) = NULL,
+    @LeaseUntil DATETIME2(7) = NULL,
+    @UpdatedAt DATETIME2(7) = NULL,
+    @Step VARCHAR(50) = NULL,
+    @Type VARCHAR(50) = 'CustomerSync'
+AS
+BEGIN
+    INSERT INTO dbo.SyncQueue (
+        EnqueuedAt,
+        [Type],
+        EntityKey,
+        Payload,
+        [Status],
+        [Step],
+        AttemptNum,
+        Response,
+        Error,
+        StartedAt,
+        Duration,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey,
+        LockedBy,
+        LeaseUntil
+    )
+    VALUES (
+        @EnqueuedAt,
+        @Type,
+        N'C-' + CAST(DATEPART(SECOND, @EnqueuedAt) AS NVARCHAR(2)),
+        NULL,
+        @Status,
+        @Step,
+        @AttemptNum,
+        N'',
+        N'',
+        CASE WHEN @AttemptNum > 0 THEN @EnqueuedAt END,
+        NULL,
+        ISNULL(@ScheduledFor, @EnqueuedAt),
+        ISNULL(@UpdatedAt, @EnqueuedAt),
+        @Priority,
+        @GroupKey,
+        NULL,
+        @LockedBy,
+        @LeaseUntil
+    );
+END;
+GO
+-- One attempt of an item; open (Outcome NULL) unless an outcome is given.
+CREATE PROCEDURE Next_SyncQueue_utxTests.AddAttempt
+    @EnqueuedAt DATETIME2(7),
+    @StartedAt DATETIME2(7),
+    @AttemptNum SMALLINT,
+    @LockedBy NVARCHAR(128),
+    @Outcome VARCHAR(20) = NULL,
+    @Step VARCHAR(50) = NULL
+AS
+BEGIN
+    INSERT INTO dbo.SyncQueueAttempt (
+        EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
+    )
+    VALUES (@EnqueuedAt, @StartedAt, @AttemptNum, @Step, @LockedBy, @Outcome, NULL, N'', N'');
+END;
+GO
+-- The seconds of the keys in @Claimed, in its order, as a list such as '7,1,3'
+-- (every test key is a second of 2024-01-01T00:00); '' when @Claimed is NULL.
+CREATE PROCEDURE Next_SyncQueue_utxTests.ClaimedSeconds
+    @Claimed NVARCHAR(MAX),
+    @Seconds VARCHAR(400) OUTPUT
+AS
+BEGIN
+    SELECT
+        @Seconds = ISNULL(
+            STRING_AGG(CAST(DATEPART(SECOND, c.EnqueuedAt) AS VARCHAR(2)), ',')
+            WITHIN GROUP (ORDER BY CAST(j.[key] AS INT)),
+            ''
+        )
+    FROM OPENJSON(@Claimed) AS j
+    CROSS APPLY OPENJSON (j.[value]) WITH (EnqueuedAt DATETIME2(7)) AS c;
+END;
+GO
+-- Calls the claim with a bad @BatchSize and asserts that it raised 50007.
+CREATE PROCEDURE Next_SyncQueue_utxTests.AssertBatchSizeRefused
+    @BatchSize INT,
+    @Case NVARCHAR(200)
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    BEGIN TRY
+        EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @BatchSize = @BatchSize;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@BatchSize%', @Actual = @ErrorMessage, @Message = @Case;
+END;
+GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the earliest due item when several are Pending]
 AS
 BEGIN
@@ -18,8 +150,7 @@ BEGIN
     DECLARE @RetCode INT;
     DECLARE @RowUpdatedAt dbo.[_Timestamp];
     DECLARE @StartedAt dbo.[_Timestamp];
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
     -- Key1 is the oldest key but due later; Key2 and Key3 are due at the same time: the key breaks the tie.
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
@@ -59,7 +190,8 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = @RowUpdatedAt, @Actual = @UpdatedAt;
     IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
         EXEC tSQLt.Fail @Message0 = N'the claim must move the token forward';
-    IF @StartedAt IS NULL OR @StartedAt < @Now
+    -- StartedAt is whole microseconds, so it may round a fraction below @Now.
+    IF @StartedAt IS NULL OR @StartedAt < DATEADD(MICROSECOND, -1, @Now)
         EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt to the time of the claim';
 END;
 GO
@@ -73,8 +205,7 @@ BEGIN
     DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -103,8 +234,8 @@ BEGIN
     DECLARE @EnqueuedAt dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    DECLARE @Attempts INT;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
     -- a retried item waiting for its time, and a new item scheduled for later
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
@@ -118,7 +249,9 @@ BEGIN
         q.AttemptNum,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Expected
     FROM dbo.SyncQueue AS q;
 
@@ -132,10 +265,14 @@ BEGIN
         q.AttemptNum,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Actual
     FROM dbo.SyncQueue AS q;
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    SELECT @Attempts = COUNT(*) FROM dbo.SyncQueueAttempt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
 END;
 GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx skips an item when its attempts are spent]
@@ -148,9 +285,8 @@ BEGIN
     DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @EnqueuedAt dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    -- empty: syncqueue.maxAttempts takes its default, 3
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    -- the settings faked empty: syncqueue.maxAttempts takes its default, 3
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
     -- the spent item is due first, so only the attempt limit keeps it from being claimed
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
@@ -190,9 +326,8 @@ BEGIN
     DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
-    INSERT INTO dbo.AppSettings (Param, ValInt) VALUES ('syncqueue.maxAttempts', 5);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    INSERT INTO dbo.AppSettings (Param, ValInt, ValText) VALUES ('syncqueue.maxAttempts', 5, NULL);
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
@@ -222,8 +357,7 @@ BEGIN
     DECLARE @Pending dbo.[_Timestamp] = '2024-01-01T00:00:09';
     DECLARE @EnqueuedAt dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
     -- every other state, all due before the one Pending item, with attempts left
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
@@ -237,17 +371,25 @@ BEGIN
     ('2024-01-01T00:00:06', 'CustomerSync', N'C-6', 'Terminated', NULL, 1, @Due, @Due, @OldToken),
     ('2024-01-01T00:00:07', 'CustomerSync', N'C-7', 'PartiallyCompleted', NULL, 1, @Due, @Due, @OldToken),
     (@Pending, 'CustomerSync', N'C-9', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -1, @Now), @OldToken);
+    -- The item in Processing is another worker's, and its lease runs for an hour yet.
+    UPDATE dbo.SyncQueue
+    SET
+        LockedBy = N'worker-2',
+        LeaseUntil = DATEADD(HOUR, 1, @Now)
+    WHERE EnqueuedAt = '2024-01-01T00:00:02';
     SELECT
         q.EnqueuedAt,
         q.[Status],
         q.AttemptNum,
         q.StartedAt,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Expected
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt <> @Pending;
 
-    EXEC dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
 
     EXEC tSQLt.AssertEquals @Expected = @Pending, @Actual = @EnqueuedAt;
     SELECT
@@ -255,7 +397,9 @@ BEGIN
         q.[Status],
         q.AttemptNum,
         q.StartedAt,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Actual
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt <> @Pending;
@@ -268,14 +412,19 @@ BEGIN
     -- start from values, to see the procedure reset them
     DECLARE @EnqueuedAt dbo.[_Timestamp] = '2000-01-01';
     DECLARE @UpdatedAt dbo.[_Timestamp] = '2000-01-01';
+    DECLARE @Claimed NVARCHAR(MAX) = N'[]';
     DECLARE @RetCode INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
 
-    EXEC @RetCode = dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
+    EXEC @RetCode = dbo.Next_SyncQueue_utx
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @UpdatedAt = @UpdatedAt OUTPUT,
+        @Claimed = @Claimed OUTPUT;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt;
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @UpdatedAt;
+    EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'@Claimed';
 END;
 GO
 -- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
@@ -290,7 +439,7 @@ GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx raises 50002 when called outside a transaction]
 AS
 BEGIN
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
 
     EXEC dbo.Next_SyncQueue_utx;
@@ -311,8 +460,7 @@ BEGIN
     DECLARE @RetCode INT;
     DECLARE @RowUpdatedAt dbo.[_Timestamp];
     DECLARE @StartedAt dbo.[_Timestamp];
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
     -- Key1 is the oldest key but due later; Key2 and Key3 are due at the same time: the key breaks the tie.
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
@@ -353,7 +501,756 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = @RowUpdatedAt, @Actual = @UpdatedAt;
     IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
         EXEC tSQLt.Fail @Message0 = N'the claim must move the token forward';
-    IF @StartedAt IS NULL OR @StartedAt < @Now
+    IF @StartedAt IS NULL OR @StartedAt < DATEADD(MICROSECOND, -1, @Now)
         EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt to the time of the claim';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims by Priority then ScheduledFor then key when several are due]
+AS
+BEGIN
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @Order VARCHAR(100) = '';
+    DECLARE @Claims INT = 0;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- Expected: 3 and 4 (Priority 5, the earliest ScheduledFor, then the key), 2
+    -- (Priority 5, due later), 1 (Priority 0), 5 (Priority -1, though due first).
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01', @ScheduledFor = '2024-01-01T00:01:00', @Priority = 0;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02', @ScheduledFor = '2024-01-01T00:09:00', @Priority = 5;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03', @ScheduledFor = '2024-01-01T00:05:00', @Priority = 5;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:04', @ScheduledFor = '2024-01-01T00:05:00', @Priority = 5;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:05', @ScheduledFor = '2024-01-01T00:00:06', @Priority = -1;
+
+    -- One claim at a time, one more than there are items. A NULL @LockedBy never
+    -- hands an item back, so each claim takes the next item.
+    WHILE @Claims < 6
+        BEGIN
+            EXEC dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT;
+            SET @Order = @Order + ISNULL(CAST(DATEPART(SECOND, @EnqueuedAt) AS VARCHAR(2)), '-') + ',';
+            SET @Claims = @Claims + 1;
+        END;
+
+    EXEC tSQLt.AssertEqualsString @Expected = '3,4,2,1,5,-,', @Actual = @Order, @Message = N'claim order';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims only items of that type when Type is given]
+AS
+BEGIN
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @UrgentInventoryKey DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @RetCode INT;
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    DECLARE @Untouched INT;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.FakeTypes;
+    -- Customer jobs come first by every rule: higher Priority (1), earlier key (2), and
+    -- one whose worker vanished (3), which a claim of any type would take again. Only
+    -- the inventory jobs 4 and 5 are of the type asked for.
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @Priority = 9;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03',
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = N'worker-dead',
+        @LeaseUntil = @Expired,
+        @UpdatedAt = '2024-01-01T00:01:03';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:04', @Type = 'InventorySync';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @UrgentInventoryKey, @Type = 'InventorySync', @Priority = 1;
+
+    EXEC @RetCode = dbo.Next_SyncQueue_utx
+        @LockedBy = N'worker-1',
+        @BatchSize = 10,
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @Claimed = @Claimed OUTPUT,
+        @Type = 'InventorySync';
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '5,4', @Actual = @Seconds, @Message = N'claimed keys';
+    EXEC tSQLt.AssertEquals @Expected = @UrgentInventoryKey, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
+    SELECT @Untouched = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE
+        q.[Type] = 'CustomerSync'
+        AND q.UpdatedAt = q.EnqueuedAt
+        AND q.[Status] = 'Pending'
+        AND q.AttemptNum = 0;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Untouched, @Message = N'the Pending customer jobs';
+    SELECT @Untouched = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE
+        q.EnqueuedAt = '2024-01-01T00:00:03'
+        AND q.LockedBy = N'worker-dead'
+        AND q.AttemptNum = 1
+        AND q.UpdatedAt = '2024-01-01T00:01:03';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Untouched, @Message = N'the abandoned customer job';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx raises 50007 and claims nothing when Type is unknown]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    DECLARE @Status VARCHAR(20);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.FakeTypes;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+
+    BEGIN TRY
+        EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @Type = 'NoSuchSync';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Type%', @Actual = @ErrorMessage;
+    SELECT @Status = q.[Status]
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims an item again when its lease expired and attempts are left]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @OldToken DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @Before DATETIME2(7);
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Status VARCHAR(20);
+    DECLARE @AttemptNum INT;
+    DECLARE @LockedBy NVARCHAR(128);
+    DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @RowUpdatedAt DATETIME2(7);
+    DECLARE @OldError NVARCHAR(MAX);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- Its worker claimed it at @OldToken and vanished; the lease ran out a minute ago.
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = N'worker-dead',
+        @LeaseUntil = @Expired,
+        @UpdatedAt = @OldToken,
+        @Step = 'Push';
+    EXEC Next_SyncQueue_utxTests.AddAttempt
+        @EnqueuedAt = @Key, @StartedAt = @OldToken, @AttemptNum = 1, @LockedBy = N'worker-dead', @Step = 'Push';
+
+    SET @Before = SYSUTCDATETIME();
+    EXEC dbo.Next_SyncQueue_utx
+        @LockedBy = N'worker-2',
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @UpdatedAt = @UpdatedAt OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    SELECT
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @LockedBy = q.LockedBy,
+        @LeaseUntil = q.LeaseUntil,
+        @RowUpdatedAt = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @AttemptNum, @Message = N'AttemptNum';
+    EXEC tSQLt.AssertEqualsString @Expected = N'worker-2', @Actual = @LockedBy, @Message = N'LockedBy';
+    EXEC tSQLt.AssertEquals @Expected = @UpdatedAt, @Actual = @RowUpdatedAt, @Message = N'the row carries the new token';
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
+        EXEC tSQLt.Fail @Message0 = N'the new token must be later than the old one';
+    IF @LeaseUntil IS NULL OR @LeaseUntil < DATEADD(SECOND, 299, @Before)
+        EXEC tSQLt.Fail @Message0 = N'the new holder must get a new lease';
+
+    -- The vanished worker's attempt ends as an Error; the new one starts at the new token.
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome
+    INTO #Actual
+    FROM dbo.SyncQueueAttempt AS a;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome)
+    VALUES
+    (@Key, @OldToken, 1, 'Push', N'worker-dead', 'Error'),
+    (@Key, @UpdatedAt, 2, 'Push', N'worker-2', NULL);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'attempts';
+    SELECT @OldError = a.Error
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.EnqueuedAt = @Key AND a.StartedAt = @OldToken;
+    EXEC tSQLt.AssertLike
+        @ExpectedPattern = N'abandoned:%worker-2%', @Actual = @OldError, @Message = N'the abandoned attempt''s Error';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx hands its own Processing item back when the same worker restarts before the lease ends]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @OtherKey DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @OldToken DATETIME2(7) = '2024-01-01T00:01:00';
+    -- Two minutes left: well short of the 300 s a new claim gives.
+    DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 2, SYSUTCDATETIME());
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @AttemptNum INT;
+    DECLARE @LockedBy NVARCHAR(128);
+    DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @OtherStatus VARCHAR(20);
+    DECLARE @OldOutcome VARCHAR(20);
+    DECLARE @OldError NVARCHAR(MAX);
+    DECLARE @OpenStartedAt DATETIME2(7);
+    DECLARE @OpenCount INT;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- worker-1 holds the first item for two more minutes, and restarts. A due item waits too.
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = N'worker-1',
+        @LeaseUntil = @Later,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddAttempt
+        @EnqueuedAt = @Key, @StartedAt = @OldToken, @AttemptNum = 1, @LockedBy = N'worker-1';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @OtherKey;
+
+    EXEC dbo.Next_SyncQueue_utx
+        @LockedBy = N'worker-1',
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @UpdatedAt = @UpdatedAt OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'its own item comes back first';
+    SELECT
+        @AttemptNum = q.AttemptNum,
+        @LockedBy = q.LockedBy,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    SELECT @OtherStatus = q.[Status]
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @OtherKey;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @AttemptNum, @Message = N'AttemptNum';
+    EXEC tSQLt.AssertEqualsString @Expected = N'worker-1', @Actual = @LockedBy, @Message = N'LockedBy';
+    IF @LeaseUntil IS NULL OR @LeaseUntil <= @Later
+        EXEC tSQLt.Fail @Message0 = N'the claim must give a new lease of 300 s';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = 'Pending', @Actual = @OtherStatus, @Message = N'a batch of one holds the handed-back item only';
+    SELECT
+        @OldOutcome = a.Outcome,
+        @OldError = a.Error
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.EnqueuedAt = @Key AND a.StartedAt = @OldToken;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Error', @Actual = @OldOutcome, @Message = N'the old attempt''s Outcome';
+    EXEC tSQLt.AssertLike
+        @ExpectedPattern = N'abandoned:%restarted%', @Actual = @OldError, @Message = N'the old attempt''s Error';
+    SELECT
+        @OpenCount = COUNT(*),
+        @OpenStartedAt = MAX(a.StartedAt)
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.EnqueuedAt = @Key AND a.Outcome IS NULL;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @OpenCount, @Message = N'open attempts';
+    EXEC tSQLt.AssertEquals
+        @Expected = @UpdatedAt, @Actual = @OpenStartedAt, @Message = N'the open attempt starts at the new token';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx leaves an item alone when another worker holds an unexpired lease]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @OldToken DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @Claimed NVARCHAR(MAX);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = N'worker-1',
+        @LeaseUntil = @Later,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddAttempt
+        @EnqueuedAt = @Key, @StartedAt = @OldToken, @AttemptNum = 1, @LockedBy = N'worker-1';
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.LockedBy,
+        q.LeaseUntil,
+        q.UpdatedAt
+    INTO #Before
+    FROM dbo.SyncQueue AS q;
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.LockedBy,
+        a.Outcome,
+        a.Error
+    INTO #AttemptsBefore
+    FROM dbo.SyncQueueAttempt AS a;
+
+    EXEC @RetCode = dbo.Next_SyncQueue_utx
+        @LockedBy = N'worker-2',
+        @BatchSize = 10,
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @Claimed = @Claimed OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
+    EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'@Claimed';
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.LockedBy,
+        q.LeaseUntil,
+        q.UpdatedAt
+    INTO #After
+    FROM dbo.SyncQueue AS q;
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.LockedBy,
+        a.Outcome,
+        a.Error
+    INTO #AttemptsAfter
+    FROM dbo.SyncQueueAttempt AS a;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After', @Message = N'items';
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#AttemptsBefore', @Actual = N'#AttemptsAfter', @Message = N'attempts';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx fails an item instead of handing it out when its lease expired on the last attempt]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @OtherKey DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @OldToken DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    DECLARE @Status VARCHAR(20);
+    DECLARE @AttemptNum INT;
+    DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @RowUpdatedAt DATETIME2(7);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- The default syncqueue.maxAttempts is 3: the vanished worker had the last one.
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Processing',
+        @AttemptNum = 3,
+        @LockedBy = N'worker-dead',
+        @LeaseUntil = @Expired,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddAttempt
+        @EnqueuedAt = @Key, @StartedAt = @OldToken, @AttemptNum = 3, @LockedBy = N'worker-dead';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @OtherKey;
+
+    EXEC dbo.Next_SyncQueue_utx
+        @LockedBy = N'worker-2',
+        @BatchSize = 5,
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @UpdatedAt = @UpdatedAt OUTPUT,
+        @Claimed = @Claimed OUTPUT;
+
+    EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '2', @Actual = @Seconds, @Message = N'claimed keys';
+    EXEC tSQLt.AssertEquals @Expected = @OtherKey, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
+    SELECT
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @LeaseUntil = q.LeaseUntil,
+        @RowUpdatedAt = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Failed', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @AttemptNum, @Message = N'no attempt is added';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'a Failed item holds no lease';
+    IF @RowUpdatedAt IS NULL OR @RowUpdatedAt <= @OldToken
+        EXEC tSQLt.Fail @Message0 = N'failing the item must move its token forward';
+
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.LockedBy,
+        a.Outcome
+    INTO #Actual
+    FROM dbo.SyncQueueAttempt AS a;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.LockedBy,
+        a.Outcome
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EnqueuedAt, StartedAt, AttemptNum, LockedBy, Outcome)
+    VALUES
+    (@Key, @OldToken, 3, N'worker-dead', 'Failed'),
+    (@OtherKey, @UpdatedAt, 1, N'worker-2', NULL);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'attempts';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims a later group item only when the earlier one is Completed]
+AS
+BEGIN
+    DECLARE @First DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Second DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @SecondStatus VARCHAR(20);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- Two jobs of one customer, in order; the later one is the more urgent, which must not matter.
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @First, @GroupKey = N'customer:1';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @Second, @GroupKey = N'customer:1', @Priority = 9;
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @EnqueuedAt = @EnqueuedAt OUTPUT;
+    EXEC tSQLt.AssertEquals @Expected = @First, @Actual = @EnqueuedAt, @Message = N'the first claim';
+
+    -- Another worker, while the first job is in Processing.
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-2', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = NULL, @Actual = @Claimed, @Message = N'the later job waits while the earlier one runs';
+    SELECT @SecondStatus = q.[Status]
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Second;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @SecondStatus, @Message = N'the later job';
+
+    UPDATE dbo.SyncQueue
+    SET
+        [Status] = 'Completed',
+        LeaseUntil = NULL
+    WHERE EnqueuedAt = @First;
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-2', @EnqueuedAt = @EnqueuedAt OUTPUT;
+    EXEC tSQLt.AssertEquals
+        @Expected = @Second, @Actual = @EnqueuedAt, @Message = N'the later job once the earlier one is Completed';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx skips a later item of a group when an earlier one is unfinished]
+AS
+BEGIN
+    DECLARE @Later DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    DECLARE @Pending INT;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- Four groups whose first item is unfinished: Pending not yet due, Processing under
+    -- another worker's lease, Error waiting for its retry, Paused. Their second items
+    -- (11 to 14) are due. Item 21 is alone in its group: the claim takes it.
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01', @ScheduledFor = @Later, @GroupKey = N'g-pending';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02',
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @GroupKey = N'g-processing',
+        @LockedBy = N'worker-9',
+        @LeaseUntil = @Later;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03',
+        @Status = 'Error',
+        @AttemptNum = 1,
+        @ScheduledFor = @Later,
+        @GroupKey = N'g-error';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:04', @Status = 'Paused', @GroupKey = N'g-paused';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:11', @GroupKey = N'g-pending';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:12', @GroupKey = N'g-processing';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:13', @GroupKey = N'g-error';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:14', @GroupKey = N'g-paused';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:21', @GroupKey = N'g-alone';
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+
+    EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '21', @Actual = @Seconds, @Message = N'claimed keys';
+    SELECT @Pending = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt BETWEEN '2024-01-01T00:00:11' AND '2024-01-01T00:00:14' AND q.[Status] = 'Pending';
+    EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Pending, @Message = N'the later items stay Pending';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims each item once and one item per group when BatchSize is 5]
+AS
+BEGIN
+    DECLARE @AbandonedKey DATETIME2(7) = '2024-01-01T00:00:07';
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    DECLARE @Rows INT;
+    DECLARE @DistinctKeys INT;
+    DECLARE @FirstToken DATETIME2(7);
+    DECLARE @Matching INT;
+    DECLARE @Processing INT;
+    DECLARE @OpenAttempts INT;
+    DECLARE @StillPending VARCHAR(400);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- Groups a (1, 2) and b (3, 4), two items without a group (5, 6), and item 7 whose
+    -- worker vanished. Expected: 7 (claimed again, first), then 1, 3, 5, 6; 2 and 4
+    -- wait for the earlier items of their groups.
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @GroupKey = N'a';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02', @GroupKey = N'a';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:03', @GroupKey = N'b';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:04', @GroupKey = N'b';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:05';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:06';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @AbandonedKey,
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = N'worker-dead',
+        @LeaseUntil = @Expired,
+        @UpdatedAt = '2024-01-01T00:01:07';
+    EXEC Next_SyncQueue_utxTests.AddAttempt
+        @EnqueuedAt = @AbandonedKey, @StartedAt = '2024-01-01T00:01:07', @AttemptNum = 1, @LockedBy = N'worker-dead';
+
+    EXEC @RetCode = dbo.Next_SyncQueue_utx
+        @LockedBy = N'worker-1',
+        @BatchSize = 5,
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @UpdatedAt = @UpdatedAt OUTPUT,
+        @Claimed = @Claimed OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '7,1,3,5,6', @Actual = @Seconds, @Message = N'@Claimed, in order';
+    SELECT
+        @Rows = COUNT(*),
+        @DistinctKeys = COUNT(DISTINCT c.EnqueuedAt)
+    FROM OPENJSON (@Claimed) WITH (EnqueuedAt DATETIME2(7), UpdatedAt DATETIME2(7)) AS c;
+    EXEC tSQLt.AssertEquals @Expected = @Rows, @Actual = @DistinctKeys, @Message = N'no key twice in @Claimed';
+    SELECT @FirstToken = c.UpdatedAt
+    FROM OPENJSON(@Claimed) AS j
+    CROSS APPLY OPENJSON (j.[value]) WITH (UpdatedAt DATETIME2(7)) AS c
+    WHERE j.[key] = '0';
+    EXEC tSQLt.AssertEquals @Expected = @AbandonedKey, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt is the first';
+    EXEC tSQLt.AssertEquals @Expected = @FirstToken, @Actual = @UpdatedAt, @Message = N'@UpdatedAt is the first''s';
+
+    -- Every row of @Claimed is a row this worker now holds, with the token @Claimed gives.
+    SELECT @Matching = COUNT(*)
+    FROM OPENJSON (@Claimed) WITH (EnqueuedAt DATETIME2(7), UpdatedAt DATETIME2(7)) AS c
+    INNER JOIN dbo.SyncQueue AS q ON c.EnqueuedAt = q.EnqueuedAt AND c.UpdatedAt = q.UpdatedAt
+    WHERE q.[Status] = 'Processing' AND q.LockedBy = N'worker-1';
+    SELECT @Processing = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE q.[Status] = 'Processing';
+    SELECT @OpenAttempts = COUNT(DISTINCT a.EnqueuedAt)
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.Outcome IS NULL AND a.LockedBy = N'worker-1';
+    SELECT
+        @StillPending = STRING_AGG(CAST(DATEPART(SECOND, q.EnqueuedAt) AS VARCHAR(2)), ',')
+        WITHIN GROUP (ORDER BY q.EnqueuedAt)
+    FROM dbo.SyncQueue AS q
+    WHERE q.[Status] = 'Pending';
+    EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @Matching, @Message = N'rows matching @Claimed';
+    EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @Processing, @Message = N'items in Processing';
+    EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @OpenAttempts, @Message = N'items with an open attempt';
+    EXEC tSQLt.AssertEqualsString @Expected = '2,4', @Actual = @StillPending, @Message = N'items left Pending';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx writes an attempt row for each claim when it claims]
+AS
+BEGIN
+    DECLARE @PendingKey DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @ErrorKey DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @EarlierStart DATETIME2(7) = '2024-01-01T00:00:30';
+    DECLARE @PendingToken DATETIME2(7);
+    DECLARE @ErrorToken DATETIME2(7);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- A new item, and one whose first attempt (by worker-0) ended in an Error at step Push.
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @PendingKey;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @ErrorKey,
+        @Status = 'Error',
+        @AttemptNum = 1,
+        @UpdatedAt = '2024-01-01T00:01:02',
+        @Step = 'Push';
+    EXEC Next_SyncQueue_utxTests.AddAttempt
+        @EnqueuedAt = @ErrorKey,
+        @StartedAt = @EarlierStart,
+        @AttemptNum = 1,
+        @LockedBy = N'worker-0',
+        @Outcome = 'Error',
+        @Step = 'Push';
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @BatchSize = 2;
+
+    SELECT @PendingToken = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @PendingKey;
+    SELECT @ErrorToken = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @ErrorKey;
+    IF @PendingToken <= @PendingKey OR @ErrorToken <= '2024-01-01T00:01:02'
+        EXEC tSQLt.Fail @Message0 = N'each claim must move its item''s token forward';
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome
+    INTO #Actual
+    FROM dbo.SyncQueueAttempt AS a;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome
+    INTO #Expected
+    FROM #Actual AS a;
+    -- The finished attempt stays as it was; each claim opens one, starting at its new token.
+    INSERT INTO #Expected (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome)
+    VALUES
+    (@ErrorKey, @EarlierStart, 1, 'Push', N'worker-0', 'Error'),
+    (@PendingKey, @PendingToken, 1, NULL, N'worker-1', NULL),
+    (@ErrorKey, @ErrorToken, 2, 'Push', N'worker-1', NULL);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx sets LeaseUntil to StartedAt plus leaseSeconds when syncqueueleaseSeconds is 60]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Before DATETIME2(7);
+    DECLARE @After DATETIME2(7);
+    DECLARE @StartedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @Expected DATETIME2(7);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    INSERT INTO dbo.AppSettings (Param, ValInt, ValText) VALUES ('syncqueue.leaseSeconds', 60, NULL);
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @Key;
+
+    SET @Before = SYSUTCDATETIME();
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1';
+    SET @After = SYSUTCDATETIME();
+
+    SELECT
+        @StartedAt = q.StartedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    -- StartedAt is whole microseconds, so it may round a fraction below @Before.
+    IF @StartedAt IS NULL OR @StartedAt < DATEADD(MICROSECOND, -1, @Before) OR @StartedAt > @After
+        EXEC tSQLt.Fail @Message0 = N'StartedAt must be the time of the claim';
+    SET @Expected = DATEADD(SECOND, 60, @StartedAt);
+    EXEC tSQLt.AssertEquals @Expected = @Expected, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx sets a lease of 300 seconds when no leaseSeconds setting exists]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @StartedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @Expected DATETIME2(7);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @Key;
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1';
+
+    SELECT
+        @StartedAt = q.StartedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    SET @Expected = DATEADD(SECOND, 300, @StartedAt);
+    EXEC tSQLt.AssertEquals @Expected = @Expected, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx raises 50007 when LockedBy is blank]
+AS
+BEGIN
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@LockedBy%';
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'   ';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx raises 50007 when LockedBy is over 128 characters]
+AS
+BEGIN
+    -- The parameter is wider than dbo.WorkerName: a longer name must be refused, not cut.
+    DECLARE @LockedBy NVARCHAR(400) = REPLICATE(N'w', 129);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@LockedBy%';
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = @LockedBy;
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx raises 50007 and claims nothing when BatchSize is out of range]
+AS
+BEGIN
+    DECLARE @Status VARCHAR(20);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+
+    EXEC Next_SyncQueue_utxTests.AssertBatchSizeRefused @BatchSize = 0, @Case = N'@BatchSize 0';
+    EXEC Next_SyncQueue_utxTests.AssertBatchSizeRefused @BatchSize = -1, @Case = N'@BatchSize -1';
+    EXEC Next_SyncQueue_utxTests.AssertBatchSizeRefused @BatchSize = 1001, @Case = N'@BatchSize 1001';
+    EXEC Next_SyncQueue_utxTests.AssertBatchSizeRefused @BatchSize = NULL, @Case = N'@BatchSize NULL';
+
+    SELECT @Status = q.[Status]
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx records HOST_NAME and SPID as LockedBy when LockedBy is NULL]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Expected NVARCHAR(128) = LEFT(ISNULL(HOST_NAME(), N''), 100) + N'/' + CAST(@@SPID AS NVARCHAR(10));
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @RowLockedBy NVARCHAR(128);
+    DECLARE @AttemptLockedBy NVARCHAR(128);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @Key;
+
+    EXEC dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT;
+
+    SELECT @RowLockedBy = q.LockedBy
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    SELECT @AttemptLockedBy = a.LockedBy
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @RowLockedBy, @Message = N'the item''s LockedBy';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = @Expected, @Actual = @AttemptLockedBy, @Message = N'the attempt''s LockedBy';
 END;
 GO

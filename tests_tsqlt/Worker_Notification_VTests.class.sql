@@ -23,7 +23,12 @@ BEGIN
         StartedAt,
         Duration,
         ScheduledFor,
-        UpdatedAt
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey,
+        LockedBy,
+        LeaseUntil
     )
     VALUES (
         '2024-01-01T00:00:00',
@@ -36,7 +41,12 @@ BEGIN
         '2024-01-01T00:01:00',
         NULL,
         '2024-01-01T00:00:30',
-        '2024-01-01T00:01:01'
+        '2024-01-01T00:01:01',
+        3,
+        N'user-42',
+        N'reset-42',
+        N'worker-1',
+        '2024-01-01T00:06:00'
     );
     INSERT INTO dbo.Notification_ResetPassword (EnqueuedAt, OTP, UserID, Username)
     VALUES ('2024-01-01T00:00:00', '123456', 42, N'alice');
@@ -61,6 +71,11 @@ BEGIN
         v.ScheduledFor,
         v.StartedAt,
         v.UpdatedAt,
+        v.LockedBy,
+        v.LeaseUntil,
+        v.[Priority],
+        v.GroupKey,
+        v.DedupKey,
         v.Response,
         v.Error,
         v.UserID,
@@ -85,6 +100,11 @@ BEGIN
         a.ScheduledFor,
         a.StartedAt,
         a.UpdatedAt,
+        a.LockedBy,
+        a.LeaseUntil,
+        a.[Priority],
+        a.GroupKey,
+        a.DedupKey,
         a.Response,
         a.Error,
         a.UserID,
@@ -108,6 +128,11 @@ BEGIN
         ScheduledFor,
         StartedAt,
         UpdatedAt,
+        LockedBy,
+        LeaseUntil,
+        [Priority],
+        GroupKey,
+        DedupKey,
         Response,
         Error,
         UserID,
@@ -130,6 +155,11 @@ BEGIN
         '2024-01-01T00:00:30',
         '2024-01-01T00:01:00',
         '2024-01-01T00:01:01',
+        N'worker-1',
+        '2024-01-01T00:06:00',
+        3,
+        N'user-42',
+        N'reset-42',
         N'base response',
         N'base error',
         42,

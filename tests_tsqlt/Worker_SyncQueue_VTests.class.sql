@@ -22,7 +22,12 @@ BEGIN
         StartedAt,
         Duration,
         ScheduledFor,
-        UpdatedAt
+        UpdatedAt,
+        LockedBy,
+        LeaseUntil,
+        [Priority],
+        GroupKey,
+        DedupKey
     )
     VALUES (
         '2024-01-01T00:00:00',
@@ -37,7 +42,12 @@ BEGIN
         '2024-01-01T00:02:00',
         1500,
         '2024-01-01T00:01:00',
-        '2024-01-01T00:02:01'
+        '2024-01-01T00:02:01',
+        N'worker-7',
+        '2024-01-01T00:07:00',
+        -3,
+        N'customer:1001',
+        N'sync:C-1001'
     );
 
     SELECT
@@ -51,6 +61,11 @@ BEGIN
         v.ScheduledFor,
         v.StartedAt,
         v.UpdatedAt,
+        v.LockedBy,
+        v.LeaseUntil,
+        v.[Priority],
+        v.GroupKey,
+        v.DedupKey,
         v.Response,
         v.Error
     INTO #Actual
@@ -67,6 +82,11 @@ BEGIN
         a.ScheduledFor,
         a.StartedAt,
         a.UpdatedAt,
+        a.LockedBy,
+        a.LeaseUntil,
+        a.[Priority],
+        a.GroupKey,
+        a.DedupKey,
         a.Response,
         a.Error
     INTO #Expected
@@ -82,6 +102,11 @@ BEGIN
         ScheduledFor,
         StartedAt,
         UpdatedAt,
+        LockedBy,
+        LeaseUntil,
+        [Priority],
+        GroupKey,
+        DedupKey,
         Response,
         Error
     )
@@ -96,6 +121,11 @@ BEGIN
         '2024-01-01T00:01:00',
         '2024-01-01T00:02:00',
         '2024-01-01T00:02:01',
+        N'worker-7',
+        '2024-01-01T00:07:00',
+        -3,
+        N'customer:1001',
+        N'sync:C-1001',
         N'502 Bad Gateway',
         N'upstream unavailable'
     );

@@ -4,9 +4,16 @@ GO
 /* dbo.AppSettingInt_fn: a whole-number setting: the row of dbo.AppSettings, or the
    documented default when the row is absent (or NULL, or the name unknown).
    @Param: the setting's name.
-   Settings and their defaults:
-     notification.maxAttempts  3  claims a notification may take
-     syncqueue.maxAttempts     3  claims a sync job may take */
+   Settings and their defaults, the same for each queue (<queue> is notification
+   or syncqueue):
+     <queue>.maxAttempts            3  claims an item may take before it is Failed
+     <queue>.leaseSeconds         300  how long a claim holds an item before another
+                                       worker may take it over (Extend_ renews it)
+     <queue>.backoffBaseMs       1000  the wait after a first Error outcome ...
+     <queue>.backoffFactorPct     200  ... multiplied by this per further attempt ...
+     <queue>.backoffCapMs     3600000  ... up to this (before the jitter) ...
+     <queue>.backoffJitterPct      10  ... plus or minus this share, at random
+   (dbo.QueueBackoffMs_fn turns the backoff settings into a wait.) */
 CREATE OR ALTER FUNCTION dbo.AppSettingInt_fn(@Param dbo.SettingName)
 RETURNS INT
 AS
@@ -21,7 +28,17 @@ BEGIN
             FROM (
                 VALUES
                 ('notification.maxAttempts', 3),
-                ('syncqueue.maxAttempts', 3)
+                ('notification.leaseSeconds', 300),
+                ('notification.backoffBaseMs', 1000),
+                ('notification.backoffFactorPct', 200),
+                ('notification.backoffCapMs', 3600000),
+                ('notification.backoffJitterPct', 10),
+                ('syncqueue.maxAttempts', 3),
+                ('syncqueue.leaseSeconds', 300),
+                ('syncqueue.backoffBaseMs', 1000),
+                ('syncqueue.backoffFactorPct', 200),
+                ('syncqueue.backoffCapMs', 3600000),
+                ('syncqueue.backoffJitterPct', 10)
             ) AS d(Param, ValInt)
             WHERE d.Param = @Param
         )

@@ -11,7 +11,11 @@ GO
    @PreferredLanguage: the e-mail's language tag (default en).
    @PhoneNumber: the E.164 number to text it to, or NULL.
    @ScheduledFor: when it may be sent, UTC (default: now).
-   Returns 0 with one row, the new key (EnqueuedAt); 1 on error: 50001 inside
+   @Priority: higher is claimed first (default 0).
+   @GroupKey: an ordered group to join (NULL: none).
+   @DedupKey: a deduplication key (NULL: none).
+   Returns 0 with one row, the new key (EnqueuedAt), or the key of the
+   unfinished notification that already carries @DedupKey; 1 on error: 50001 inside
    a transaction, and the errors of dbo.Add_Notification_ResetPassword_utx. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_trx
     @UserID dbo.DbUserID,
@@ -20,7 +24,10 @@ CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_trx
     @EmailTo NVARCHAR(400) = NULL,
     @PreferredLanguage NVARCHAR(400) = NULL,
     @PhoneNumber VARCHAR(400) = NULL,
-    @ScheduledFor dbo.[_Timestamp] = NULL
+    @ScheduledFor dbo.[_Timestamp] = NULL,
+    @Priority INT = 0,
+    @GroupKey NVARCHAR(400) = NULL,
+    @DedupKey NVARCHAR(400) = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -48,7 +55,10 @@ BEGIN
         @PreferredLanguage = @PreferredLanguage,
         @PhoneNumber = @PhoneNumber,
         @ScheduledFor = @ScheduledFor,
-        @EnqueuedAt = @EnqueuedAt OUTPUT;
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @Priority = @Priority,
+        @GroupKey = @GroupKey,
+        @DedupKey = @DedupKey;
     SELECT @ErrNo = @@ERROR;
     IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
     COMMIT TRANSACTION Add_ResetPassword;

@@ -17,7 +17,13 @@ GO
    @PreferredLanguage: the e-mail's language tag (default en).
    @PhoneNumber: the E.164 number to text it to, or NULL for no SMS.
    @ScheduledFor: when it may be sent, UTC (default: now).
-   @EnqueuedAt: OUTPUT, the new notification's key.
+   @EnqueuedAt: OUTPUT, the new notification's key; for a duplicate, the key of
+     the unfinished notification that already carries @DedupKey.
+   @Priority: higher is claimed first, -32768 to 32767 (default and NULL: 0).
+   @GroupKey: an ordered group to join, at most 100 characters (NULL: none).
+   @DedupKey: a deduplication key, at most 200 characters (NULL: none). While an
+     unfinished notification carries it, nothing is written and that one's key
+     is returned, with no error: enqueueing the same request twice is safe.
    Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 an invalid
    parameter (nothing is written), 50009 the enqueue lock was not granted.
    On error the caller rolls back. */
@@ -29,7 +35,10 @@ CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_utx
     @PreferredLanguage NVARCHAR(400) = NULL,
     @PhoneNumber VARCHAR(400) = NULL,
     @ScheduledFor dbo.[_Timestamp] = NULL,
-    @EnqueuedAt dbo.[_Timestamp] = NULL OUTPUT
+    @EnqueuedAt dbo.[_Timestamp] = NULL OUTPUT,
+    @Priority INT = 0,
+    @GroupKey NVARCHAR(400) = NULL,
+    @DedupKey NVARCHAR(400) = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -88,6 +97,21 @@ BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@PreferredLanguage must be a language tag such as en or en-GB');
             GOTO EXIT_ERROR;
         END;
+    IF (@Priority NOT BETWEEN -32768 AND 32767)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Priority must be -32768 to 32767');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@GroupKey IS NOT NULL AND (LTRIM(RTRIM(@GroupKey)) = N'' OR LEN(@GroupKey) > 100))
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@GroupKey must be 1 to 100 characters, or NULL');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@DedupKey IS NOT NULL AND (LTRIM(RTRIM(@DedupKey)) = N'' OR LEN(@DedupKey) > 200))
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@DedupKey must be 1 to 200 characters, or NULL');
+            GOTO EXIT_ERROR;
+        END;
 
     EXEC @LockResult = sys.sp_getapplock
         @Resource = N'dbo.Notification',
@@ -99,11 +123,27 @@ BEGIN
             RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
             GOTO EXIT_ERROR;
         END;
+    -- Under the enqueue lock, so two producers of the same key cannot both miss it.
+    IF (@DedupKey IS NOT NULL)
+        BEGIN
+            SELECT @EnqueuedAt = n.EnqueuedAt
+            FROM dbo.Notification AS n
+            WHERE n.DedupKey = @DedupKey AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
+            IF (@EnqueuedAt IS NOT NULL) RETURN 0;
+        END;
     SELECT @Last = MAX(n.EnqueuedAt) FROM dbo.Notification AS n;
     SET @EnqueuedAt = dbo.QueueNextKey_fn(@Last);
 
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], ScheduledFor, UpdatedAt)
-    VALUES (@EnqueuedAt, 'ResetPassword', ISNULL(@ScheduledFor, @EnqueuedAt), @EnqueuedAt);
+    INSERT INTO dbo.Notification (EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey)
+    VALUES (
+        @EnqueuedAt,
+        'ResetPassword',
+        ISNULL(@ScheduledFor, @EnqueuedAt),
+        @EnqueuedAt,
+        ISNULL(@Priority, 0),
+        @GroupKey,
+        @DedupKey
+    );
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;

@@ -5,8 +5,10 @@ GO
    rules are dbo.Add_SyncQueue_utx's. One job is a one-row @Items.
    @Items: the jobs (dbo.SyncQueueItemList).
    Returns 0 with one row per job, in ItemNo order (EnqueuedAt, Type,
-   EntityKey, from dbo.Worker_SyncQueue_V); 1 on error: 50001 inside a
-   transaction, and the errors of dbo.Add_SyncQueue_utx. */
+   EntityKey, from dbo.Worker_SyncQueue_V, then ItemNo and IsDuplicate): a
+   duplicate's row is the unfinished item that carries its DedupKey, with that
+   item's key, Type and EntityKey; 1 on error: 50001 inside a transaction, and
+   the errors of dbo.Add_SyncQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_trx
     @Items dbo.SyncQueueItemList READONLY
 AS
@@ -15,8 +17,7 @@ BEGIN
     SET XACT_ABORT ON;
     -- relq's locking hints assume READ COMMITTED, whatever the connection's default.
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DECLARE @First dbo.[_Timestamp];
-    DECLARE @Last dbo.[_Timestamp];
+    DECLARE @Enqueued NVARCHAR(MAX);
     DECLARE @RetCode INT;
     DECLARE @ErrNo INT;
 
@@ -31,20 +32,20 @@ BEGIN
     BEGIN TRANSACTION Add_SyncQueue;
     EXEC @RetCode = dbo.Add_SyncQueue_utx
         @Items = @Items,
-        @FirstEnqueuedAt = @First OUTPUT,
-        @LastEnqueuedAt = @Last OUTPUT;
+        @Enqueued = @Enqueued OUTPUT;
     SELECT @ErrNo = @@ERROR;
     IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
     COMMIT TRANSACTION Add_SyncQueue;
 
-    -- The call's keys are the contiguous range [@First, @Last], in ItemNo order.
     SELECT
         v.EnqueuedAt,
         v.[Type],
-        v.EntityKey
-    FROM dbo.Worker_SyncQueue_V AS v
-    WHERE v.EnqueuedAt BETWEEN @First AND @Last
-    ORDER BY v.EnqueuedAt;
+        v.EntityKey,
+        e.ItemNo,
+        e.IsDuplicate
+    FROM OPENJSON (@Enqueued) WITH (ItemNo INT, EnqueuedAt DATETIME2(7), IsDuplicate BIT) AS e
+    INNER JOIN dbo.Worker_SyncQueue_V AS v ON e.EnqueuedAt = v.EnqueuedAt
+    ORDER BY e.ItemNo;
     RETURN 0;
 
     EXIT_TRANSACTION:

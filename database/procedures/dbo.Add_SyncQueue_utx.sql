@@ -5,21 +5,37 @@ GO
    caller's transaction, in one statement. Every item is checked first; one
    bad item and nothing is written. Keys come under an application lock on
    'dbo.SyncQueue' held to the end of the transaction: the first is the later
-   of now and the last key plus a microsecond (dbo.QueueNextKey_fn), and item n
-   (in ItemNo order, from 0) gets the first plus n microseconds, so a call's
-   keys are contiguous, increasing, and never shared with another producer's.
+   of now and the last key plus a microsecond (dbo.QueueNextKey_fn), and the
+   inserted item n (in ItemNo order, from 0) gets the first plus n
+   microseconds, so a call's keys are contiguous, increasing, and never shared
+   with another producer's.
+   Deduplication, under the same lock: an item whose DedupKey an unfinished
+   item (Pending, Processing, Error or Paused) already carries is not inserted
+   and gets that item's key; items of one call sharing a DedupKey are inserted
+   once, as the lowest ItemNo, and the others get its key. No error either way:
+   enqueueing the same request twice is safe.
    @Items: the jobs: ItemNo, Type (a row of dbo.SyncQueueType), EntityKey,
-     Payload (JSON or NULL), ScheduledFor (UTC; NULL: now). At most 4,000: a bigger insert would
-     escalate to a table lock and stall every worker until the caller commits.
-   @FirstEnqueuedAt: OUTPUT, the key of the first item.
-   @LastEnqueuedAt: OUTPUT, the key of the last item.
+     Payload (JSON or NULL), ScheduledFor (UTC; NULL: now), Priority (higher is
+     claimed first, -32768 to 32767; NULL: 0), GroupKey (an ordered group, 1 to
+     100 characters; NULL: none), DedupKey (1 to 200 characters; NULL: none).
+     At most 4,000: a bigger insert would escalate to a table lock and stall
+     every worker until the caller commits.
+   @FirstEnqueuedAt: OUTPUT, the key of the first inserted item; NULL when
+     every item was a duplicate.
+   @LastEnqueuedAt: OUTPUT, the key of the last inserted item; NULL likewise.
+   @Enqueued: OUTPUT, every item as a JSON array of {ItemNo, EnqueuedAt,
+     IsDuplicate} in ItemNo order, EnqueuedAt being the key it was inserted
+     under or, for a duplicate, the key of the item that carries its DedupKey
+     (read it with OPENJSON ... WITH (ItemNo INT, EnqueuedAt DATETIME2(7),
+     IsDuplicate BIT)).
    Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 an invalid
    item (named by its ItemNo), 50009 the enqueue lock was not granted. On
    error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_utx
     @Items dbo.SyncQueueItemList READONLY,
     @FirstEnqueuedAt dbo.[_Timestamp] = NULL OUTPUT,
-    @LastEnqueuedAt dbo.[_Timestamp] = NULL OUTPUT
+    @LastEnqueuedAt dbo.[_Timestamp] = NULL OUTPUT,
+    @Enqueued NVARCHAR(MAX) = NULL OUTPUT
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -29,16 +45,25 @@ BEGIN
     -- every worker until the caller commits: send more in several calls.
     DECLARE @MaxItems INT = 4000;
     DECLARE @ItemCount INT;
+    DECLARE @InsertCount INT;
     DECLARE @BadItem INT;
     DECLARE @Why NVARCHAR(200);
     DECLARE @Last dbo.[_Timestamp];
     DECLARE @LockResult INT;
+    -- KeepNo: the item of this call whose row an item shares (itself when inserted).
+    DECLARE @Plan TABLE (
+        ItemNo INT NOT NULL PRIMARY KEY,
+        KeepNo INT NOT NULL,
+        EnqueuedAt DATETIME2(7) NULL,
+        IsDuplicate BIT NOT NULL
+    );
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
     SELECT
         @FirstEnqueuedAt = NULL,
-        @LastEnqueuedAt = NULL;
+        @LastEnqueuedAt = NULL,
+        @Enqueued = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
             RAISERROR (50002, 16, 1, N'dbo.Add_SyncQueue_utx');
@@ -50,13 +75,17 @@ BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@Items must hold 1 to 4,000 items');
             GOTO EXIT_ERROR;
         END;
+    -- Lengths and the Priority range are the list type's own: SQL Server refuses a
+    -- longer value when the caller fills the list (8152), so only blanks are left.
     SELECT TOP (1)
         @BadItem = i.ItemNo,
         @Why = CASE
             WHEN i.[Type] IS NULL THEN N'Type is required'
             WHEN t.[Type] IS NULL THEN N'Type is not one of dbo.SyncQueueType'
             WHEN i.EntityKey IS NULL OR LTRIM(RTRIM(i.EntityKey)) = N'' THEN N'EntityKey is required'
-            ELSE N'Payload is not valid JSON'
+            WHEN i.Payload IS NOT NULL AND ISJSON(i.Payload) = 0 THEN N'Payload is not valid JSON'
+            WHEN LTRIM(RTRIM(i.GroupKey)) = N'' THEN N'GroupKey must not be blank: NULL for none'
+            ELSE N'DedupKey must not be blank: NULL for none'
         END
     FROM @Items AS i
     LEFT JOIN dbo.SyncQueueType AS t ON i.[Type] = t.[Type]
@@ -65,6 +94,8 @@ BEGIN
         OR i.EntityKey IS NULL
         OR LTRIM(RTRIM(i.EntityKey)) = N''
         OR (i.Payload IS NOT NULL AND ISJSON(i.Payload) = 0)
+        OR LTRIM(RTRIM(i.GroupKey)) = N''
+        OR LTRIM(RTRIM(i.DedupKey)) = N''
     ORDER BY i.ItemNo;
     IF (@BadItem IS NOT NULL)
         BEGIN
@@ -83,33 +114,34 @@ BEGIN
             RAISERROR (50009, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
             GOTO EXIT_ERROR;
         END;
-    SELECT @Last = MAX(q.EnqueuedAt) FROM dbo.SyncQueue AS q;
-    SET @FirstEnqueuedAt = dbo.QueueNextKey_fn(@Last);
-    SET @LastEnqueuedAt = DATEADD(MICROSECOND, @ItemCount - 1, @FirstEnqueuedAt);
 
-    WITH numbered AS (
-        SELECT
-            i.[Type],
-            i.EntityKey,
-            i.Payload,
-            i.ScheduledFor,
-            DATEADD(
-                MICROSECOND,
-                CAST(ROW_NUMBER() OVER (ORDER BY i.ItemNo) - 1 AS INT),
-                @FirstEnqueuedAt
-            ) AS EnqueuedAt
-        FROM @Items AS i
-    )
-
-    INSERT INTO dbo.SyncQueue (EnqueuedAt, [Type], EntityKey, Payload, ScheduledFor, UpdatedAt)
+    -- Under the enqueue lock, so two producers of the same DedupKey cannot both miss it.
+    -- Every item of a DedupKey finds the same holder, so a holder's key is the whole group's.
+    INSERT INTO @Plan (ItemNo, KeepNo, EnqueuedAt, IsDuplicate)
     SELECT
-        n.EnqueuedAt,
-        n.[Type],
-        n.EntityKey,
-        n.Payload,
-        ISNULL(n.ScheduledFor, n.EnqueuedAt) AS ScheduledFor,
-        n.EnqueuedAt AS UpdatedAt
-    FROM numbered AS n;
+        d.ItemNo,
+        d.KeepNo,
+        h.EnqueuedAt,
+        CASE WHEN h.EnqueuedAt IS NOT NULL OR d.KeepNo <> d.ItemNo THEN 1 ELSE 0 END AS IsDuplicate
+    FROM (
+        SELECT
+            i.ItemNo,
+            i.DedupKey,
+            CASE
+                WHEN i.DedupKey IS NULL THEN i.ItemNo
+                ELSE MIN(i.ItemNo) OVER (PARTITION BY i.DedupKey)
+            END AS KeepNo
+        FROM @Items AS i
+    ) AS d
+    OUTER APPLY (
+        -- The predicates of the filtered index IX_SyncQueue_DedupKey, spelled out so that it serves.
+        SELECT TOP (1) q.EnqueuedAt
+        FROM dbo.SyncQueue AS q
+        WHERE
+            q.DedupKey = d.DedupKey
+            AND q.DedupKey IS NOT NULL
+            AND q.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+    ) AS h;
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
@@ -119,6 +151,77 @@ BEGIN
             RAISERROR (50003, 16, 1, @Proc, @ItemCount, @RowCnt);
             GOTO EXIT_ERROR;
         END;
+    SELECT @InsertCount = COUNT(*) FROM @Plan AS p
+    WHERE p.IsDuplicate = 0;
+
+    IF (@InsertCount > 0)
+        BEGIN
+            SELECT @Last = MAX(q.EnqueuedAt) FROM dbo.SyncQueue AS q;
+            SET @FirstEnqueuedAt = dbo.QueueNextKey_fn(@Last);
+            SET @LastEnqueuedAt = DATEADD(MICROSECOND, @InsertCount - 1, @FirstEnqueuedAt);
+
+            WITH numbered AS (
+                SELECT
+                    p.EnqueuedAt,
+                    ROW_NUMBER() OVER (ORDER BY p.ItemNo) AS Rn
+                FROM @Plan AS p
+                WHERE p.IsDuplicate = 0
+            )
+
+            UPDATE numbered
+            SET EnqueuedAt = DATEADD(MICROSECOND, CAST(Rn - 1 AS INT), @FirstEnqueuedAt);
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+
+            -- The items of this call that share an inserted item's DedupKey share its key.
+            UPDATE p
+            SET EnqueuedAt = k.EnqueuedAt
+            FROM @Plan AS p
+            INNER JOIN @Plan AS k ON p.KeepNo = k.ItemNo
+            WHERE p.EnqueuedAt IS NULL;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+
+            INSERT INTO dbo.SyncQueue (
+                EnqueuedAt, [Type], EntityKey, Payload, ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey
+            )
+            SELECT
+                p.EnqueuedAt,
+                i.[Type],
+                i.EntityKey,
+                i.Payload,
+                ISNULL(i.ScheduledFor, p.EnqueuedAt) AS ScheduledFor,
+                p.EnqueuedAt AS UpdatedAt,
+                ISNULL(i.[Priority], 0) AS [Priority],
+                i.GroupKey,
+                i.DedupKey
+            FROM @Items AS i
+            INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
+            WHERE p.IsDuplicate = 0;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            IF (@RowCnt <> @InsertCount)
+                BEGIN
+                    RAISERROR (50003, 16, 1, @Proc, @InsertCount, @RowCnt);
+                    GOTO EXIT_ERROR;
+                END;
+        END;
+
+    SET @Enqueued = (
+        SELECT
+            p.ItemNo,
+            p.EnqueuedAt,
+            p.IsDuplicate
+        FROM @Plan AS p
+        ORDER BY p.ItemNo
+        FOR JSON PATH
+    );
     RETURN 0;
 
     EXIT_ERROR:

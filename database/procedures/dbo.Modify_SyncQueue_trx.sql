@@ -9,7 +9,7 @@ GO
    @Step: the step reached; NULL keeps the recorded one.
    @Response: the attempt's response; NULL keeps the recorded one.
    @Error: the attempt's error; NULL keeps the recorded one.
-   @ScheduledFor: for an Error outcome, when to try again.
+   @ScheduledFor: for an Error outcome, when to try again; NULL: after the backoff.
    Returns 0 with the updated item from dbo.Worker_SyncQueue_V (its new UpdatedAt
    is the next token); 1 on error: 50001 inside a transaction, and the errors
    of dbo.Modify_SyncQueue_utx. */

@@ -3,18 +3,32 @@ SET QUOTED_IDENTIFIER ON;
 GO
 /* dbo.Modify_SyncQueue_utx: a worker reports on a SyncQueue item it claimed, inside
    the caller's transaction (seed 000's Modify_):
-   - the item must exist (50004), carry the caller's token (50005: someone else
-     changed it since) and still be editable (50008, dbo.QueueIsEditable_fn);
+   - the item must exist (50004), carry the caller's token and still be editable
+     (50008, dbo.QueueIsEditable_fn). A stale token is 50010 when the item was
+     claimed again since (the caller's lease expired, or its worker restarted,
+     and another attempt now owns the item), 50005 otherwise. A late report on
+     an expired lease that nobody took over is accepted: the item is still the
+     caller's;
    - an Error outcome when the attempts are spent ('syncqueue.maxAttempts',
      default 3) becomes Failed. The seed forces Failed for every outcome but
      Completed; here only an outcome that asks for another attempt does, so a
      step advance (Processing) on the last attempt and the other terminal
      outcomes keep their meaning;
    - the move must be a row of dbo.QueueTransition (50006);
-   - Duration is set when an attempt ends (Processing to any other state), kept otherwise;
-   - Failed -> Pending is a retry by hand: the attempts start again from 0;
+   - an attempt ends when the item leaves Processing: Duration is set, the lease
+     cleared, and the attempt's row in dbo.SyncQueueAttempt gets the outcome,
+     Duration, Step, Response and Error. A step advance (Processing to
+     Processing) records the step on the attempt and renews the lease: it is
+     proof of life;
+   - only a claim (Next_) moves an item into Processing: from any other state
+     than Processing (a step advance) that move is refused here (50006);
+   - Failed -> Pending is a retry by hand, done as dbo.Move_SyncQueue_utx's Retry
+     does it: a fresh attempt budget, due at @ScheduledFor or now, and 50011 if
+     an unfinished item has taken its DedupKey meanwhile; it takes no other
+     argument than @ScheduledFor (50007);
    - Step, Response and Error are kept unless given; an Error outcome is due
-     again at @ScheduledFor (default: now).
+     again at @ScheduledFor, by default after the queue's backoff
+     (dbo.QueueBackoffMs_fn 'syncqueue': 1 s, doubling, at most 1 h, +-10%).
    @EnqueuedAt: the item's key.
    @UpdatedAt: the token the caller read with the item (from Next_ or Modify_).
    @Status: the outcome, a row of dbo.QueueStatus.
@@ -23,10 +37,11 @@ GO
      silently, so its length (at most 50) is checked here.
    @Response: the response body of the attempt; NULL keeps the recorded one.
    @Error: the error of the attempt; NULL keeps the recorded one.
-   @ScheduledFor: for an Error outcome, when to try again (UTC).
+   @ScheduledFor: for an Error outcome, when to try again (UTC); NULL: after the
+     backoff. For a retry by hand, when it is due; NULL: now.
    @NewUpdatedAt: OUTPUT, the item's new token.
    Returns 0; 1 on error: 50002 outside a transaction, 50003, 50004, 50005,
-   50006, 50007 a missing or invalid parameter, 50008. On error the caller
+   50006, 50007 a missing or invalid parameter, 50008, 50010, 50011. On error the caller
    rolls back; nothing is written before the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Modify_SyncQueue_utx
     @EnqueuedAt dbo.[_Timestamp],
@@ -49,7 +64,15 @@ BEGIN
     DECLARE @Current dbo.QueueState;
     DECLARE @CurrentToken dbo.[_Timestamp];
     DECLARE @AttemptNum dbo.AttemptNum;
+    DECLARE @StartedAt dbo.[_Timestamp];
+    DECLARE @ClaimedAgainAt dbo.[_Timestamp];
+    DECLARE @ClaimedBy dbo.WorkerName;
+    DECLARE @ClaimedText NVARCHAR(40);
+    DECLARE @Duration dbo.Duration;
+    DECLARE @LeaseSeconds INT = dbo.AppSettingInt_fn('syncqueue.leaseSeconds');
+    DECLARE @BackoffMs BIGINT;
     DECLARE @ErrNo INT;
+    DECLARE @RetCode INT;
     DECLARE @RowCnt INT;
 
     SET @NewUpdatedAt = NULL;
@@ -80,7 +103,8 @@ BEGIN
     SELECT
         @Current = q.[Status],
         @CurrentToken = q.UpdatedAt,
-        @AttemptNum = q.AttemptNum
+        @AttemptNum = q.AttemptNum,
+        @StartedAt = q.StartedAt
     FROM dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK)
     WHERE q.EnqueuedAt = @EnqueuedAt;
     IF (@Current IS NULL)
@@ -90,6 +114,20 @@ BEGIN
         END;
     IF (@CurrentToken <> @UpdatedAt)
         BEGIN
+            -- Claims only move tokens forward: an attempt started after the caller's
+            -- token means the item was taken over.
+            SELECT TOP (1)
+                @ClaimedAgainAt = a.StartedAt,
+                @ClaimedBy = a.LockedBy
+            FROM dbo.SyncQueueAttempt AS a
+            WHERE a.EnqueuedAt = @EnqueuedAt AND a.StartedAt > @UpdatedAt
+            ORDER BY a.StartedAt DESC;
+            IF (@ClaimedAgainAt IS NOT NULL)
+                BEGIN
+                    SET @ClaimedText = CONVERT(NVARCHAR(40), @ClaimedAgainAt, 126);
+                    RAISERROR (50010, 16, 1, @Proc, @Key, @ClaimedText, @ClaimedBy);
+                    GOTO EXIT_ERROR;
+                END;
             RAISERROR (50005, 16, 1, @Proc, @Key, @TokenText);
             GOTO EXIT_ERROR;
         END;
@@ -99,10 +137,42 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
     IF (@Status = 'Error' AND @AttemptNum >= @MaxAttempts) SET @Status = 'Failed';
-    IF (dbo.QueueCanTransition_fn(@Current, @Status) = 0)
+    IF (
+        dbo.QueueCanTransition_fn(@Current, @Status) = 0
+        OR (@Status = 'Processing' AND @Current <> 'Processing')
+    )
         BEGIN
             RAISERROR (50006, 16, 1, @Proc, @Key, @Current, @Status);
             GOTO EXIT_ERROR;
+        END;
+    IF (@Current = 'Failed' AND @Status = 'Pending')
+        BEGIN
+            IF (
+                @Step IS NOT NULL OR @Response IS NOT NULL OR @Error IS NOT NULL
+            )
+                BEGIN
+                    RAISERROR (50007, 16, 1, @Proc, N'a retry by hand (Failed to Pending) takes only @ScheduledFor');
+                    GOTO EXIT_ERROR;
+                END;
+            EXEC @RetCode = dbo.Move_SyncQueue_utx
+                @EnqueuedAt = @EnqueuedAt,
+                @UpdatedAt = @UpdatedAt,
+                @Action = 'Retry',
+                @ScheduledFor = @ScheduledFor,
+                @NewUpdatedAt = @NewUpdatedAt OUTPUT;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
+            RETURN 0;
+        END;
+
+    IF (@Current = 'Processing' AND @Status <> 'Processing')
+        SET @Duration = DATEDIFF_BIG(MILLISECOND, @StartedAt, @Now);
+    IF (@Status = 'Error' AND @ScheduledFor IS NULL)
+        BEGIN
+            SET @BackoffMs = dbo.QueueBackoffMs_fn('syncqueue', @AttemptNum, RAND());
+            SET @ScheduledFor = DATEADD(
+                MILLISECOND, CONVERT(INT, @BackoffMs % 1000), DATEADD(SECOND, CONVERT(INT, @BackoffMs / 1000), @Now)
+            );
         END;
 
     SET @NewUpdatedAt = dbo.QueueNextKey_fn(@CurrentToken);
@@ -110,16 +180,15 @@ BEGIN
     SET
         [Status] = @Status,
         [Step] = ISNULL(@Step, [Step]),
-        AttemptNum = CASE WHEN @Current = 'Failed' AND @Status = 'Pending' THEN 0 ELSE AttemptNum END,
         Response = ISNULL(@Response, Response),
         Error = ISNULL(@Error, Error),
-        Duration = CASE
-            WHEN @Current = 'Processing' AND @Status <> 'Processing' THEN DATEDIFF_BIG(MILLISECOND, StartedAt, @Now)
-            ELSE Duration
-        END,
+        Duration = ISNULL(@Duration, Duration),
         ScheduledFor = CASE
-            WHEN @Status = 'Error' THEN ISNULL(@ScheduledFor, @Now)
+            WHEN @Status = 'Error' THEN @ScheduledFor
             ELSE ScheduledFor
+        END,
+        LeaseUntil = CASE
+            WHEN @Status = 'Processing' THEN DATEADD(SECOND, @LeaseSeconds, @Now)
         END,
         UpdatedAt = @NewUpdatedAt
     WHERE EnqueuedAt = @EnqueuedAt AND UpdatedAt = @UpdatedAt;
@@ -131,6 +200,21 @@ BEGIN
         BEGIN
             RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
             GOTO EXIT_ERROR;
+        END;
+    IF (@Current = 'Processing')
+        BEGIN
+            UPDATE dbo.SyncQueueAttempt
+            SET
+                [Step] = ISNULL(@Step, [Step]),
+                Outcome = CASE WHEN @Status <> 'Processing' THEN @Status END,
+                Duration = @Duration,
+                Response = ISNULL(@Response, Response),
+                Error = ISNULL(@Error, Error)
+            WHERE EnqueuedAt = @EnqueuedAt AND Outcome IS NULL;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
         END;
     RETURN 0;
 

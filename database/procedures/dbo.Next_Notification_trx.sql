@@ -1,48 +1,33 @@
 SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
-/* dbo.Next_Notification_trx: claims the next due Notification item in a transaction of its
-   own (dbo.Next_Notification_utx does the claiming) and returns its key and token.
-   Returns 0 with one row (EnqueuedAt, UpdatedAt) from dbo.Worker_Notification_V, or
-   no row when nothing is due; 1 on error: 50001 inside a transaction, and the
-   errors of dbo.Next_Notification_utx. */
+/* dbo.Next_Notification_trx: claims the next due Notification item, the one-item
+   form of dbo.Next_Notification_Batch_trx, which does the work (one way to claim).
+   @LockedBy: the worker slot claiming; NULL records HOST_NAME()/@@SPID.
+   @WaitMs: how long to wait for a due item, 0 to 60000 ms (default 0).
+   Returns 0 with one row (EnqueuedAt, UpdatedAt, LeaseUntil, AttemptNum), or no
+   row when nothing is due; 1 on error: 50001 inside a transaction, and the
+   errors of dbo.Next_Notification_Batch_trx. */
 CREATE OR ALTER PROCEDURE dbo.Next_Notification_trx
+    @LockedBy NVARCHAR(400) = NULL,
+    @WaitMs INT = 0
 AS
 BEGIN
     SET NOCOUNT ON;
-    SET XACT_ABORT ON;
-    -- relq's locking hints assume READ COMMITTED, whatever the connection's default.
-    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-    DECLARE @EnqueuedAt dbo.[_Timestamp];
-    DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    DECLARE @ErrNo INT;
 
-    -- IMPLICIT_TRANSACTIONS ON (JDBC's setAutoCommit(false), ODBC's manual commit) would nest
-    -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
             RAISERROR (50001, 16, 1, N'dbo.Next_Notification_trx');
             GOTO EXIT_ERROR;
         END;
 
-    BEGIN TRANSACTION Next_Notification;
-    EXEC @RetCode = dbo.Next_Notification_utx
-        @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
-    SELECT @ErrNo = @@ERROR;
-    IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
-    COMMIT TRANSACTION Next_Notification;
-
-    SELECT
-        v.EnqueuedAt,
-        v.UpdatedAt
-    FROM dbo.Worker_Notification_V AS v
-    WHERE v.EnqueuedAt = @EnqueuedAt;
+    EXEC @RetCode = dbo.Next_Notification_Batch_trx
+        @LockedBy = @LockedBy,
+        @BatchSize = 1,
+        @WaitMs = @WaitMs;
+    IF (@RetCode <> 0) GOTO EXIT_ERROR;
     RETURN 0;
-
-    EXIT_TRANSACTION:
-    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Next_Notification;
 
     EXIT_ERROR:
     RETURN 1;

@@ -1,69 +1,285 @@
 SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
-/* dbo.Next_SyncQueue_utx: claims the next due SyncQueue item inside the caller's
-   transaction (seed 000's Next_): the earliest ScheduledFor among the Pending
-   and Error items that are due and have attempts left (dbo.AppSettingInt_fn
-   'syncqueue.maxAttempts', default 3). UPDLOCK and ROWLOCK hold the row it claims;
-   READPAST skips rows other workers hold, so workers never wait on each other.
-   It runs at READ COMMITTED whatever the caller's level: SQL Server refuses
-   READPAST under SERIALIZABLE, and a SNAPSHOT read could pick a taken row.
-   @EnqueuedAt: OUTPUT, the claimed item's key; NULL when nothing is due.
-   @UpdatedAt: OUTPUT, its new concurrency token, to pass to Modify_.
+/* dbo.Next_SyncQueue_utx: claims up to @BatchSize SyncQueue items for the
+   worker @LockedBy inside the caller's transaction (seeds 000, 001 and 003):
+   1. Items in Processing whose lease ran out (their worker died) or that
+      @LockedBy itself holds (it restarted) are claimed again, while attempts are
+      left ('syncqueue.maxAttempts', default 3). Their open attempt ends as an
+      Error saying who abandoned it; the late worker's report is then refused (50010).
+   2. The rest of the batch: Pending and Error items that are due, highest
+      Priority first, then earliest ScheduledFor, then enqueue order.
+   3. Such abandoned items on their last attempt become Failed instead (at most
+      100 a call).
+   An item of an ordered group (GroupKey) is claimed only when no unfinished item
+   of its group was enqueued before it, so a group's items run one at a time, in
+   order, even within one batch. A claim sets Processing, AttemptNum + 1,
+   StartedAt now, LockedBy, LeaseUntil now + 'syncqueue.leaseSeconds' (default
+   300) and a new token, and writes the attempt's row in dbo.SyncQueueAttempt.
+   The candidates are chosen first under UPDLOCK and ROWLOCK, then claimed in
+   one UPDATE; READPAST skips rows other claims hold, so claims do not wait on
+   each other, except that a group's check waits for a write to an earlier item
+   of that group to commit. It runs at READ COMMITTED whatever
+   the caller's level: SQL Server refuses READPAST under SERIALIZABLE, and a
+   SNAPSHOT read could pick a taken row.
+   @LockedBy: the worker slot claiming (dbo.WorkerName). A slot claims only with
+     nothing in hand: its own items in Processing count as abandoned. NULL (the
+     default, for callers from before leases): the claim is recorded as held by
+     HOST_NAME()/@@SPID and nothing is handed back after a restart.
+   @BatchSize: how many items at most, 1 to 1000 (default 1).
+   @EnqueuedAt: OUTPUT, the first claimed item's key (in @Claimed's order);
+     NULL when nothing is due.
+   @UpdatedAt: OUTPUT, its new token, to pass to Modify_ or Extend_.
+   @Claimed: OUTPUT, every claimed item as a JSON array of {EnqueuedAt, UpdatedAt}
+     in claim order (items claimed again, then by Priority, ScheduledFor, key);
+     read it with OPENJSON ... WITH (EnqueuedAt DATETIME2(7), UpdatedAt
+     DATETIME2(7)). NULL when nothing is due.
+   @Type: claim only items of this job type (a row of dbo.SyncQueueType), for a
+     worker that knows one type only, such as dbo.Drain_SyncQueue_trx; NULL (the
+     default): any type. Step 3 fails the dead items of every type.
    Returns 0, also when nothing is due; 1 on error: 50002 outside a transaction,
-   50003 the claim changed no row. On error the caller rolls back. */
+   50003 a candidate changed under its lock (a bug), 50007 a blank or over-long
+   @LockedBy, a bad @BatchSize or an unknown @Type. On error the caller rolls
+   back. */
 CREATE OR ALTER PROCEDURE dbo.Next_SyncQueue_utx
+    @LockedBy NVARCHAR(400) = NULL,
+    @BatchSize INT = 1,
     @EnqueuedAt dbo.[_Timestamp] = NULL OUTPUT,
-    @UpdatedAt dbo.[_Timestamp] = NULL OUTPUT
+    @UpdatedAt dbo.[_Timestamp] = NULL OUTPUT,
+    @Claimed NVARCHAR(MAX) = NULL OUTPUT,
+    @Type VARCHAR(400) = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED; -- SQL Server restores the caller's level on return
     DECLARE @Proc NVARCHAR(128) = N'dbo.Next_SyncQueue_utx';
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @Now dbo.[_Timestamp] = CAST(SYSUTCDATETIME() AS DATETIME2(6));
     DECLARE @MaxAttempts INT = dbo.AppSettingInt_fn('syncqueue.maxAttempts');
-    DECLARE @Token dbo.[_Timestamp];
+    DECLARE @LeaseUntil dbo.[_Timestamp] = DATEADD(
+        SECOND, dbo.AppSettingInt_fn('syncqueue.leaseSeconds'), @Now
+    );
+    DECLARE @Taken TABLE (
+        EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY,
+        UpdatedAt DATETIME2(7) NOT NULL,
+        AttemptNum SMALLINT NOT NULL,
+        [Step] VARCHAR(50) NULL,
+        [Status] VARCHAR(20) NOT NULL,
+        [Priority] SMALLINT NOT NULL,
+        ScheduledFor DATETIME2(7) NOT NULL,
+        AbandonedBy NVARCHAR(128) NULL
+    );
+    DECLARE @Candidates TABLE (
+        EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY,
+        UpdatedAt DATETIME2(7) NOT NULL,
+        IsAbandoned BIT NOT NULL
+    );
+    DECLARE @CandidateCnt INT;
+    DECLARE @Holder NVARCHAR(128) = ISNULL(
+        @LockedBy, LEFT(ISNULL(HOST_NAME(), N''), 100) + N'/' + CAST(@@SPID AS NVARCHAR(10))
+    );
+    DECLARE @Left INT;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
     SELECT
         @EnqueuedAt = NULL,
-        @UpdatedAt = NULL;
+        @UpdatedAt = NULL,
+        @Claimed = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
             RAISERROR (50002, 16, 1, N'dbo.Next_SyncQueue_utx');
             GOTO EXIT_ERROR;
         END;
+    IF (LTRIM(RTRIM(@LockedBy)) = N'' OR DATALENGTH(@LockedBy) > 256)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@LockedBy must name the worker slot in 1 to 128 characters');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 1000)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
+            GOTO EXIT_ERROR;
+        END;
+    IF (
+        @Type IS NOT NULL
+        AND NOT EXISTS (
+            SELECT 1 FROM dbo.SyncQueueType AS t
+            WHERE t.[Type] = @Type
+        )
+    )
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Type must be a job type of dbo.SyncQueueType, or NULL for any');
+            GOTO EXIT_ERROR;
+        END;
 
-    SELECT TOP (1)
-        @EnqueuedAt = q.EnqueuedAt,
-        @Token = q.UpdatedAt  -- read from the row: the lock must cover it (see the claim index)
+    -- 1. The candidates, under update locks only: a U lock blocks no reader, so
+    -- the group check of another claim never waits on these rows, and this one
+    -- holds no exclusive lock while it checks groups. UpdatedAt is read from the
+    -- row so that the lock covers the row, not only an index entry (see the
+    -- claim index). First the abandoned items: dead workers' and the caller's
+    -- own after a restart.
+    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, IsAbandoned)
+    SELECT TOP (@BatchSize)
+        q.EnqueuedAt,
+        q.UpdatedAt,
+        1 AS IsAbandoned
     FROM dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST)
     WHERE
-        q.[Status] IN ('Pending', 'Error')
-        AND q.ScheduledFor <= @Now
+        q.[Status] = 'Processing'
+        AND (q.LeaseUntil < @Now OR q.LockedBy = @LockedBy)
         AND q.AttemptNum < @MaxAttempts
-    ORDER BY q.ScheduledFor, q.EnqueuedAt;
-
-    IF (@EnqueuedAt IS NULL) RETURN 0;
-
-    SET @UpdatedAt = dbo.QueueNextKey_fn(@Token);
-    UPDATE dbo.SyncQueue
-    SET
-        [Status] = 'Processing',
-        AttemptNum = AttemptNum + 1,
-        StartedAt = @Now,
-        UpdatedAt = @UpdatedAt
-    WHERE EnqueuedAt = @EnqueuedAt;
+        AND (@Type IS NULL OR q.[Type] = @Type)
+    ORDER BY q.LeaseUntil ASC;
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-    IF (@RowCnt <> 1)
+    SET @Left = @BatchSize - @RowCnt;
+
+    -- Then the due items, most urgent first; of an ordered group only the next one.
+    IF (@Left > 0)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, IsAbandoned)
+            SELECT TOP (@Left)
+                q.EnqueuedAt,
+                q.UpdatedAt,
+                0 AS IsAbandoned
+            FROM dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST)
+            WHERE
+                q.[Status] IN ('Pending', 'Error')
+                AND q.ScheduledFor <= @Now
+                AND q.AttemptNum < @MaxAttempts
+                AND (@Type IS NULL OR q.[Type] = @Type)
+                AND (
+                    q.GroupKey IS NULL
+                    -- No READPAST here: a locked earlier item must be seen, not skipped.
+                    OR NOT EXISTS (
+                        SELECT 1 FROM dbo.SyncQueue AS e
+                        WHERE
+                            e.GroupKey = q.GroupKey
+                            AND e.EnqueuedAt < q.EnqueuedAt
+                            AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+                    )
+                )
+            ORDER BY q.[Priority] DESC, q.ScheduledFor ASC, q.EnqueuedAt ASC;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+        END;
+
+    -- 2. The claim, of rows this transaction already holds.
+    UPDATE q
+    SET
+        [Status] = 'Processing',
+        AttemptNum = q.AttemptNum + 1,
+        StartedAt = @Now,
+        LockedBy = @Holder,
+        LeaseUntil = @LeaseUntil,
+        UpdatedAt = dbo.QueueNextKey_fn(q.UpdatedAt)
+    OUTPUT
+        INSERTED.EnqueuedAt,
+        INSERTED.UpdatedAt,
+        INSERTED.AttemptNum,
+        INSERTED.[Step],
+        INSERTED.[Status],
+        INSERTED.[Priority],
+        INSERTED.ScheduledFor,
+        CASE WHEN c.IsAbandoned = 1 THEN ISNULL(DELETED.LockedBy, N'unknown') END
+    INTO @Taken (EnqueuedAt, UpdatedAt, AttemptNum, [Step], [Status], [Priority], ScheduledFor, AbandonedBy)
+    FROM dbo.SyncQueue AS q
+    INNER JOIN @Candidates AS c ON q.EnqueuedAt = c.EnqueuedAt AND q.UpdatedAt = c.UpdatedAt;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    SELECT @CandidateCnt = COUNT(*) FROM @Candidates;
+    IF (@RowCnt <> @CandidateCnt)
+        BEGIN
+            RAISERROR (50003, 16, 1, @Proc, @CandidateCnt, @RowCnt);
             GOTO EXIT_ERROR;
         END;
+
+    -- 3. Dead workers' items on their last attempt, and the caller's own: Failed.
+    -- Last, so that no exclusive lock of it is held while groups are checked.
+    UPDATE TOP (100) q
+    SET
+        [Status] = 'Failed',
+        LeaseUntil = NULL,
+        Error = N'the lease of the last attempt expired: its worker, '
+        + ISNULL(q.LockedBy, N'unknown') + N', vanished',
+        UpdatedAt = dbo.QueueNextKey_fn(q.UpdatedAt)
+    OUTPUT
+        INSERTED.EnqueuedAt,
+        INSERTED.UpdatedAt,
+        INSERTED.AttemptNum,
+        INSERTED.[Step],
+        INSERTED.[Status],
+        INSERTED.[Priority],
+        INSERTED.ScheduledFor,
+        ISNULL(DELETED.LockedBy, N'unknown')
+    INTO @Taken (EnqueuedAt, UpdatedAt, AttemptNum, [Step], [Status], [Priority], ScheduledFor, AbandonedBy)
+    FROM dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST)
+    WHERE
+        q.[Status] = 'Processing'
+        AND (q.LeaseUntil < @Now OR q.LockedBy = @LockedBy)
+        AND q.AttemptNum >= @MaxAttempts;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+
+    -- The history: abandoned attempts end, claimed ones begin.
+    UPDATE a
+    SET
+        Outcome = CASE WHEN t.[Status] = 'Failed' THEN 'Failed' ELSE 'Error' END,
+        Error = CASE
+            WHEN t.[Status] = 'Failed' THEN N'abandoned: the lease expired on the last attempt'
+            WHEN t.AbandonedBy = @LockedBy THEN N'abandoned: ' + @Holder + N' restarted and claimed it again'
+            ELSE N'abandoned: the lease expired; claimed again by ' + @Holder
+        END
+    FROM dbo.SyncQueueAttempt AS a
+    INNER JOIN @Taken AS t ON a.EnqueuedAt = t.EnqueuedAt
+    WHERE a.Outcome IS NULL AND t.AbandonedBy IS NOT NULL;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+
+    INSERT INTO dbo.SyncQueueAttempt (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy)
+    SELECT
+        t.EnqueuedAt,
+        t.UpdatedAt,
+        t.AttemptNum,
+        t.[Step],
+        @Holder AS LockedBy
+    FROM @Taken AS t
+    WHERE t.[Status] = 'Processing';
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+
+    SELECT TOP (1)
+        @EnqueuedAt = t.EnqueuedAt,
+        @UpdatedAt = t.UpdatedAt
+    FROM @Taken AS t
+    WHERE t.[Status] = 'Processing'
+    ORDER BY CASE WHEN t.AbandonedBy IS NULL THEN 1 ELSE 0 END, t.[Priority] DESC, t.ScheduledFor ASC, t.EnqueuedAt ASC;
+    IF (@EnqueuedAt IS NOT NULL)
+        SET @Claimed = (
+            SELECT
+                t.EnqueuedAt,
+                t.UpdatedAt
+            FROM @Taken AS t
+            WHERE t.[Status] = 'Processing'
+            ORDER BY
+                CASE WHEN t.AbandonedBy IS NULL THEN 1 ELSE 0 END,
+                t.[Priority] DESC,
+                t.ScheduledFor ASC,
+                t.EnqueuedAt ASC
+            FOR JSON PATH
+        );
     RETURN 0;
 
     EXIT_ERROR:

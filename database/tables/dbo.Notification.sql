@@ -14,7 +14,12 @@ GO
      datetime included) carries them exactly.
    UpdatedAt is the optimistic-concurrency token; every change moves it strictly
    forward (dbo.QueueNextKey_fn again), so two changes in one tick differ too.
-   Step is NULL until a multi-step job records its first step. */
+   Step is NULL until a multi-step job records its first step.
+   The worker lifecycle (issue 5): LockedBy and LeaseUntil say who holds an item
+   in Processing and until when (a lease another worker may take over once it
+   expires); Priority, GroupKey and DedupKey order, serialize and deduplicate
+   work; dbo.NotificationAttempt keeps one row per claim. Columns added after the
+   first release come to deployed databases by V0001__worker_lifecycle.sql. */
 IF OBJECT_ID(N'dbo.Notification', N'U') IS NULL
     BEGIN
         CREATE TABLE dbo.Notification (
@@ -29,6 +34,11 @@ IF OBJECT_ID(N'dbo.Notification', N'U') IS NULL
             Duration dbo.Duration NULL,
             ScheduledFor dbo.[_Timestamp],
             UpdatedAt dbo.[_Timestamp],
+            [Priority] dbo.QueuePriority CONSTRAINT DF_Notification_Priority DEFAULT (0),
+            GroupKey dbo.GroupKey NULL,
+            DedupKey dbo.DedupKey NULL,
+            LockedBy dbo.WorkerName NULL,
+            LeaseUntil dbo.[_Timestamp] NULL,
             CONSTRAINT PK_Notification PRIMARY KEY CLUSTERED (EnqueuedAt),
             CONSTRAINT Notification_IsDiscriminatedBy_NotificationType FOREIGN KEY ([Type])
             REFERENCES dbo.NotificationType ([Type]),
@@ -38,13 +48,15 @@ IF OBJECT_ID(N'dbo.Notification', N'U') IS NULL
         );
     END;
 GO
-/* The claim index: Next_Notification_utx seeks the earliest due item among the
-   unfinished ones, so a claim costs the same on a backlog of millions. Its
-   filter matches the claim's literal predicate, which is what lets the
-   optimizer use a filtered index. UpdatedAt is left out on purpose: the claim
-   reads it from the row itself, so that its UPDLOCK and READPAST hold the row
-   as well as this entry. A Modify_ locks the row first and this entry second;
-   a claim that held only the entry could deadlock with it. */
+/* The claim index: Next_Notification_utx seeks the most urgent due item among the
+   Pending and Error ones (Priority, then ScheduledFor, then the clustered key
+   EnqueuedAt, which every nonclustered index carries), so a claim costs the same
+   on a backlog of millions. Its filter matches the claim's literal predicate,
+   which is what lets the optimizer use a filtered index. UpdatedAt is left out on
+   purpose: the claim reads it from the row itself, so that its UPDLOCK and
+   READPAST hold the row as well as this entry. A Modify_ locks the row first and
+   this entry second; a claim that held only the entry could deadlock with it.
+   Databases deployed before leases get it from V0001__worker_lifecycle.sql. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -52,8 +64,52 @@ IF
     )
     BEGIN
         CREATE NONCLUSTERED INDEX IX_Notification_Due
-            ON dbo.Notification (ScheduledFor)
-            INCLUDE (AttemptNum)
+            ON dbo.Notification ([Priority] DESC, ScheduledFor)
+            INCLUDE (AttemptNum, GroupKey)
             WHERE ([Status] IN ('Pending', 'Error'));
+    END;
+GO
+/* The lease index: the claim finds the items in Processing whose lease expired
+   (their worker died) or whose holder is the caller (it restarted). Only items
+   in flight are in it: as many as there are workers times their batch. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_Lease' AND object_id = OBJECT_ID(N'dbo.Notification')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_Lease
+            ON dbo.Notification (LeaseUntil)
+            INCLUDE (LockedBy, AttemptNum, GroupKey)
+            WHERE ([Status] = 'Processing');
+    END;
+GO
+/* The group index: an item of an ordered group may be claimed only when no
+   unfinished item of its group was enqueued before it. The filter lists the
+   unfinished states (dbo.QueueIsFinished_fn = 0) literally, as the claim does. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_Group' AND object_id = OBJECT_ID(N'dbo.Notification')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_Group
+            ON dbo.Notification (GroupKey, EnqueuedAt)
+            WHERE (GroupKey IS NOT NULL AND [Status] IN ('Pending', 'Processing', 'Error', 'Paused'));
+    END;
+GO
+/* Deduplication: at most one unfinished item per DedupKey. Add_ returns the
+   existing item instead of inserting (under its enqueue lock); this index is
+   the guarantee behind it. A finished item leaves the index, so the key can
+   be enqueued again. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_DedupKey' AND object_id = OBJECT_ID(N'dbo.Notification')
+    )
+    BEGIN
+        CREATE UNIQUE NONCLUSTERED INDEX IX_Notification_DedupKey
+            ON dbo.Notification (DedupKey)
+            WHERE (DedupKey IS NOT NULL AND [Status] IN ('Pending', 'Processing', 'Error', 'Paused'));
     END;
 GO

@@ -4,7 +4,8 @@ GO
 /* dbo.SyncQueue: one queue serving several job types (dbo.SyncQueueType),
    all sharing the lifecycle columns of seed 000: which entity to sync, with an
    optional JSON payload. Keys and tokens as in dbo.Notification: UTC, handed
-   out under an application lock on 'dbo.SyncQueue' so they never collide. */
+   out under an application lock on 'dbo.SyncQueue' so they never collide.
+   Leases, priority, groups and deduplication as in dbo.Notification; one row per claim in dbo.SyncQueueAttempt. */
 IF OBJECT_ID(N'dbo.SyncQueue', N'U') IS NULL
     BEGIN
         CREATE TABLE dbo.SyncQueue (
@@ -21,6 +22,11 @@ IF OBJECT_ID(N'dbo.SyncQueue', N'U') IS NULL
             Duration dbo.Duration NULL,
             ScheduledFor dbo.[_Timestamp],
             UpdatedAt dbo.[_Timestamp],
+            [Priority] dbo.QueuePriority CONSTRAINT DF_SyncQueue_Priority DEFAULT (0),
+            GroupKey dbo.GroupKey NULL,
+            DedupKey dbo.DedupKey NULL,
+            LockedBy dbo.WorkerName NULL,
+            LeaseUntil dbo.[_Timestamp] NULL,
             CONSTRAINT PK_SyncQueue PRIMARY KEY CLUSTERED (EnqueuedAt),
             CONSTRAINT SyncQueue_IsClassifiedBy_SyncQueueType FOREIGN KEY ([Type])
             REFERENCES dbo.SyncQueueType ([Type]),
@@ -31,7 +37,15 @@ IF OBJECT_ID(N'dbo.SyncQueue', N'U') IS NULL
         );
     END;
 GO
-/* The claim index of Next_SyncQueue_utx: see dbo.Notification. */
+/* The claim index: Next_SyncQueue_utx seeks the most urgent due item among the
+   Pending and Error ones (Priority, then ScheduledFor, then the clustered key
+   EnqueuedAt, which every nonclustered index carries), so a claim costs the same
+   on a backlog of millions. Its filter matches the claim's literal predicate,
+   which is what lets the optimizer use a filtered index. UpdatedAt is left out on
+   purpose: the claim reads it from the row itself, so that its UPDLOCK and
+   READPAST hold the row as well as this entry. A Modify_ locks the row first and
+   this entry second; a claim that held only the entry could deadlock with it.
+   Databases deployed before leases get it from V0001__worker_lifecycle.sql. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -39,8 +53,52 @@ IF
     )
     BEGIN
         CREATE NONCLUSTERED INDEX IX_SyncQueue_Due
-            ON dbo.SyncQueue (ScheduledFor)
-            INCLUDE (AttemptNum)
+            ON dbo.SyncQueue ([Priority] DESC, ScheduledFor)
+            INCLUDE (AttemptNum, GroupKey, [Type])
             WHERE ([Status] IN ('Pending', 'Error'));
+    END;
+GO
+/* The lease index: the claim finds the items in Processing whose lease expired
+   (their worker died) or whose holder is the caller (it restarted). Only items
+   in flight are in it: as many as there are workers times their batch. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueue_Lease' AND object_id = OBJECT_ID(N'dbo.SyncQueue')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_SyncQueue_Lease
+            ON dbo.SyncQueue (LeaseUntil)
+            INCLUDE (LockedBy, AttemptNum, GroupKey)
+            WHERE ([Status] = 'Processing');
+    END;
+GO
+/* The group index: an item of an ordered group may be claimed only when no
+   unfinished item of its group was enqueued before it. The filter lists the
+   unfinished states (dbo.QueueIsFinished_fn = 0) literally, as the claim does. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueue_Group' AND object_id = OBJECT_ID(N'dbo.SyncQueue')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_SyncQueue_Group
+            ON dbo.SyncQueue (GroupKey, EnqueuedAt)
+            WHERE (GroupKey IS NOT NULL AND [Status] IN ('Pending', 'Processing', 'Error', 'Paused'));
+    END;
+GO
+/* Deduplication: at most one unfinished item per DedupKey. Add_ returns the
+   existing item instead of inserting (under its enqueue lock); this index is
+   the guarantee behind it. A finished item leaves the index, so the key can
+   be enqueued again. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueue_DedupKey' AND object_id = OBJECT_ID(N'dbo.SyncQueue')
+    )
+    BEGIN
+        CREATE UNIQUE NONCLUSTERED INDEX IX_SyncQueue_DedupKey
+            ON dbo.SyncQueue (DedupKey)
+            WHERE (DedupKey IS NOT NULL AND [Status] IN ('Pending', 'Processing', 'Error', 'Paused'));
     END;
 GO

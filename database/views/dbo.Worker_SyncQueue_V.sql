@@ -16,6 +16,11 @@ SELECT
     q.ScheduledFor,
     q.StartedAt,
     q.UpdatedAt,
+    q.LockedBy,
+    q.LeaseUntil,
+    q.[Priority],
+    q.GroupKey,
+    q.DedupKey,
     q.Response,
     q.Error
 FROM dbo.SyncQueue AS q;

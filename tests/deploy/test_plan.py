@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from relq.build import BuildResult
+from relq.build import BuildResult, build
 from relq.deploy.plan import CheckConstraint, DeployRefused, format_plan, make_plan
-from tests.conftest import HEADER, Project
+from tests.conftest import FIXTURES, HEADER, REPO, Project
 
 JOB = "database/tables/dbo.Job.sql"
 FN = "database/functions/dbo.JobIsKnown_fn.sql"
@@ -142,3 +144,17 @@ def test_a_migration_that_only_reads_a_table_does_not_cover_its_change(project: 
                   "    BEGIN\n        UPDATE dbo.JobStatus SET [Status] = [Status];\n    END;\nGO\n")
     with pytest.raises(DeployRefused, match=r"no pending migration in database/migrations alters dbo\.Job"):
         make_plan(built(project), journal)
+
+
+def test_a_database_of_the_first_release_is_brought_up_to_date_by_migrations() -> None:
+    """The journal a deploy of the first release left (its files' checksums) against the
+    project as it is now: every table or type changed since must be covered by a migration,
+    or users who deployed the first release could not upgrade."""
+    journal = json.loads((FIXTURES / "release_1_journal.json").read_text())
+    current = build(REPO, write=False)
+    assert current.ok, [str(d) for d in current.diagnostics]
+    plan = make_plan(current, journal)  # raises DeployRefused, naming the files, if one is not
+    changed = [p for p in journal if p.split("/")[1] in ("types", "tables")
+               and journal[p] != current.sources[p].checksum]
+    assert changed, "nothing changed since the first release: this test proves nothing now"
+    assert all(actions(plan)[p] == "migrated" for p in changed)

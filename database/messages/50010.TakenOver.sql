@@ -1,0 +1,10 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC sys.sp_addmessage
+    @msgnum = 50010,
+    @severity = 16,
+    @msgtext = N'%s: item %s was claimed again at %s by %s (a lease ran out or a worker restarted): drop this attempt',
+    @lang = 'us_english',
+    @replace = 'replace';
+GO

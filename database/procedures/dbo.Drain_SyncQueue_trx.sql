@@ -1,0 +1,190 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Drain_SyncQueue_trx: a worker inside the database for a SyncQueue job type
+   whose work is T-SQL (a row of dbo.SyncQueueTypeProcedure), meant for a SQL
+   Server Agent job step (seed 001's loop): it claims the next due item of @Type,
+   runs the type's JobProcedure on it, reports the outcome, and loops until no
+   item of @Type is due or @MaxItems were worked on.
+   Each item takes three short transactions: the claim; the job together with its
+   Completed report, so the job's writes and the report commit or roll back as one;
+   and, when the job failed, the Error report on its own (the job's writes are
+   rolled back; the item is retried after the queue's backoff, Failed when its
+   attempts are spent). TRY...CATCH, not the house's RAISERROR/GOTO, runs the job:
+   it is the only way to go on after an error in someone else's code. An item
+   changed by someone else while its job ran (taken over because the job
+   outlived the lease: raise 'syncqueue.leaseSeconds'; or cancelled) is left as
+   it is, its job's writes rolled back.
+   The job procedure's contract: it runs inside the drain's transaction and must
+   neither commit nor roll back (a _utx); it is called as
+     EXEC @RetCode = <JobProcedure> @EnqueuedAt = <key>, @EntityKey = <entity>,
+         @Payload = <JSON or NULL>, @Response = @Response OUTPUT;
+   and returns 0 on success (@Response, NVARCHAR(MAX), is recorded); a non-zero
+   return code or an error fails the attempt, with the error's text recorded.
+   @Type: the job type to work on, a row of dbo.SyncQueueTypeProcedure.
+   @LockedBy: the worker name the claims carry (the Agent job's name, say). The
+     same name after a restart takes the unfinished item back at once.
+   @MaxItems: stop after this many items, 1 to 100000 (default 1000), so that
+     one run cannot hold its Agent job for ever.
+   Returns 0 with one row (Claimed, Completed, Failed, TakenOver): how many items
+   it claimed, how many completed, how many ended in Error or Failed, and how
+   many someone else changed meanwhile; 1 on error: 50001 inside a transaction,
+   50007 an unknown @Type, a missing JobProcedure, a blank @LockedBy or a bad
+   @MaxItems, and the errors of dbo.Next_SyncQueue_utx. An Error report refused
+   for another reason than a change by someone else (50005, 50008, 50010) ends
+   the drain with that error. */
+CREATE OR ALTER PROCEDURE dbo.Drain_SyncQueue_trx
+    @Type VARCHAR(400),
+    @LockedBy NVARCHAR(400),
+    @MaxItems INT = 1000
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- relq's locking hints assume READ COMMITTED, whatever the connection's default.
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DECLARE @Proc NVARCHAR(128) = N'dbo.Drain_SyncQueue_trx';
+    DECLARE @JobProcedure NVARCHAR(300);
+    DECLARE @Why NVARCHAR(400);
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @UpdatedAt dbo.[_Timestamp];
+    DECLARE @EntityKey dbo.EntityKey;
+    DECLARE @Payload dbo.JsonDoc;
+    DECLARE @Response NVARCHAR(MAX);
+    DECLARE @JobError NVARCHAR(MAX);
+    DECLARE @CaughtNo INT;
+    DECLARE @JobRetCode INT;
+    DECLARE @Claimed INT = 0;
+    DECLARE @Completed INT = 0;
+    DECLARE @Failed INT = 0;
+    DECLARE @TakenOver INT = 0;
+    DECLARE @RetCode INT;
+    DECLARE @ErrNo INT;
+
+    -- IMPLICIT_TRANSACTIONS ON (JDBC's setAutoCommit(false), ODBC's manual commit) would nest
+    -- BEGIN TRANSACTION inside an implicit one and return with it still open.
+    IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        BEGIN
+            RAISERROR (50001, 16, 1, N'dbo.Drain_SyncQueue_trx');
+            GOTO EXIT_ERROR;
+        END;
+    SELECT @JobProcedure = p.JobProcedure
+    FROM dbo.SyncQueueTypeProcedure AS p
+    WHERE p.[Type] = @Type;
+    IF (@JobProcedure IS NULL)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Type must be a job type of dbo.SyncQueueTypeProcedure');
+            GOTO EXIT_ERROR;
+        END;
+    IF (OBJECT_ID(@JobProcedure, N'P') IS NULL)
+        BEGIN
+            SET @Why = N'the job procedure ' + @JobProcedure + N' of dbo.SyncQueueTypeProcedure does not exist';
+            RAISERROR (50007, 16, 1, @Proc, @Why);
+            GOTO EXIT_ERROR;
+        END;
+    IF (@LockedBy IS NULL OR LTRIM(RTRIM(@LockedBy)) = N'')
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@LockedBy must name this worker');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@MaxItems IS NULL OR @MaxItems NOT BETWEEN 1 AND 100000)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@MaxItems must be 1 to 100000');
+            GOTO EXIT_ERROR;
+        END;
+
+    WHILE (@Claimed < @MaxItems)
+        BEGIN
+            BEGIN TRANSACTION Drain_SyncQueue;
+            EXEC @RetCode = dbo.Next_SyncQueue_utx
+                @LockedBy = @LockedBy,
+                @Type = @Type,
+                @EnqueuedAt = @EnqueuedAt OUTPUT,
+                @UpdatedAt = @UpdatedAt OUTPUT;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
+            COMMIT TRANSACTION Drain_SyncQueue;
+            IF (@EnqueuedAt IS NULL) BREAK;
+            SET @Claimed = @Claimed + 1;
+
+            SELECT
+                @Response = NULL,
+                @JobError = NULL,
+                @CaughtNo = NULL;
+            SELECT
+                @EntityKey = q.EntityKey,
+                @Payload = q.Payload
+            FROM dbo.SyncQueue AS q
+            WHERE q.EnqueuedAt = @EnqueuedAt;
+            BEGIN TRY
+                BEGIN TRANSACTION Drain_SyncQueue;
+                EXEC @JobRetCode = @JobProcedure
+                    @EnqueuedAt = @EnqueuedAt,
+                    @EntityKey = @EntityKey,
+                    @Payload = @Payload,
+                    @Response = @Response OUTPUT;
+                IF (@JobRetCode = 0)
+                    -- Its errors (a takeover: 50010) land in the CATCH like the job's.
+                    EXEC dbo.Modify_SyncQueue_utx
+                        @EnqueuedAt = @EnqueuedAt,
+                        @UpdatedAt = @UpdatedAt,
+                        @Status = 'Completed',
+                        @Response = @Response;
+                ELSE
+                    SET @JobError = @JobProcedure + N' returned ' + CAST(@JobRetCode AS NVARCHAR(12));
+                IF (@JobError IS NULL)
+                    COMMIT TRANSACTION Drain_SyncQueue;
+                ELSE
+                    ROLLBACK TRANSACTION Drain_SyncQueue;
+            END TRY
+            BEGIN CATCH
+                -- Only the report's own refusal means the item changed hands; the
+                -- same number raised by the job is the job's failure.
+                SELECT
+                    @CaughtNo = CASE
+                        WHEN ERROR_PROCEDURE() LIKE N'%Modify[_]SyncQueue[_]utx' THEN ERROR_NUMBER()
+                    END,
+                    @JobError = N'error ' + CAST(ERROR_NUMBER() AS NVARCHAR(12))
+                    + ISNULL(N' in ' + ERROR_PROCEDURE(), N'')
+                    + N' at line ' + CAST(ERROR_LINE() AS NVARCHAR(12)) + N': ' + ERROR_MESSAGE();
+                IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Drain_SyncQueue;
+            END CATCH;
+
+            IF (@CaughtNo IN (50005, 50008, 50010))
+                SET @TakenOver = @TakenOver + 1;  -- the item is someone else's now
+            ELSE IF (@JobError IS NULL)
+                SET @Completed = @Completed + 1;
+            ELSE
+                BEGIN
+                    BEGIN TRY
+                        BEGIN TRANSACTION Drain_SyncQueue;
+                        EXEC dbo.Modify_SyncQueue_utx
+                            @EnqueuedAt = @EnqueuedAt,
+                            @UpdatedAt = @UpdatedAt,
+                            @Status = 'Error',
+                            @Error = @JobError;
+                        COMMIT TRANSACTION Drain_SyncQueue;
+                        SET @Failed = @Failed + 1;
+                    END TRY
+                    BEGIN CATCH
+                        IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Drain_SyncQueue;
+                        IF (ERROR_NUMBER() NOT IN (50005, 50008, 50010)) THROW;
+                        SET @TakenOver = @TakenOver + 1;
+                    END CATCH;
+                END;
+        END;
+
+    SELECT
+        @Claimed AS Claimed,
+        @Completed AS Completed,
+        @Failed AS Failed,
+        @TakenOver AS TakenOver;
+    RETURN 0;
+
+    EXIT_TRANSACTION:
+    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Drain_SyncQueue;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

@@ -1,0 +1,198 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Move_Notification_utx: the item-level controls of a Notification item, for
+   operators and applications rather than workers, inside the caller's
+   transaction. Each is a move the lifecycle allows (dbo.QueueTransition, else
+   50006) from a state a control may change (dbo.QueueIsEditable_fn, else 50008;
+   Paused, which workers may not touch, is what Resume and Cancel are for):
+     Cancel      Pending, Processing, Error or Paused -> Cancelled
+     Pause       Pending or Error -> Paused: no worker claims it until resumed
+     Resume      Paused -> Pending, due at @ScheduledFor if given
+     Terminate   Processing -> Terminated: stop a running attempt for good
+     Retry       Failed -> Pending with a fresh attempt budget, due at
+                 @ScheduledFor (default now); 50011 when an unfinished item has
+                 taken its DedupKey meanwhile
+     Reschedule  a Pending, Error or Paused item is due at @ScheduledFor instead
+   Cancelling or terminating an item in Processing ends its attempt in
+   dbo.NotificationAttempt with that outcome; the worker's later report is refused
+   (50005: its token is stale, and reading the item again shows why).
+   @EnqueuedAt: the item's key.
+   @UpdatedAt: the token the caller read, checked when given (50005 when stale);
+     NULL acts on the item as it is now, as an operator usually does.
+   @Action: Cancel, Pause, Resume, Terminate, Retry or Reschedule.
+   @ScheduledFor: the new due time (UTC) for Resume, Retry and Reschedule.
+   @NewUpdatedAt: OUTPUT, the item's new token.
+   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50004 no such
+   item, 50005, 50006, 50007 a missing or invalid parameter, 50008, 50009 the
+   enqueue lock (taken to check a retried DedupKey) was not granted, 50011. On
+   error the caller rolls back; nothing is written before the checks pass. */
+CREATE OR ALTER PROCEDURE dbo.Move_Notification_utx
+    @EnqueuedAt dbo.[_Timestamp],
+    @UpdatedAt dbo.[_Timestamp] = NULL,
+    @Action VARCHAR(20),
+    @ScheduledFor dbo.[_Timestamp] = NULL,
+    @NewUpdatedAt dbo.[_Timestamp] = NULL OUTPUT
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED; -- SQL Server restores the caller's level on return
+    DECLARE @Proc NVARCHAR(128) = N'dbo.Move_Notification_utx';
+    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @Key NVARCHAR(40) = CONVERT(NVARCHAR(40), @EnqueuedAt, 126);
+    DECLARE @TokenText NVARCHAR(40) = CONVERT(NVARCHAR(40), @UpdatedAt, 126);
+    DECLARE @Current dbo.QueueState;
+    DECLARE @CurrentToken dbo.[_Timestamp];
+    DECLARE @StartedAt dbo.[_Timestamp];
+    DECLARE @DedupKey dbo.DedupKey;
+    DECLARE @DedupHolder dbo.[_Timestamp];
+    DECLARE @DedupHolderText NVARCHAR(40);
+    DECLARE @Target dbo.QueueState;
+    DECLARE @Duration dbo.Duration;
+    DECLARE @LockResult INT;
+    DECLARE @ErrNo INT;
+    DECLARE @RowCnt INT;
+
+    SET @NewUpdatedAt = NULL;
+    IF (@@TRANCOUNT = 0)
+        BEGIN
+            RAISERROR (50002, 16, 1, N'dbo.Move_Notification_utx');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@EnqueuedAt IS NULL)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@EnqueuedAt is required');
+            GOTO EXIT_ERROR;
+        END;
+    SET @Target = CASE @Action
+        WHEN 'Cancel' THEN 'Cancelled'
+        WHEN 'Pause' THEN 'Paused'
+        WHEN 'Resume' THEN 'Pending'
+        WHEN 'Terminate' THEN 'Terminated'
+        WHEN 'Retry' THEN 'Pending'
+    END;
+    IF (@Target IS NULL AND ISNULL(@Action, '') <> 'Reschedule')
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Action must be Cancel, Pause, Resume, Terminate, Retry or Reschedule');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@ScheduledFor IS NOT NULL AND @Action IN ('Cancel', 'Pause', 'Terminate'))
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@ScheduledFor goes with Resume, Retry and Reschedule only');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@Action = 'Reschedule' AND @ScheduledFor IS NULL)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@ScheduledFor is required to reschedule');
+            GOTO EXIT_ERROR;
+        END;
+
+    SELECT
+        @Current = n.[Status],
+        @CurrentToken = n.UpdatedAt,
+        @StartedAt = n.StartedAt,
+        @DedupKey = n.DedupKey
+    FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK)
+    WHERE n.EnqueuedAt = @EnqueuedAt;
+    IF (@Current IS NULL)
+        BEGIN
+            RAISERROR (50004, 16, 1, @Proc, @Key);
+            GOTO EXIT_ERROR;
+        END;
+    IF (@UpdatedAt IS NOT NULL AND @CurrentToken <> @UpdatedAt)
+        BEGIN
+            RAISERROR (50005, 16, 1, @Proc, @Key, @TokenText);
+            GOTO EXIT_ERROR;
+        END;
+    IF (
+        dbo.QueueIsEditable_fn(@Current) = 0
+        AND NOT (@Current = 'Paused' AND @Action IN ('Resume', 'Cancel', 'Reschedule'))
+    )
+        BEGIN
+            RAISERROR (50008, 16, 1, @Proc, @Key, @Current);
+            GOTO EXIT_ERROR;
+        END;
+    IF (@Action = 'Reschedule' AND dbo.QueueIsProcessable_fn(@Current) = 0)
+        BEGIN
+            RAISERROR (50008, 16, 1, @Proc, @Key, @Current);
+            GOTO EXIT_ERROR;
+        END;
+    -- Failed -> Pending is Retry's move, Paused -> Pending Resume's: the transitions
+    -- table allows both, so each action names the state it starts from.
+    IF (
+        (@Target IS NOT NULL AND dbo.QueueCanTransition_fn(@Current, @Target) = 0)
+        OR (@Action = 'Resume' AND @Current <> 'Paused')
+        OR (@Action = 'Retry' AND @Current <> 'Failed')
+    )
+        BEGIN
+            RAISERROR (50006, 16, 1, @Proc, @Key, @Current, @Target);
+            GOTO EXIT_ERROR;
+        END;
+    IF (@Action = 'Retry' AND @DedupKey IS NOT NULL)
+        BEGIN
+            -- Under the enqueue lock, where Add_ checks keys: a retry and an enqueue
+            -- of the same key cannot both find it free.
+            EXEC @LockResult = sys.sp_getapplock
+                @Resource = N'dbo.Notification',
+                @LockMode = 'Exclusive',
+                @LockOwner = 'Transaction',
+                @LockTimeout = 10000;
+            IF (@LockResult < 0)
+                BEGIN
+                    RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+                    GOTO EXIT_ERROR;
+                END;
+            SELECT @DedupHolder = n.EnqueuedAt
+            FROM dbo.Notification AS n
+            WHERE n.DedupKey = @DedupKey AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
+            IF (@DedupHolder IS NOT NULL)
+                BEGIN
+                    SET @DedupHolderText = CONVERT(NVARCHAR(40), @DedupHolder, 126);
+                    RAISERROR (50011, 16, 1, @Proc, @Key, @DedupHolderText);
+                    GOTO EXIT_ERROR;
+                END;
+        END;
+    IF (@Current = 'Processing') SET @Duration = DATEDIFF_BIG(MILLISECOND, @StartedAt, @Now);
+
+    SET @NewUpdatedAt = dbo.QueueNextKey_fn(@CurrentToken);
+    UPDATE dbo.Notification
+    SET
+        [Status] = ISNULL(@Target, [Status]),
+        AttemptNum = CASE WHEN @Action = 'Retry' THEN 0 ELSE AttemptNum END,
+        Duration = ISNULL(@Duration, Duration),
+        LeaseUntil = CASE WHEN @Current <> 'Processing' THEN LeaseUntil END,
+        ScheduledFor = CASE
+            WHEN @Action = 'Retry' THEN ISNULL(@ScheduledFor, @Now)
+            WHEN @Action IN ('Resume', 'Reschedule') THEN ISNULL(@ScheduledFor, ScheduledFor)
+            ELSE ScheduledFor
+        END,
+        UpdatedAt = @NewUpdatedAt
+    WHERE EnqueuedAt = @EnqueuedAt AND UpdatedAt = @CurrentToken;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    IF (@RowCnt <> 1)
+        BEGIN
+            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            GOTO EXIT_ERROR;
+        END;
+
+    IF (@Current = 'Processing')
+        BEGIN
+            UPDATE dbo.NotificationAttempt
+            SET
+                Outcome = @Target,
+                Duration = @Duration
+            WHERE EnqueuedAt = @EnqueuedAt AND Outcome IS NULL;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+        END;
+    RETURN 0;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

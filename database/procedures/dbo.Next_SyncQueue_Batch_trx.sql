@@ -1,0 +1,89 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Next_SyncQueue_Batch_trx: claims up to @BatchSize SyncQueue items for
+   the worker @LockedBy (dbo.Next_SyncQueue_utx decides which) and commits,
+   waiting up to @WaitMs for work when none is due (long-poll): it tries again
+   every 100 ms, with no transaction open between tries, and returns as soon as
+   a claim succeeds, so idle workers do not poll in a tight loop.
+   @LockedBy: the worker slot claiming; NULL records HOST_NAME()/@@SPID (see
+     dbo.Next_SyncQueue_utx).
+   @BatchSize: how many items at most, 1 to 1000 (default 1).
+   @WaitMs: how long to wait for a due item, 0 to 60000 ms (default 0: do not wait).
+   @Type: claim only items of this job type; NULL (the default): any.
+   Returns 0 with one row per claimed item (EnqueuedAt, UpdatedAt, LeaseUntil,
+   AttemptNum, from dbo.Worker_SyncQueue_V) in claim order, none when nothing
+   came due in time; 1 on error: 50001 inside a transaction, 50007 a bad @WaitMs,
+   and the errors of dbo.Next_SyncQueue_utx. */
+CREATE OR ALTER PROCEDURE dbo.Next_SyncQueue_Batch_trx
+    @LockedBy NVARCHAR(400) = NULL,
+    @BatchSize INT = 1,
+    @WaitMs INT = 0,
+    @Type VARCHAR(400) = NULL
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- relq's locking hints assume READ COMMITTED, whatever the connection's default.
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DECLARE @Proc NVARCHAR(128) = N'dbo.Next_SyncQueue_Batch_trx';
+    DECLARE @Deadline DATETIME2(7);
+    DECLARE @LeftMs INT;
+    DECLARE @Pause CHAR(12);
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @RetCode INT;
+    DECLARE @ErrNo INT;
+
+    -- IMPLICIT_TRANSACTIONS ON (JDBC's setAutoCommit(false), ODBC's manual commit) would nest
+    -- BEGIN TRANSACTION inside an implicit one and return with it still open.
+    IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        BEGIN
+            RAISERROR (50001, 16, 1, N'dbo.Next_SyncQueue_Batch_trx');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@WaitMs IS NULL OR @WaitMs < 0 OR @WaitMs > 60000)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@WaitMs must be 0 to 60000');
+            GOTO EXIT_ERROR;
+        END;
+    SET @Deadline = DATEADD(MILLISECOND, @WaitMs, SYSUTCDATETIME());
+
+    WHILE (1 = 1)
+        BEGIN
+            BEGIN TRANSACTION Next_SyncQueue_Batch;
+            EXEC @RetCode = dbo.Next_SyncQueue_utx
+                @LockedBy = @LockedBy,
+                @BatchSize = @BatchSize,
+                @Type = @Type,
+                @Claimed = @Claimed OUTPUT;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
+            COMMIT TRANSACTION Next_SyncQueue_Batch;
+
+            SET @LeftMs = DATEDIFF(MILLISECOND, SYSUTCDATETIME(), @Deadline);
+            IF (@Claimed IS NOT NULL OR @LeftMs <= 0) BREAK;
+            -- WAITFOR DELAY takes 'hh:mm:ss.fff' and no date part: at most 100 ms here.
+            SET
+                @Pause
+                = '00:00:00.' + RIGHT('00' + CAST(CASE WHEN @LeftMs < 100 THEN @LeftMs ELSE 100 END AS VARCHAR(3)), 3);
+            WAITFOR DELAY @Pause;
+        END;
+
+    SELECT
+        v.EnqueuedAt,
+        v.UpdatedAt,
+        v.LeaseUntil,
+        v.AttemptNum
+    FROM OPENJSON(@Claimed) AS j
+    CROSS APPLY OPENJSON (j.[value]) WITH (EnqueuedAt DATETIME2(7)) AS c
+    INNER JOIN dbo.Worker_SyncQueue_V AS v ON c.EnqueuedAt = v.EnqueuedAt
+    ORDER BY CAST(j.[key] AS INT);
+    RETURN 0;
+
+    EXIT_TRANSACTION:
+    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Next_SyncQueue_Batch;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

@@ -1,0 +1,55 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Pause_Notification_trx: pauses a Notification item: a Pending or Error item is
+   not claimed until dbo.Resume_Notification_trx, in a transaction of its own
+   (dbo.Move_Notification_utx, Action Pause, has the rules).
+   @EnqueuedAt: the item's key.
+   @UpdatedAt: the token the caller read, checked when given; NULL: the item as it is now.
+   Returns 0 with the item (EnqueuedAt, UpdatedAt, Status, ScheduledFor) from
+   dbo.Worker_Notification_V; 1 on error: 50001 inside a transaction, and the
+   errors of dbo.Move_Notification_utx. */
+CREATE OR ALTER PROCEDURE dbo.Pause_Notification_trx
+    @EnqueuedAt dbo.[_Timestamp],
+    @UpdatedAt dbo.[_Timestamp] = NULL
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    DECLARE @RetCode INT;
+    DECLARE @ErrNo INT;
+
+    -- IMPLICIT_TRANSACTIONS ON (JDBC's setAutoCommit(false), ODBC's manual commit) would nest
+    -- BEGIN TRANSACTION inside an implicit one and return with it still open.
+    IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        BEGIN
+            RAISERROR (50001, 16, 1, N'dbo.Pause_Notification_trx');
+            GOTO EXIT_ERROR;
+        END;
+
+    BEGIN TRANSACTION Pause_Notification;
+    EXEC @RetCode = dbo.Move_Notification_utx
+        @EnqueuedAt = @EnqueuedAt,
+        @UpdatedAt = @UpdatedAt,
+        @Action = 'Pause';
+    SELECT @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
+    COMMIT TRANSACTION Pause_Notification;
+
+    SELECT
+        v.EnqueuedAt,
+        v.UpdatedAt,
+        v.[Status],
+        v.ScheduledFor
+    FROM dbo.Worker_Notification_V AS v
+    WHERE v.EnqueuedAt = @EnqueuedAt;
+    RETURN 0;
+
+    EXIT_TRANSACTION:
+    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Pause_Notification;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

@@ -1,0 +1,294 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Next_SyncQueue_Batch_trxTests';
+GO
+-- Every table the claim writes (the attempt history included: its foreign key would
+-- refuse the rows of a faked queue) and its result rows (dbo.Worker_SyncQueue_V) read,
+-- and the settings faked empty so that syncqueue.maxAttempts is 3 and
+-- syncqueue.leaseSeconds 300. In a NoTransaction test the fakes hold the committed
+-- rows; tSQLt puts the real tables back after the test.
+--
+-- The result set cannot be captured here: INSERT ... EXEC runs the procedure inside
+-- the INSERT's transaction, where a _trx refuses (50001). The tests check its columns
+-- with sys.dm_exec_describe_first_result_set and assert on the rows the claim left;
+-- the order of the claim, which the rows follow, is dbo.Next_SyncQueue_utx's and is
+-- tested there through @Claimed.
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.FakeQueue
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueAttempt', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+END;
+GO
+-- One Pending job with every column the claim reads; due at its key unless ScheduledFor is given.
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.AddItem
+    @EnqueuedAt DATETIME2(7),
+    @ScheduledFor DATETIME2(7) = NULL,
+    @Priority SMALLINT = 0,
+    @GroupKey NVARCHAR(100) = NULL
+AS
+BEGIN
+    INSERT INTO dbo.SyncQueue (
+        EnqueuedAt,
+        [Type],
+        EntityKey,
+        [Status],
+        [Step],
+        AttemptNum,
+        StartedAt,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        LockedBy,
+        LeaseUntil
+    )
+    VALUES (
+        @EnqueuedAt,
+        'CustomerSync',
+        N'C-' + CAST(DATEPART(SECOND, @EnqueuedAt) AS NVARCHAR(2)),
+        'Pending',
+        NULL,
+        0,
+        NULL,
+        ISNULL(@ScheduledFor, @EnqueuedAt),
+        @EnqueuedAt,
+        @Priority,
+        @GroupKey,
+        NULL,
+        NULL
+    );
+END;
+GO
+-- Calls the batch claim with a bad @WaitMs and asserts that it raised 50007.
+-- The check comes before the transaction: nothing is left open.
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.AssertWaitMsRefused
+    @WaitMs INT,
+    @Case NVARCHAR(200)
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    DECLARE @TranCount INT;
+    BEGIN TRY
+        EXEC dbo.Next_SyncQueue_Batch_trx @LockedBy = N'worker-1', @BatchSize = 5, @WaitMs = @WaitMs;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+    SET @TranCount = @@TRANCOUNT;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@WaitMs%', @Actual = @ErrorMessage, @Message = @Case;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = @Case;
+END;
+GO
+-- Run after each NoTransaction test: a _trx that raised an error inside
+-- tSQLt's TRY...CATCH leaves its own transaction open.
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.RollbackLeftOpen
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+-- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50001 when a transaction is open]
+AS
+BEGIN
+    EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+
+    EXEC dbo.Next_SyncQueue_Batch_trx @LockedBy = N'worker-1', @BatchSize = 5;
+END;
+GO
+--[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx claims and commits a batch when several items are due]
+AS
+BEGIN
+    DECLARE @Later DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Held VARCHAR(400);
+    DECLARE @StillPending VARCHAR(400);
+    DECLARE @OpenAttempts VARCHAR(400);
+    DECLARE @AttemptsAtToken INT;
+    DECLARE @Leases INT;
+    EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
+    -- Due: 1, 2 (urgent), 3 (first of group g); waiting: 4 (behind 3 in g), 5 (not yet due).
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02', @Priority = 5;
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:03', @GroupKey = N'g';
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:04', @GroupKey = N'g';
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:05', @ScheduledFor = @Later;
+
+    EXEC @RetCode = dbo.Next_SyncQueue_Batch_trx @LockedBy = N'worker-1', @BatchSize = 5;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    -- A NoTransaction test makes no permanent objects, so it asserts values, not tables
+    -- (AssertEqualsTable creates a work table).
+    SELECT
+        @Held = STRING_AGG(CAST(DATEPART(SECOND, q.EnqueuedAt) AS VARCHAR(2)), ',')
+        WITHIN GROUP (ORDER BY q.EnqueuedAt)
+    FROM dbo.SyncQueue AS q
+    WHERE q.[Status] = 'Processing' AND q.AttemptNum = 1 AND q.LockedBy = N'worker-1';
+    SELECT
+        @StillPending = STRING_AGG(CAST(DATEPART(SECOND, q.EnqueuedAt) AS VARCHAR(2)), ',')
+        WITHIN GROUP (ORDER BY q.EnqueuedAt)
+    FROM dbo.SyncQueue AS q
+    WHERE q.[Status] = 'Pending' AND q.AttemptNum = 0;
+    SELECT
+        @OpenAttempts = STRING_AGG(CAST(DATEPART(SECOND, a.EnqueuedAt) AS VARCHAR(2)), ',')
+        WITHIN GROUP (ORDER BY a.EnqueuedAt)
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.Outcome IS NULL AND a.AttemptNum = 1 AND a.LockedBy = N'worker-1';
+    SELECT @AttemptsAtToken = COUNT(*)
+    FROM dbo.SyncQueueAttempt AS a
+    INNER JOIN dbo.SyncQueue AS q ON a.EnqueuedAt = q.EnqueuedAt AND a.StartedAt = q.UpdatedAt;
+    SELECT @Leases = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE q.[Status] = 'Processing' AND q.LeaseUntil = DATEADD(SECOND, 300, q.StartedAt);
+    EXEC tSQLt.AssertEqualsString @Expected = '1,2,3', @Actual = @Held, @Message = N'items worker-1 holds';
+    EXEC tSQLt.AssertEqualsString @Expected = '4,5', @Actual = @StillPending, @Message = N'items left Pending';
+    EXEC tSQLt.AssertEqualsString @Expected = '1,2,3', @Actual = @OpenAttempts, @Message = N'open attempts';
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @AttemptsAtToken, @Message = N'attempts starting at the new tokens';
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @Leases, @Message = N'leases of 300 s';
+END;
+GO
+--[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx claims no more than BatchSize items when more are due]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @Held VARCHAR(400);
+    EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02';
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:03', @Priority = 1;
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:04';
+
+    EXEC @RetCode = dbo.Next_SyncQueue_Batch_trx @LockedBy = N'worker-1', @BatchSize = 2;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Held = STRING_AGG(CAST(DATEPART(SECOND, q.EnqueuedAt) AS VARCHAR(2)), ',')
+        WITHIN GROUP (ORDER BY q.EnqueuedAt)
+    FROM dbo.SyncQueue AS q
+    WHERE q.[Status] = 'Processing';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = '1,3', @Actual = @Held, @Message = N'the two most urgent: Priority first, then the key';
+END;
+GO
+-- A worker reads per row the key, the token to report with, the lease to renew
+-- before, and the attempt number. The metadata comes from SQL Server's analysis of the
+-- procedure, without running it.
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx returns EnqueuedAt UpdatedAt LeaseUntil and AttemptNum when a worker reads its rows]
+AS
+BEGIN
+    DECLARE @Columns NVARCHAR(4000);
+    SELECT
+        @Columns = STRING_AGG(CONCAT(r.name, N' ', r.system_type_name, N' ', r.error_message), N', ')
+        WITHIN GROUP (ORDER BY r.column_ordinal)
+    FROM sys.dm_exec_describe_first_result_set(N'EXEC dbo.Next_SyncQueue_Batch_trx @BatchSize = 5;', NULL, 0) AS r;
+
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'EnqueuedAt datetime2(7) , UpdatedAt datetime2(7) , LeaseUntil datetime2(7) , AttemptNum smallint ',
+        @Actual = @Columns;
+END;
+GO
+--[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50007 and claims nothing when WaitMs is out of range]
+AS
+BEGIN
+    DECLARE @Status VARCHAR(20);
+    DECLARE @Attempts INT;
+    EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+
+    EXEC Next_SyncQueue_Batch_trxTests.AssertWaitMsRefused @WaitMs = -1, @Case = N'@WaitMs -1';
+    EXEC Next_SyncQueue_Batch_trxTests.AssertWaitMsRefused @WaitMs = 60001, @Case = N'@WaitMs 60001';
+    EXEC Next_SyncQueue_Batch_trxTests.AssertWaitMsRefused @WaitMs = NULL, @Case = N'@WaitMs NULL';
+
+    SELECT @Status = q.[Status]
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
+    SELECT @Attempts = COUNT(*) FROM dbo.SyncQueueAttempt;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
+END;
+GO
+-- Only a lower bound on the time: a loaded server may take longer, never shorter.
+--[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx waits about WaitMs and claims nothing when nothing comes due]
+AS
+BEGIN
+    DECLARE @Later DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @Before DATETIME2(7);
+    DECLARE @ElapsedMs INT;
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Unchanged INT;
+    DECLARE @Attempts INT;
+    EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @ScheduledFor = @Later;
+
+    SET @Before = SYSUTCDATETIME();
+    EXEC @RetCode = dbo.Next_SyncQueue_Batch_trx @LockedBy = N'worker-1', @BatchSize = 5, @WaitMs = 300;
+    SET @ElapsedMs = DATEDIFF(MILLISECOND, @Before, SYSUTCDATETIME());
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'no transaction is left open';
+    IF @ElapsedMs IS NULL OR @ElapsedMs < 250
+        EXEC tSQLt.Fail
+            @Message0 = N'the call must wait for work about @WaitMs (300 ms); it returned after (ms): ',
+            @Message1 = @ElapsedMs;
+    SET @Unchanged = (
+        SELECT COUNT(*)
+        FROM dbo.SyncQueue AS q
+        WHERE
+            q.[Status] = 'Pending'
+            AND q.AttemptNum = 0
+            AND q.LockedBy IS NULL
+            AND q.UpdatedAt = '2024-01-01T00:00:01'
+    );
+    SELECT @Attempts = COUNT(*) FROM dbo.SyncQueueAttempt;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Unchanged, @Message = N'the waiting item is unchanged';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
+END;
+GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @Status VARCHAR(20);
+    EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Next_SyncQueue_Batch_trx @LockedBy = N'worker-1', @BatchSize = 5;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    SELECT @Status = q.[Status]
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
+END;
+GO

@@ -1,0 +1,163 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Pause_SyncQueue_trxTests';
+GO
+-- Every table the control writes (the attempt history included) and its result
+-- row (dbo.Worker_SyncQueue_V) reads. In a NoTransaction test the fakes hold the
+-- committed rows; tSQLt puts the real tables back after the test.
+-- dbo.QueueStatus and dbo.QueueTransition stay real. The result row cannot be
+-- read here: a _trx refuses INSERT ... EXEC (it would run inside the INSERT's
+-- transaction), so the tests assert on the row left in the queue; the rules of
+-- each move are dbo.Move_SyncQueue_utx's tests.
+CREATE PROCEDURE Pause_SyncQueue_trxTests.FakeQueue
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueAttempt', @Defaults = 1;
+END;
+GO
+-- The item under test: key 2024-01-01T00:00:00, token five seconds later, due at
+-- 01:00 that day. A Pending item, never claimed.
+CREATE PROCEDURE Pause_SyncQueue_trxTests.AddItem
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    INSERT INTO dbo.SyncQueue (
+        EnqueuedAt,
+        [Type],
+        EntityKey,
+        Payload,
+        [Status],
+        [Step],
+        AttemptNum,
+        Response,
+        Error,
+        StartedAt,
+        Duration,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey,
+        LockedBy,
+        LeaseUntil
+    )
+    VALUES (
+        @Key,
+        'CustomerSync',
+        N'C-1',
+        NULL,
+        'Pending',
+        NULL,
+        0,
+        N'',
+        N'',
+        NULL,
+        NULL,
+        '2024-01-01T01:00:00',
+        @Token,
+        0,
+        NULL,
+        NULL,
+        NULL,
+        NULL
+    );
+END;
+GO
+-- Run after each NoTransaction test: a _trx that raised an error inside
+-- tSQLt's TRY...CATCH leaves its own transaction open.
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Pause_SyncQueue_trxTests.RollbackLeftOpen
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+-- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
+CREATE PROCEDURE Pause_SyncQueue_trxTests.[test Pause_SyncQueue_trx raises 50001 when a transaction is open]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    EXEC Pause_SyncQueue_trxTests.FakeQueue;
+    EXEC Pause_SyncQueue_trxTests.AddItem;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+
+    EXEC dbo.Pause_SyncQueue_trx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token;
+END;
+GO
+--[@tSQLt:NoTransaction]('Pause_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Pause_SyncQueue_trxTests.[test Pause_SyncQueue_trx pauses the item and commits when no transaction is open]
+AS
+BEGIN
+    -- A Pending item becomes Paused; its due time is kept.
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @DueAt DATETIME2(7) = '2024-01-01T01:00:00';
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Status VARCHAR(20);
+    DECLARE @AttemptNum INT;
+    DECLARE @ScheduledFor DATETIME2(7);
+    DECLARE @UpdatedAt DATETIME2(7);
+    EXEC Pause_SyncQueue_trxTests.FakeQueue;
+    EXEC Pause_SyncQueue_trxTests.AddItem;
+
+    EXEC @RetCode = dbo.Pause_SyncQueue_trx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    SELECT
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @ScheduledFor = q.ScheduledFor,
+        @UpdatedAt = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Paused', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = @DueAt, @Actual = @ScheduledFor, @Message = N'ScheduledFor is kept';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'AttemptNum is kept';
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= @Token
+        EXEC tSQLt.Fail @Message0 = N'the change must move UpdatedAt forward';
+END;
+GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Pause_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Pause_SyncQueue_trxTests.[test Pause_SyncQueue_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @ErrorNumber INT;
+    DECLARE @UpdatedAt DATETIME2(7);
+    EXEC Pause_SyncQueue_trxTests.FakeQueue;
+    EXEC Pause_SyncQueue_trxTests.AddItem;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Pause_SyncQueue_trx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @Token;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    SELECT @UpdatedAt = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
+END;
+GO
