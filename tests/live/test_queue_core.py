@@ -55,7 +55,7 @@ def drain(conn_str: str, claims: list, errors: list, deadline: float) -> None:
                     return
                 time.sleep(0.02)  # others hold the rest, or a retry is not due yet
                 continue
-            key, token = claimed[0]
+            key, token = claimed[0][:2]
             entity, attempt = db.query(
                 cursor, "SELECT v.EntityKey, v.AttemptNum FROM dbo.Worker_SyncQueue_V AS v "
                         "WHERE v.EnqueuedAt = ?;", key)[0]
