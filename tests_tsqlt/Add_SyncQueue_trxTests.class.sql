@@ -307,23 +307,3 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows';
 END;
 GO
--- The caller reads one row per item, in ItemNo order. The metadata comes from SQL
--- Server's analysis of the procedure, without running it (INSERT ... EXEC would run it
--- inside a transaction, where it refuses).
-CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx returns EnqueuedAt Type EntityKey ItemNo and IsDuplicate when a caller reads its rows]
-AS
-BEGIN
-    DECLARE @Columns NVARCHAR(4000);
-    SELECT
-        @Columns = STRING_AGG(CONCAT(r.name, N' ', r.system_type_name, N' ', r.error_message), N', ')
-        WITHIN GROUP (ORDER BY r.column_ordinal)
-    FROM sys.dm_exec_describe_first_result_set(
-        N'DECLARE @Items dbo.SyncQueueItemList; EXEC dbo.Add_SyncQueue_trx @Items = @Items;', NULL, 0
-    ) AS r;
-
-    EXEC tSQLt.AssertEqualsString
-        @Expected
-        = N'EnqueuedAt datetime2(7) , Type varchar(50) , EntityKey nvarchar(200) , ItemNo int , IsDuplicate bit ',
-        @Actual = @Columns;
-END;
-GO

@@ -512,57 +512,49 @@ BEGIN
         @Step = @Step;
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50006 and changes nothing when a processing item reports Pending]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx gives the attempt back when a processing item reports Pending]
 AS
 BEGIN
+    -- A worker shutting down releases what it has not worked on: the attempt does not count.
     DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
     DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
     DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
-    DECLARE @ErrorNumber INT;
+    DECLARE @LeaseUntil DATETIME2(7) = DATEADD(MINUTE, 4, SYSUTCDATETIME());
+    DECLARE @Status VARCHAR(20);
+    DECLARE @AttemptNum INT;
+    DECLARE @ItemLeaseUntil DATETIME2(7);
+    DECLARE @ScheduledFor DATETIME2(7);
+    DECLARE @Outcome VARCHAR(20);
+    DECLARE @Error NVARCHAR(MAX);
     EXEC Modify_Notification_utxTests.FakeQueue;
     INSERT INTO dbo.Notification (
-        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
+        EnqueuedAt, [Type], [Status], AttemptNum, StartedAt, ScheduledFor, UpdatedAt, LockedBy, LeaseUntil
     )
-    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
-    SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.[Step],
-        n.AttemptNum,
-        n.Response,
-        n.Error,
-        n.StartedAt,
-        n.Duration,
-        n.ScheduledFor,
-        n.UpdatedAt
-    INTO #Before
-    FROM dbo.Notification AS n;
+    VALUES (@Key, 'ResetPassword', 'Processing', 2, @StartedAt, @Key, @Token, N'worker-a', @LeaseUntil);
+    INSERT INTO dbo.NotificationAttempt (EnqueuedAt, StartedAt, AttemptNum, LockedBy)
+    VALUES (@Key, @Token, 2, N'worker-a');
 
-    BEGIN TRY
-        EXEC dbo.Modify_Notification_utx
-            @EnqueuedAt = @Key,
-            @UpdatedAt = @Token,
-            @Status = 'Pending';
-    END TRY
-    BEGIN CATCH
-        SET @ErrorNumber = ERROR_NUMBER();
-    END CATCH;
+    EXEC dbo.Modify_Notification_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Pending';
 
-    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.[Step],
-        n.AttemptNum,
-        n.Response,
-        n.Error,
-        n.StartedAt,
-        n.Duration,
-        n.ScheduledFor,
-        n.UpdatedAt
-    INTO #After
-    FROM dbo.Notification AS n;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After';
+        @Status = x.[Status],
+        @AttemptNum = x.AttemptNum,
+        @ItemLeaseUntil = x.LeaseUntil,
+        @ScheduledFor = x.ScheduledFor
+    FROM dbo.Notification AS x
+    WHERE x.EnqueuedAt = @Key;
+    SELECT
+        @Outcome = a.Outcome,
+        @Error = a.Error
+    FROM dbo.NotificationAttempt AS a
+    WHERE a.EnqueuedAt = @Key AND a.StartedAt = @Token;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'the attempt is given back';
+    IF @ItemLeaseUntil IS NOT NULL EXEC tSQLt.Fail @Message0 = N'the lease must be cleared';
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @ScheduledFor, @Message = N'due as it was';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Outcome, @Message = N'the attempt ends as Pending';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'released unworked by its worker', @Actual = @Error, @Message = N'the attempt says why';
 END;
 GO
 CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50006 and changes nothing when a pending item reports Completed]

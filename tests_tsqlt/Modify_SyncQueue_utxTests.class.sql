@@ -413,25 +413,49 @@ BEGIN
     EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Processing', @Step = @Step;
 END;
 GO
-CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50006 when Processing goes back to Pending]
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx gives the attempt back when a processing item reports Pending]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
-    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
-    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    -- A worker shutting down releases what it has not worked on: the attempt does not count.
+    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @LeaseUntil DATETIME2(7) = DATEADD(MINUTE, 4, SYSUTCDATETIME());
+    DECLARE @Status VARCHAR(20);
+    DECLARE @AttemptNum INT;
+    DECLARE @ItemLeaseUntil DATETIME2(7);
+    DECLARE @ScheduledFor DATETIME2(7);
+    DECLARE @Outcome VARCHAR(20);
+    DECLARE @Error NVARCHAR(MAX);
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
+        EnqueuedAt, [Type], EntityKey, [Status], AttemptNum, StartedAt, ScheduledFor, UpdatedAt, LockedBy, LeaseUntil
     )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Processing', 'Fetch', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
-    EXEC tSQLt.ExpectException
-        @ExpectedErrorNumber = 50006,
-        @ExpectedMessagePattern = N'%cannot go from Processing to Pending%';
+    VALUES (@Key, 'CustomerSync', N'C-1', 'Processing', 2, @StartedAt, @Key, @Token, N'worker-a', @LeaseUntil);
+    INSERT INTO dbo.SyncQueueAttempt (EnqueuedAt, StartedAt, AttemptNum, LockedBy)
+    VALUES (@Key, @Token, 2, N'worker-a');
 
     EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Pending';
+
+    SELECT
+        @Status = x.[Status],
+        @AttemptNum = x.AttemptNum,
+        @ItemLeaseUntil = x.LeaseUntil,
+        @ScheduledFor = x.ScheduledFor
+    FROM dbo.SyncQueue AS x
+    WHERE x.EnqueuedAt = @Key;
+    SELECT
+        @Outcome = a.Outcome,
+        @Error = a.Error
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.EnqueuedAt = @Key AND a.StartedAt = @Token;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'the attempt is given back';
+    IF @ItemLeaseUntil IS NOT NULL EXEC tSQLt.Fail @Message0 = N'the lease must be cleared';
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @ScheduledFor, @Message = N'due as it was';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Outcome, @Message = N'the attempt ends as Pending';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'released unworked by its worker', @Actual = @Error, @Message = N'the attempt says why';
 END;
 GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50006 when Pending reports Completed]

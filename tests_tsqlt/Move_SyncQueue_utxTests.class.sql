@@ -238,7 +238,7 @@ CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx resumes the it
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
-    DECLARE @DueAt DATETIME2(7) = '2024-03-01T09:00:00';
+    DECLARE @DueAt DATETIME2(7) = DATEADD(HOUR, 1, @Key);  -- AddItem's due time
     DECLARE @RetCode INT;
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;

@@ -238,16 +238,16 @@ BEGIN
     EXEC Next_Notification_Batch_trxTests.FakeQueue;
     EXEC Next_Notification_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
 
-    -- dbo.Next_Notification_utx refuses it inside the procedure's transaction.
+    -- Refused before the procedure opens its transaction, so even a CATCH that
+    -- takes over at the error finds none open.
     BEGIN TRY
         EXEC dbo.Next_Notification_Batch_trx @LockedBy = N'worker-1', @BatchSize = 0;
     END TRY
     BEGIN CATCH
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
-    -- The CATCH took over before the procedure could roll back.
-    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
     SET @TranCount = @@TRANCOUNT;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
     EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT';

@@ -168,7 +168,7 @@ BEGIN
     WHERE n.EnqueuedAt = '2024-01-01T00:00:02';
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
-    IF @StartedAt IS NULL OR @StartedAt < @Before OR @StartedAt > @After
+    IF @StartedAt IS NULL OR @StartedAt < CAST(@Before AS DATETIME2(6)) OR @StartedAt > CAST(@After AS DATETIME2(6))
         EXEC tSQLt.Fail @Message0 = N'StartedAt must be the time of the claim';
     IF @UpdatedAt IS NULL OR @UpdatedAt <= '2024-01-01T00:00:02'
         EXEC tSQLt.Fail @Message0 = N'the new token must be later than the old one';
@@ -509,7 +509,7 @@ BEGIN
     WHERE n.EnqueuedAt = '2024-01-01T00:00:02';
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
-    IF @StartedAt IS NULL OR @StartedAt < @Before OR @StartedAt > @After
+    IF @StartedAt IS NULL OR @StartedAt < CAST(@Before AS DATETIME2(6)) OR @StartedAt > CAST(@After AS DATETIME2(6))
         EXEC tSQLt.Fail @Message0 = N'StartedAt must be the time of the claim';
     IF @UpdatedAt IS NULL OR @UpdatedAt <= '2024-01-01T00:00:02'
         EXEC tSQLt.Fail @Message0 = N'the new token must be later than the old one';
@@ -1093,7 +1093,7 @@ BEGIN
     FROM dbo.Notification AS n
     WHERE n.EnqueuedAt = @Key;
     -- StartedAt is whole microseconds, so it may round a fraction below @Before.
-    IF @StartedAt IS NULL OR @StartedAt < DATEADD(MICROSECOND, -1, @Before) OR @StartedAt > @After
+    IF @StartedAt IS NULL OR @StartedAt < CAST(@Before AS DATETIME2(6)) OR @StartedAt > CAST(@After AS DATETIME2(6))
         EXEC tSQLt.Fail @Message0 = N'StartedAt must be the time of the claim';
     SET @Expected = DATEADD(SECOND, 60, @StartedAt);
     EXEC tSQLt.AssertEquals @Expected = @Expected, @Actual = @LeaseUntil, @Message = N'LeaseUntil';

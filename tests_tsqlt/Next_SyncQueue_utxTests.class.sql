@@ -1162,7 +1162,7 @@ BEGIN
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
     -- StartedAt is whole microseconds, so it may round a fraction below @Before.
-    IF @StartedAt IS NULL OR @StartedAt < DATEADD(MICROSECOND, -1, @Before) OR @StartedAt > @After
+    IF @StartedAt IS NULL OR @StartedAt < CAST(@Before AS DATETIME2(6)) OR @StartedAt > CAST(@After AS DATETIME2(6))
         EXEC tSQLt.Fail @Message0 = N'StartedAt must be the time of the claim';
     SET @Expected = DATEADD(SECOND, 60, @StartedAt);
     EXEC tSQLt.AssertEquals @Expected = @Expected, @Actual = @LeaseUntil, @Message = N'LeaseUntil';

@@ -15,7 +15,7 @@ GO
 CREATE PROCEDURE QueueCanTransition_fnTests.[test QueueCanTransition_fn returns 0 when the pair is illegal]
 AS
 BEGIN
-    DECLARE @Actual BIT = dbo.QueueCanTransition_fn('Processing', 'Pending');
+    DECLARE @Actual BIT = dbo.QueueCanTransition_fn('Completed', 'Pending');
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Actual;
 END;
 GO

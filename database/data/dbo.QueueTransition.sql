@@ -5,7 +5,9 @@ GO
    follow what. This file is the whole truth: rows missing here are deleted.
    Pending    -> Processing (claimed), Cancelled, Paused
    Processing -> Processing (a step advance), Completed, PartiallyCompleted,
-                 Error (to be retried), Failed, Cancelled, Terminated
+                 Error (to be retried), Failed, Cancelled, Terminated,
+                 Pending (released unworked by its worker, which gives the
+                 attempt back: a worker shutting down)
    Error      -> Processing (the retry), Failed, Cancelled, Paused
    Paused     -> Pending (resumed), Cancelled
    Failed     -> Pending (retried by hand; Modify_ starts the attempts again)
@@ -24,6 +26,7 @@ USING (
     ('Processing', 'Failed'),
     ('Processing', 'Cancelled'),
     ('Processing', 'Terminated'),
+    ('Processing', 'Pending'),
     ('Error', 'Processing'),
     ('Error', 'Failed'),
     ('Error', 'Cancelled'),

@@ -28,16 +28,19 @@ BEGIN
 
     SELECT
         @Base = CASE WHEN ISNULL(@Base, 0) < 0 THEN 0 ELSE ISNULL(@Base, 0) END,
-        @Factor = CASE WHEN ISNULL(@Factor, 1) < 1 THEN 1 ELSE @Factor END,
+        @Factor = CASE WHEN ISNULL(@Factor, 1) < 1 THEN 1 ELSE ISNULL(@Factor, 1) END,
         @Cap = CASE WHEN ISNULL(@Cap, 0) < 0 THEN 0 ELSE ISNULL(@Cap, 0) END,
-        @Jitter = CASE WHEN ISNULL(@Jitter, 0) < 0 THEN 0 WHEN @Jitter > 1 THEN 1 ELSE @Jitter END,
+        @Jitter = CASE WHEN ISNULL(@Jitter, 0) < 0 THEN 0 WHEN @Jitter > 1 THEN 1 ELSE ISNULL(@Jitter, 0) END,
         @AttemptNum = CASE WHEN ISNULL(@AttemptNum, 1) < 1 THEN 1 ELSE @AttemptNum END,
         @Random = CASE WHEN @Random IS NULL OR @Random < 0 OR @Random >= 1 THEN 0.5 ELSE @Random END;
 
-    -- Compare exponents, not products: 2^32766 overflows a FLOAT long before the cap is met.
+    -- Compare exponents, not products: 2^32766 overflows a FLOAT long before the cap
+    -- is met. Nested, because T-SQL does not promise to skip LOG(0) in an OR.
     IF (@Base = 0)
         SET @Wait = 0;
-    ELSE IF (@Base >= @Cap OR (@AttemptNum - 1) * LOG(@Factor) >= LOG(@Cap / @Base))
+    ELSE IF (@Base >= @Cap)
+        SET @Wait = @Cap;
+    ELSE IF ((@AttemptNum - 1) * LOG(@Factor) >= LOG(@Cap / @Base))
         SET @Wait = @Cap;
     ELSE
         SET @Wait = @Base * POWER(@Factor, @AttemptNum - 1);

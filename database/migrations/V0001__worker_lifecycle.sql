@@ -203,8 +203,10 @@ GO
 /* A table type cannot be altered, and SQL Server refuses to drop one that a
    procedure's parameter uses: the two procedures that take dbo.SyncQueueItemList
    are dropped with it, and this same deploy re-creates all three from their
-   files (their files changed with it). A procedure of your own that takes the
-   type makes this step fail, naming it: drop it first and re-create it after. */
+   files (their files changed with it), without the permissions granted on them:
+   grant them again. A procedure of your own that uses the type (a tSQLt test
+   class of the first release included: tSQLt.DropClass it) makes this step fail,
+   naming it: drop it first and re-create it after. */
 IF
     TYPE_ID(N'dbo.SyncQueueItemList') IS NOT NULL
     AND NOT EXISTS (

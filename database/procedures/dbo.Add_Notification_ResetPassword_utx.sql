@@ -128,10 +128,19 @@ BEGIN
         BEGIN
             SELECT @EnqueuedAt = n.EnqueuedAt
             FROM dbo.Notification AS n
-            WHERE n.DedupKey = @DedupKey AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
+            WHERE
+                n.DedupKey = @DedupKey
+                AND n.DedupKey IS NOT NULL
+                AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
             IF (@EnqueuedAt IS NOT NULL) RETURN 0;
         END;
-    SELECT @Last = MAX(n.EnqueuedAt) FROM dbo.Notification AS n;
+    -- The last key, read without waiting: keys never change and are only added
+    -- under the enqueue lock this call holds, so no write can hide one; waiting
+    -- here on a row another transaction is writing, while holding the enqueue
+    -- lock it may ask for next, could deadlock.
+    SELECT TOP (1) @Last = n.EnqueuedAt
+    FROM dbo.Notification AS n WITH (READUNCOMMITTED)
+    ORDER BY n.EnqueuedAt DESC;
     SET @EnqueuedAt = dbo.QueueNextKey_fn(@Last);
 
     INSERT INTO dbo.Notification (EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey)

@@ -156,7 +156,13 @@ BEGIN
 
     IF (@InsertCount > 0)
         BEGIN
-            SELECT @Last = MAX(q.EnqueuedAt) FROM dbo.SyncQueue AS q;
+            -- The last key, read without waiting: keys never change and are only added
+            -- under the enqueue lock this call holds, so no write can hide one; waiting
+            -- here on a row another transaction is writing, while holding the enqueue
+            -- lock it may ask for next, could deadlock.
+            SELECT TOP (1) @Last = q.EnqueuedAt
+            FROM dbo.SyncQueue AS q WITH (READUNCOMMITTED)
+            ORDER BY q.EnqueuedAt DESC;
             SET @FirstEnqueuedAt = dbo.QueueNextKey_fn(@Last);
             SET @LastEnqueuedAt = DATEADD(MICROSECOND, @InsertCount - 1, @FirstEnqueuedAt);
 

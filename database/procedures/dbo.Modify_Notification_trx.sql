@@ -9,12 +9,12 @@ GO
    @Step: the step reached; NULL keeps the recorded one.
    @Response: the attempt's response; NULL keeps the recorded one.
    @Error: the attempt's error; NULL keeps the recorded one.
-   @ScheduledFor: for an Error outcome, when to try again.
+   @ScheduledFor: for an Error outcome, when to try again; NULL: after the backoff.
    @EmailResponse, @EmailError: the e-mail channel's own result, when given.
    @SmsResponse, @SmsError: the SMS channel's own result, when given.
    Returns 0 with the updated item from dbo.Worker_Notification_V (its new UpdatedAt
-   is the next token); 1 on error: 50001 inside a transaction, and the errors
-   of dbo.Modify_Notification_utx. */
+   is the next token, LeaseUntil its lease while in Processing); 1 on error:
+   50001 inside a transaction, and the errors of dbo.Modify_Notification_utx. */
 CREATE OR ALTER PROCEDURE dbo.Modify_Notification_trx
     @EnqueuedAt dbo.[_Timestamp],
     @UpdatedAt dbo.[_Timestamp],
@@ -70,6 +70,7 @@ BEGIN
         v.ScheduledFor,
         v.StartedAt,
         v.UpdatedAt,
+        v.LeaseUntil,
         v.Response,
         v.Error,
         v.UserID,

@@ -11,8 +11,8 @@ GO
    @Error: the attempt's error; NULL keeps the recorded one.
    @ScheduledFor: for an Error outcome, when to try again; NULL: after the backoff.
    Returns 0 with the updated item from dbo.Worker_SyncQueue_V (its new UpdatedAt
-   is the next token); 1 on error: 50001 inside a transaction, and the errors
-   of dbo.Modify_SyncQueue_utx. */
+   is the next token, LeaseUntil its lease while in Processing); 1 on error:
+   50001 inside a transaction, and the errors of dbo.Modify_SyncQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Modify_SyncQueue_trx
     @EnqueuedAt dbo.[_Timestamp],
     @UpdatedAt dbo.[_Timestamp],
@@ -62,6 +62,7 @@ BEGIN
         v.ScheduledFor,
         v.StartedAt,
         v.UpdatedAt,
+        v.LeaseUntil,
         v.Response,
         v.Error
     FROM dbo.Worker_SyncQueue_V AS v

@@ -20,6 +20,9 @@ GO
      Duration, Step, Response and Error. A step advance (Processing to
      Processing) records the step on the attempt and renews the lease: it is
      proof of life;
+   - Processing -> Pending releases an item unworked (a worker shutting down):
+     the attempt is given back (AttemptNum - 1), the attempt row ends as
+     Pending, and the item is due again at once (or at @ScheduledFor);
    - only a claim (Next_) moves an item into Processing: from any other state
      than Processing (a step advance) that move is refused here (50006);
    - Failed -> Pending is a retry by hand, done as dbo.Move_SyncQueue_utx's Retry
@@ -38,7 +41,8 @@ GO
    @Response: the response body of the attempt; NULL keeps the recorded one.
    @Error: the error of the attempt; NULL keeps the recorded one.
    @ScheduledFor: for an Error outcome, when to try again (UTC); NULL: after the
-     backoff. For a retry by hand, when it is due; NULL: now.
+     backoff. For a retry by hand, when it is due; NULL: now. For a release,
+     when it is due; NULL: as it was.
    @NewUpdatedAt: OUTPUT, the item's new token.
    Returns 0; 1 on error: 50002 outside a transaction, 50003, 50004, 50005,
    50006, 50007 a missing or invalid parameter, 50008, 50010, 50011. On error the caller
@@ -182,12 +186,16 @@ BEGIN
         [Step] = ISNULL(@Step, [Step]),
         Response = ISNULL(@Response, Response),
         Error = ISNULL(@Error, Error),
+        AttemptNum = CASE WHEN @Current = 'Processing' AND @Status = 'Pending' THEN AttemptNum - 1 ELSE AttemptNum END,
         Duration = ISNULL(@Duration, Duration),
         ScheduledFor = CASE
             WHEN @Status = 'Error' THEN @ScheduledFor
+            WHEN @Status = 'Pending' THEN ISNULL(@ScheduledFor, ScheduledFor)
             ELSE ScheduledFor
         END,
+        -- a step advance renews the lease, and never shortens one Extend_ made longer
         LeaseUntil = CASE
+            WHEN @Status = 'Processing' AND LeaseUntil > DATEADD(SECOND, @LeaseSeconds, @Now) THEN LeaseUntil
             WHEN @Status = 'Processing' THEN DATEADD(SECOND, @LeaseSeconds, @Now)
         END,
         UpdatedAt = @NewUpdatedAt
@@ -209,7 +217,9 @@ BEGIN
                 Outcome = CASE WHEN @Status <> 'Processing' THEN @Status END,
                 Duration = @Duration,
                 Response = ISNULL(@Response, Response),
-                Error = ISNULL(@Error, Error)
+                Error = COALESCE(
+                    @Error, CASE WHEN @Status = 'Pending' THEN N'released unworked by its worker' END, Error
+                )
             WHERE EnqueuedAt = @EnqueuedAt AND Outcome IS NULL;
             SELECT
                 @RowCnt = @@ROWCOUNT,

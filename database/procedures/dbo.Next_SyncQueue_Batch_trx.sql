@@ -13,7 +13,7 @@ GO
    @Type: claim only items of this job type; NULL (the default): any.
    Returns 0 with one row per claimed item (EnqueuedAt, UpdatedAt, LeaseUntil,
    AttemptNum, from dbo.Worker_SyncQueue_V) in claim order, none when nothing
-   came due in time; 1 on error: 50001 inside a transaction, 50007 a bad @WaitMs,
+   came due in time; 1 on error: 50001 inside a transaction, 50007 a bad @BatchSize or @WaitMs,
    and the errors of dbo.Next_SyncQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Next_SyncQueue_Batch_trx
     @LockedBy NVARCHAR(400) = NULL,
@@ -39,6 +39,13 @@ BEGIN
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
             RAISERROR (50001, 16, 1, N'dbo.Next_SyncQueue_Batch_trx');
+            GOTO EXIT_ERROR;
+        END;
+    -- Checked here too, before the transaction: a caller whose TRY...CATCH takes
+    -- over at the _utx's error would find the transaction still open.
+    IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 1000)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
             GOTO EXIT_ERROR;
         END;
     IF (@WaitMs IS NULL OR @WaitMs < 0 OR @WaitMs > 60000)

@@ -16,10 +16,10 @@ GO
    order, even within one batch. A claim sets Processing, AttemptNum + 1,
    StartedAt now, LockedBy, LeaseUntil now + 'syncqueue.leaseSeconds' (default
    300) and a new token, and writes the attempt's row in dbo.SyncQueueAttempt.
-   The candidates are chosen first under UPDLOCK and ROWLOCK, then claimed in
-   one UPDATE; READPAST skips rows other claims hold, so claims do not wait on
-   each other, except that a group's check waits for a write to an earlier item
-   of that group to commit. It runs at READ COMMITTED whatever
+   The candidates are read first, holding no lock, then claimed in one UPDATE
+   under UPDLOCK and ROWLOCK; READPAST skips rows other claims hold, so claims
+   do not wait on each other, except that a group's check waits for a write to
+   an earlier item of that group to commit. It runs at READ COMMITTED whatever
    the caller's level: SQL Server refuses READPAST under SERIALIZABLE, and a
    SNAPSHOT read could pick a taken row.
    @LockedBy: the worker slot claiming (dbo.WorkerName). A slot claims only with
@@ -38,9 +38,8 @@ GO
      worker that knows one type only, such as dbo.Drain_SyncQueue_trx; NULL (the
      default): any type. Step 3 fails the dead items of every type.
    Returns 0, also when nothing is due; 1 on error: 50002 outside a transaction,
-   50003 a candidate changed under its lock (a bug), 50007 a blank or over-long
-   @LockedBy, a bad @BatchSize or an unknown @Type. On error the caller rolls
-   back. */
+   50007 a blank or over-long @LockedBy, a bad @BatchSize or an unknown @Type.
+   On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Next_SyncQueue_utx
     @LockedBy NVARCHAR(400) = NULL,
     @BatchSize INT = 1,
@@ -71,13 +70,12 @@ BEGIN
     DECLARE @Candidates TABLE (
         EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY,
         UpdatedAt DATETIME2(7) NOT NULL,
-        IsAbandoned BIT NOT NULL
+        ClaimOrder BIGINT NOT NULL
     );
-    DECLARE @CandidateCnt INT;
+    DECLARE @Want INT = @BatchSize + 16;
     DECLARE @Holder NVARCHAR(128) = ISNULL(
         @LockedBy, LEFT(ISNULL(HOST_NAME(), N''), 100) + N'/' + CAST(@@SPID AS NVARCHAR(10))
     );
-    DECLARE @Left INT;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -112,18 +110,19 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    -- 1. The candidates, under update locks only: a U lock blocks no reader, so
-    -- the group check of another claim never waits on these rows, and this one
-    -- holds no exclusive lock while it checks groups. UpdatedAt is read from the
-    -- row so that the lock covers the row, not only an index entry (see the
-    -- claim index). First the abandoned items: dead workers' and the caller's
-    -- own after a restart.
-    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, IsAbandoned)
-    SELECT TOP (@BatchSize)
+    -- 1. The candidates, read without keeping a lock: READPAST skips the rows
+    -- other transactions are writing, and nothing is held while a group check
+    -- waits for a write to an earlier item of its group to commit. So a claim
+    -- cannot close a deadlock, and a long blocked group cannot escalate to a
+    -- table lock. A few more than asked for, since other claims read the same
+    -- rows. First the abandoned items (dead workers', and the caller's own after
+    -- a restart), then the due ones, most urgent first, of a group the next only.
+    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder)
+    SELECT TOP (@Want)
         q.EnqueuedAt,
         q.UpdatedAt,
-        1 AS IsAbandoned
-    FROM dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST)
+        ROW_NUMBER() OVER (ORDER BY q.LeaseUntil ASC) AS ClaimOrder
+    FROM dbo.SyncQueue AS q WITH (READPAST)
     WHERE
         q.[Status] = 'Processing'
         AND (q.LeaseUntil < @Now OR q.LockedBy = @LockedBy)
@@ -134,49 +133,67 @@ BEGIN
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-    SET @Left = @BatchSize - @RowCnt;
 
-    -- Then the due items, most urgent first; of an ordered group only the next one.
-    IF (@Left > 0)
-        BEGIN
-            INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, IsAbandoned)
-            SELECT TOP (@Left)
-                q.EnqueuedAt,
-                q.UpdatedAt,
-                0 AS IsAbandoned
-            FROM dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST)
-            WHERE
-                q.[Status] IN ('Pending', 'Error')
-                AND q.ScheduledFor <= @Now
-                AND q.AttemptNum < @MaxAttempts
-                AND (@Type IS NULL OR q.[Type] = @Type)
-                AND (
-                    q.GroupKey IS NULL
-                    -- No READPAST here: a locked earlier item must be seen, not skipped.
-                    OR NOT EXISTS (
-                        SELECT 1 FROM dbo.SyncQueue AS e
-                        WHERE
-                            e.GroupKey = q.GroupKey
-                            AND e.EnqueuedAt < q.EnqueuedAt
-                            AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
-                    )
-                )
-            ORDER BY q.[Priority] DESC, q.ScheduledFor ASC, q.EnqueuedAt ASC;
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-        END;
+    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder)
+    SELECT TOP (@Want)
+        q.EnqueuedAt,
+        q.UpdatedAt,
+        @Want + ROW_NUMBER() OVER (ORDER BY q.[Priority] DESC, q.ScheduledFor ASC, q.EnqueuedAt ASC) AS ClaimOrder
+    FROM dbo.SyncQueue AS q WITH (READPAST)
+    WHERE
+        q.[Status] IN ('Pending', 'Error')
+        AND q.ScheduledFor <= @Now
+        AND q.AttemptNum < @MaxAttempts
+        AND (@Type IS NULL OR q.[Type] = @Type)
+        AND (
+            q.GroupKey IS NULL
+            -- No READPAST here: an earlier item being written must be waited for, not skipped.
+            OR NOT EXISTS (
+                SELECT 1 FROM dbo.SyncQueue AS e
+                WHERE
+                    e.GroupKey = q.GroupKey
+                    AND e.GroupKey IS NOT NULL
+                    AND e.EnqueuedAt < q.EnqueuedAt
+                    AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+            )
+        )
+    ORDER BY q.[Priority] DESC, q.ScheduledFor ASC, q.EnqueuedAt ASC;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
 
-    -- 2. The claim, of rows this transaction already holds.
-    UPDATE q
+    -- 2. The claim, in one statement: the first @BatchSize candidates nobody took
+    -- meanwhile. READPAST skips those another claim is taking, an unchanged token
+    -- says a row is as it was read, and UPDLOCK keeps any from being taken twice.
+    -- An item whose group was free when read stays free: a finished item comes
+    -- back only by hand (Retry_).
+    WITH pick AS (
+        SELECT TOP (@BatchSize)
+            q.EnqueuedAt,
+            q.[Status],
+            q.[Step],
+            q.AttemptNum,
+            q.StartedAt,
+            q.LockedBy,
+            q.LeaseUntil,
+            q.[Priority],
+            q.ScheduledFor,
+            q.UpdatedAt
+        FROM @Candidates AS c
+        INNER JOIN dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST, FORCESEEK)
+            ON c.EnqueuedAt = q.EnqueuedAt AND c.UpdatedAt = q.UpdatedAt
+        ORDER BY c.ClaimOrder ASC
+    )
+
+    UPDATE pick
     SET
         [Status] = 'Processing',
-        AttemptNum = q.AttemptNum + 1,
+        AttemptNum = AttemptNum + 1,
         StartedAt = @Now,
         LockedBy = @Holder,
         LeaseUntil = @LeaseUntil,
-        UpdatedAt = dbo.QueueNextKey_fn(q.UpdatedAt)
+        UpdatedAt = dbo.QueueNextKey_fn(UpdatedAt)
     OUTPUT
         INSERTED.EnqueuedAt,
         INSERTED.UpdatedAt,
@@ -185,23 +202,15 @@ BEGIN
         INSERTED.[Status],
         INSERTED.[Priority],
         INSERTED.ScheduledFor,
-        CASE WHEN c.IsAbandoned = 1 THEN ISNULL(DELETED.LockedBy, N'unknown') END
-    INTO @Taken (EnqueuedAt, UpdatedAt, AttemptNum, [Step], [Status], [Priority], ScheduledFor, AbandonedBy)
-    FROM dbo.SyncQueue AS q
-    INNER JOIN @Candidates AS c ON q.EnqueuedAt = c.EnqueuedAt AND q.UpdatedAt = c.UpdatedAt;
+        CASE WHEN DELETED.[Status] = 'Processing' THEN ISNULL(DELETED.LockedBy, N'unknown') END
+    INTO @Taken (EnqueuedAt, UpdatedAt, AttemptNum, [Step], [Status], [Priority], ScheduledFor, AbandonedBy);
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-    SELECT @CandidateCnt = COUNT(*) FROM @Candidates;
-    IF (@RowCnt <> @CandidateCnt)
-        BEGIN
-            RAISERROR (50003, 16, 1, @Proc, @CandidateCnt, @RowCnt);
-            GOTO EXIT_ERROR;
-        END;
 
     -- 3. Dead workers' items on their last attempt, and the caller's own: Failed.
-    -- Last, so that no exclusive lock of it is held while groups are checked.
+    -- Not the ones this call just claimed, which are on their last attempt too.
     UPDATE TOP (100) q
     SET
         [Status] = 'Failed',
@@ -223,7 +232,11 @@ BEGIN
     WHERE
         q.[Status] = 'Processing'
         AND (q.LeaseUntil < @Now OR q.LockedBy = @LockedBy)
-        AND q.AttemptNum >= @MaxAttempts;
+        AND q.AttemptNum >= @MaxAttempts
+        AND NOT EXISTS (
+            SELECT 1 FROM @Taken AS t
+            WHERE t.EnqueuedAt = q.EnqueuedAt
+        );
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
@@ -238,8 +251,8 @@ BEGIN
             WHEN t.AbandonedBy = @LockedBy THEN N'abandoned: ' + @Holder + N' restarted and claimed it again'
             ELSE N'abandoned: the lease expired; claimed again by ' + @Holder
         END
-    FROM dbo.SyncQueueAttempt AS a
-    INNER JOIN @Taken AS t ON a.EnqueuedAt = t.EnqueuedAt
+    FROM @Taken AS t
+    INNER JOIN dbo.SyncQueueAttempt AS a WITH (FORCESEEK) ON t.EnqueuedAt = a.EnqueuedAt
     WHERE a.Outcome IS NULL AND t.AbandonedBy IS NOT NULL;
     SELECT
         @RowCnt = @@ROWCOUNT,

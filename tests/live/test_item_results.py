@@ -120,3 +120,21 @@ def test_the_drain_runs_a_job_procedure_and_returns_what_it_did(conn) -> None:
     states = dict(db.query(cursor, "SELECT EntityKey, [Status] FROM dbo.SyncQueue "
                                    "WHERE [Type] = 'RelqTestJob';"))
     assert states == {"good-1": "Completed", "good-2": "Completed", "bad-3": "Error"}
+
+
+def test_an_enqueue_returns_a_row_per_item_saying_which_were_duplicates(conn) -> None:
+    cursor = conn.cursor()
+    cursor.execute("""
+        SET NOCOUNT ON;
+        DECLARE @Items dbo.SyncQueueItemList;
+        INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
+        VALUES (1, 'CustomerSync', N'x', N'dup-results'), (2, 'CustomerSync', N'y', N'dup-results'),
+            (3, 'CustomerSync', N'z', NULL);
+        EXEC dbo.Add_SyncQueue_trx @Items = @Items;
+    """)
+    columns = [d[0] for d in cursor.description]
+    rows = cursor.fetchall()
+    cursor.close()
+    assert columns == ["EnqueuedAt", "Type", "EntityKey", "ItemNo", "IsDuplicate"]
+    assert [(r[3], bool(r[4])) for r in rows] == [(1, False), (2, True), (3, False)]
+    assert rows[0][0] == rows[1][0] != rows[2][0]  # the duplicate is the first item
