@@ -100,6 +100,36 @@ def tsqlt_install(c, conn=None, zip=None, url=None, sha256=None):
     print("tSQLt installed", file=sys.stderr)
 
 
+@task(iterable=["handlers"], help={
+    "queue": "the queue to work on: Notification, SyncQueue, ...",
+    "concurrency": "slots, each with its own connection (default 1)",
+    "batch": "items a slot claims at once (default 1)",
+    "wait-ms": "how long a claim waits for work, 0-60000 (default 5000)",
+    "grace": "seconds in-flight items get to finish at shutdown (default 30)",
+    "name": "this worker's name; a stable one gets its unfinished items back after a restart",
+    "handlers": "a module with install(handlers); repeat for several (default: the queue's own)",
+    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+})
+def worker(c, queue, concurrency=1, batch=1, wait_ms=5000, grace=30, name=None, handlers=None, conn=None):
+    """Run a worker on a queue until Ctrl-C or SIGTERM: one log line per item, a summary at the end."""
+    from relq.db import resolve_target
+    from relq.errors import RelqError
+    from relq.worker.cli import main
+
+    try:
+        target = resolve_target(conn, c.config)
+    except RelqError as exc:
+        raise _fail(exc, "worker") from None
+    argv = ["--queue", queue, "--concurrency", str(concurrency), "--batch", str(batch),
+            "--wait-ms", str(wait_ms), "--grace", str(grace)]
+    argv += ["--name", name] if name else []
+    for module in handlers or []:
+        argv += ["--handlers", module]
+    code = main(argv, conn=target.conn_str)
+    if code:
+        raise Exit(code=code)
+
+
 @task(pre=[lint, build])
 def test(c):
     """Run the tests: lint, build, pytest; with RELQ_MSSQL set, also the live tier."""
@@ -139,4 +169,4 @@ def test(c):
 
 
 tsqlt = Collection("tsqlt", install=tsqlt_install)
-ns = Collection(build, lint, fix, deploy, test, tsqlt)
+ns = Collection(build, lint, fix, deploy, worker, test, tsqlt)

@@ -1,0 +1,15 @@
+"""relq's worker runtime: run Python handlers on a relational queue's items
+through its procedures (claim, keep the lease, report), with a clean shutdown.
+
+    handlers = Handlers()
+
+    @handlers.register("SyncQueue", "CustomerSync")
+    def sync_customer(item: Item) -> str:
+        ...
+        return "synced"
+"""
+
+from relq.worker.handlers import Handlers, Item, NextStep, Permanent
+from relq.worker.runtime import Settings, Worker
+
+__all__ = ["Handlers", "Item", "NextStep", "Permanent", "Settings", "Worker"]

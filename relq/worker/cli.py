@@ -1,0 +1,120 @@
+"""``invoke worker`` and ``python -m relq.worker``: run a worker on one queue until
+SIGINT or SIGTERM, logging a JSON line per item outcome and a summary on exit.
+
+Handlers come from modules named with ``--handlers``; each has an
+``install(handlers)`` function that registers its callables. A queue's own
+handlers are the default: ``relq.worker.notification`` for Notification.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from types import FrameType
+
+from rich.console import Console
+from rich.table import Table
+
+from relq import db
+from relq.errors import RelqError
+from relq.worker.handlers import Handlers
+from relq.worker.procedures import Procedures, SqlProcedures
+from relq.worker.runtime import Settings, Worker
+from relq.worker.stats import Stats
+
+DEFAULT_HANDLERS = {"Notification": ("relq.worker.notification",)}
+QUERY_TIMEOUT_S = 120  # above the longest long-poll (60 s), below a hung lock wait's patience
+
+
+def default_name() -> str:
+    """host:pid, unique among running workers. A stable name (--name, one per process)
+    also gets a restarted worker's unfinished items back at once instead of after
+    their lease."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def load_handlers(queue: str, modules: Sequence[str]) -> Handlers:
+    handlers = Handlers()
+    for name in modules or DEFAULT_HANDLERS.get(queue, ()):
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise RelqError(f"--handlers {name}: cannot import it ({exc})") from None
+        install = getattr(module, "install", None)
+        if not callable(install):
+            raise RelqError(f"--handlers {name}: the module has no install(handlers) function")
+        install(handlers)
+    if queue not in handlers.queues():
+        raise RelqError(f"no handler is registered for queue {queue}: name a module with --handlers")
+    return handlers
+
+
+def sql_connector(conn_str: str, queue: str) -> Callable[[], Procedures]:
+    """Connections for the slots; the first is opened here, so that a wrong connection
+    string fails at once, in one line, instead of in every slot."""
+
+    def connect() -> SqlProcedures:
+        conn = db.connect(conn_str)
+        conn.timeout = QUERY_TIMEOUT_S
+        return SqlProcedures(conn, queue)
+
+    connect().conn.close()
+    return connect
+
+
+def run_worker(settings: Settings, handlers: Handlers, connect: Callable[[], Procedures]) -> Stats:
+    """Run until SIGINT or SIGTERM (in the main thread); a second signal ends the grace
+    period at once."""
+    worker = Worker(settings, handlers, connect)
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if worker.stopping.is_set():
+            raise SystemExit(f"worker: stopped by a second {signal.Signals(signum).name}")
+        logging.getLogger("relq.worker").info('{"event": "stopping"}')
+        worker.stop()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    return worker.run()
+
+
+def summary_table(queue: str, stats: Stats) -> Table:
+    s = stats.summary()
+    table = Table(title=f"relq worker: {queue}")
+    for column in ("claimed", "completed", "retried", "failed", "released", "lost", "mean ms", "p95 ms"):
+        table.add_column(column, justify="right")
+    table.add_row(*(str(s[k]) for k in ("claimed", "completed", "retried", "failed", "released", "lost")),
+                  *("-" if s[k] is None else f"{s[k]:.0f}" for k in ("mean_ms", "p95_ms")))
+    return table
+
+
+def main(argv: Sequence[str] | None = None, *, conn: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="relq worker", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queue", required=True, help="the queue: Notification, SyncQueue, ...")
+    parser.add_argument("--concurrency", type=int, default=1, help="slots, each with its own connection")
+    parser.add_argument("--batch", type=int, default=1, help="items a slot claims at once (1-1000)")
+    parser.add_argument("--wait-ms", type=int, default=5000, help="long-poll wait of a claim (0-60000)")
+    parser.add_argument("--grace", type=float, default=30.0, help="seconds in-flight items get at shutdown")
+    parser.add_argument("--name", default=default_name(), help="this worker's name (default host:pid)")
+    parser.add_argument("--handlers", action="append", default=[], help="a module with install(handlers)")
+    parser.add_argument("--conn", default=conn, help="ODBC connection string (RELQ_MSSQL wins)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    try:
+        if not (1 <= args.concurrency <= 64 and 1 <= args.batch <= 1000 and 0 <= args.wait_ms <= 60000):
+            raise RelqError("--concurrency must be 1-64, --batch 1-1000 and --wait-ms 0-60000")
+        settings = Settings(args.queue, args.name, args.concurrency, args.batch, args.wait_ms, args.grace)
+        handlers = load_handlers(args.queue, args.handlers)
+        target = db.resolve_target(args.conn, None)
+        stats = run_worker(settings, handlers, sql_connector(target.conn_str, settings.queue))
+    except RelqError as exc:
+        print(f"worker: {exc}", file=sys.stderr)
+        return 1
+    Console(stderr=True).print(summary_table(args.queue, stats))
+    return 0

@@ -1,0 +1,114 @@
+"""The queue procedures a worker calls, for any relational queue: every queue has
+the same five (``Next_<Queue>_Batch_trx``, ``Extend_<Queue>_trx``,
+``Modify_<Queue>_trx`` and the worker view ``Worker_<Queue>_V``), so one class
+serves them all. :class:`Procedures` is the contract; :class:`SqlProcedures`
+keeps it through relq.db, and the offline tests keep it in memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Protocol
+
+from relq import db
+from relq.worker.handlers import Item
+
+# A report the database refused because the item is no longer this attempt's:
+# 50005 it changed since (cancelled, failed by a sweep), 50008 it is finished,
+# 50010 another worker claimed it after this attempt's lease ran out.
+LOST = frozenset({50005, 50008, 50010})
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An item this worker holds: its key, the current token and the lease."""
+
+    key: datetime
+    token: datetime
+    lease_until: datetime
+    attempt: int
+
+    def renewed(self, token: datetime, lease_until: datetime) -> Claim:
+        return replace(self, token=token, lease_until=lease_until)
+
+
+class Lost(Exception):
+    """The item is no longer this attempt's (see LOST): drop the work, report nothing."""
+
+    def __init__(self, key: datetime, number: int, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.number = number
+
+
+class Procedures(Protocol):
+    """One queue's procedures, on one connection. Each call is its own transaction."""
+
+    queue: str
+
+    def claim(self, locked_by: str, batch_size: int, wait_ms: int) -> list[Claim]: ...
+
+    def read(self, claim: Claim) -> Item: ...
+
+    def extend(self, claim: Claim) -> Claim: ...
+
+    def report(self, claim: Claim, status: str, *, step: str | None = None,
+               response: str | None = None, error: str | None = None) -> tuple[Claim, str]:
+        """The outcome. Returns the claim with the item's new token (and lease, after a
+        step advance) and the status the item took: an Error on its last attempt is
+        Failed. Raises Lost."""
+        ...
+
+
+class SqlProcedures:
+    """:class:`Procedures` through relq.db on one pyodbc connection."""
+
+    def __init__(self, conn: Any, queue: str) -> None:
+        if not queue.isidentifier():
+            raise ValueError(f"not a queue name: {queue!r}")
+        self.conn = conn
+        self.queue = queue
+
+    def claim(self, locked_by: str, batch_size: int, wait_ms: int) -> list[Claim]:
+        result = db.call(self.conn, f"dbo.Next_{self.queue}_Batch_trx", LockedBy=locked_by,
+                         BatchSize=batch_size, WaitMs=wait_ms)
+        return [Claim(key, token, lease, attempt) for key, token, lease, attempt in result.result_sets[0]]
+
+    def read(self, claim: Claim) -> Item:
+        cursor = self.conn.cursor()
+        try:
+            cursor.execute(f"SELECT * FROM dbo.Worker_{self.queue}_V WHERE EnqueuedAt = ?;",
+                           db.sql_value(claim.key))
+            row = cursor.fetchone()
+            columns = [d[0] for d in cursor.description]
+        finally:
+            cursor.close()
+        if row is None:
+            raise Lost(claim.key, 50004, f"{self.queue} item {claim.key.isoformat()} is gone")
+        fields = dict(zip(columns, row, strict=True))
+        return Item(self.queue, claim.key, fields["Type"], fields["Step"], claim.attempt, fields)
+
+    def extend(self, claim: Claim) -> Claim:
+        rows = self._call(claim, f"dbo.Extend_{self.queue}_trx", EnqueuedAt=claim.key,
+                          UpdatedAt=claim.token)
+        _, token, lease_until = rows[0]
+        return claim.renewed(token, lease_until)
+
+    def report(self, claim: Claim, status: str, *, step: str | None = None,
+               response: str | None = None, error: str | None = None) -> tuple[Claim, str]:
+        result = self._result(claim, f"dbo.Modify_{self.queue}_trx", EnqueuedAt=claim.key,
+                              UpdatedAt=claim.token, Status=status, Step=step, Response=response,
+                              Error=error)
+        row = dict(zip(result.columns[0], result.result_sets[0][0], strict=True))
+        return claim.renewed(row["UpdatedAt"], row["LeaseUntil"] or claim.lease_until), row["Status"]
+
+    def _call(self, claim: Claim, procedure: str, **params: Any) -> list[tuple]:
+        return self._result(claim, procedure, **params).result_sets[0]
+
+    def _result(self, claim: Claim, procedure: str, **params: Any) -> db.CallResult:
+        try:
+            return db.call(self.conn, procedure, **params)
+        except db.SqlError as exc:
+            if exc.number in LOST:
+                raise Lost(claim.key, exc.number, str(exc)) from exc
+            raise

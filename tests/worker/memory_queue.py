@@ -1,0 +1,177 @@
+"""An in-memory queue that keeps the documented contract of a relational queue's
+procedures (README, "Using a queue"; the headers of Next_/Extend_/Modify_), so
+that the worker runtime's own logic can be tested without a server: claims take
+due items, most urgent first, and abandoned ones whose lease ran out or that the
+claiming slot held; every change moves the token; a stale token is refused
+(50010 when the item was claimed again since, else 50005); an Error on the last
+attempt becomes Failed; Pending from Processing gives the attempt back."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from relq.worker.handlers import Item
+from relq.worker.procedures import Claim, Lost
+
+BASE = datetime(2026, 1, 1)
+UNFINISHED = ("Pending", "Processing", "Error", "Paused")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+@dataclass
+class Row:
+    key: datetime
+    type: str
+    fields: dict[str, Any]
+    status: str = "Pending"
+    step: str | None = None
+    attempt: int = 0
+    token: datetime = BASE
+    due: datetime = BASE
+    locked_by: str | None = None
+    lease_until: datetime | None = None
+    claims: list[datetime] = field(default_factory=list)  # the token of every claim
+    history: list[str] = field(default_factory=list)  # statuses it went through
+
+
+class MemoryQueue:
+    def __init__(self, queue: str = "Notification", *, max_attempts: int = 3, lease_s: float = 300.0,
+                 backoff_s: float = 0.0) -> None:
+        self.queue = queue
+        self.max_attempts = max_attempts
+        self.lease_s = lease_s
+        self.backoff_s = backoff_s
+        self.rows: dict[datetime, Row] = {}
+        self.extends = 0
+        self.changed = threading.Condition()
+        self._ticks = itertools.count(1)
+
+    def _tick(self) -> datetime:
+        return BASE + timedelta(microseconds=next(self._ticks))
+
+    def add(self, type: str = "ResetPassword", **fields: Any) -> datetime:
+        with self.changed:
+            key = self._tick()
+            self.rows[key] = Row(key, type, fields, token=key, due=_now() - timedelta(seconds=1))
+            self.changed.notify_all()
+            return key
+
+    def procedures(self) -> MemoryProcedures:
+        return MemoryProcedures(self)
+
+    def settled(self) -> bool:
+        """Nothing left to do: every item finished."""
+        with self.changed:
+            return all(r.status not in UNFINISHED for r in self.rows.values())
+
+    def statuses(self) -> dict[datetime, str]:
+        with self.changed:
+            return {k: r.status for k, r in self.rows.items()}
+
+    def take_over(self, key: datetime, by: str) -> None:
+        """Another worker claims the item, as after its lease ran out."""
+        with self.changed:
+            row = self.rows[key]
+            row.token = self._tick()
+            row.claims.append(row.token)
+            row.attempt += 1
+            row.locked_by = by
+
+    # -- the procedures, under the queue's lock ------------------------------------------
+    def claim(self, locked_by: str, batch_size: int, wait_ms: int) -> list[Claim]:
+        deadline = time.monotonic() + wait_ms / 1000
+        with self.changed:
+            while True:
+                claims = self._claim(locked_by, batch_size)
+                left = deadline - time.monotonic()
+                if claims or left <= 0:
+                    return claims
+                self.changed.wait(min(left, 0.05))
+
+    def _claim(self, locked_by: str, batch_size: int) -> list[Claim]:
+        now = _now()
+        abandoned = [r for r in self.rows.values() if r.status == "Processing"
+                     and (r.lease_until < now or r.locked_by == locked_by) and r.attempt < self.max_attempts]
+        due = sorted((r for r in self.rows.values() if r.status in ("Pending", "Error") and r.due <= now
+                      and r.attempt < self.max_attempts), key=lambda r: (r.due, r.key))
+        claims = []
+        for row in (abandoned + due)[:batch_size]:
+            row.status, row.attempt, row.locked_by = "Processing", row.attempt + 1, locked_by
+            row.lease_until = now + timedelta(seconds=self.lease_s)
+            row.token = self._tick()
+            row.claims.append(row.token)
+            row.history.append("Processing")
+            claims.append(Claim(row.key, row.token, row.lease_until, row.attempt))
+        return claims
+
+    def _held(self, claim: Claim) -> Row:
+        row = self.rows[claim.key]
+        if row.token != claim.token:
+            number = 50010 if any(t > claim.token for t in row.claims) else 50005
+            raise Lost(claim.key, number, f"{self.queue} item {claim.key.isoformat()}: error {number}")
+        return row
+
+    def read(self, claim: Claim) -> Item:
+        with self.changed:
+            row = self.rows[claim.key]
+            return Item(self.queue, row.key, row.type, row.step, claim.attempt, dict(row.fields))
+
+    def extend(self, claim: Claim) -> Claim:
+        with self.changed:
+            row = self._held(claim)
+            if row.status != "Processing":
+                raise RuntimeError(f"50006: {row.status} has no lease")
+            row.token = self._tick()
+            row.lease_until = _now() + timedelta(seconds=self.lease_s)
+            self.extends += 1
+            return claim.renewed(row.token, row.lease_until)
+
+    def report(self, claim: Claim, status: str, *, step: str | None = None, response: str | None = None,
+               error: str | None = None) -> tuple[Claim, str]:
+        with self.changed:
+            row = self._held(claim)
+            if row.status != "Processing":
+                raise RuntimeError(f"50006: {row.status} -> {status}")
+            if status == "Error" and row.attempt >= self.max_attempts:
+                status = "Failed"
+            if status == "Error":
+                row.due = _now() + timedelta(seconds=self.backoff_s)
+            if status == "Pending":
+                row.attempt -= 1
+            row.status = status
+            row.step = step or row.step
+            row.fields["Response"] = response if response is not None else row.fields.get("Response")
+            row.fields["Error"] = error if error is not None else row.fields.get("Error")
+            row.lease_until = _now() + timedelta(seconds=self.lease_s) if status == "Processing" else None
+            row.token = self._tick()
+            row.history.append(status)
+            self.changed.notify_all()
+            return claim.renewed(row.token, row.lease_until or claim.lease_until), status
+
+
+class MemoryProcedures:
+    """One connection's view of a MemoryQueue: what the runtime calls."""
+
+    def __init__(self, memory: MemoryQueue) -> None:
+        self.memory = memory
+        self.queue = memory.queue
+
+    def claim(self, locked_by: str, batch_size: int, wait_ms: int) -> list[Claim]:
+        return self.memory.claim(locked_by, batch_size, wait_ms)
+
+    def read(self, claim: Claim) -> Item:
+        return self.memory.read(claim)
+
+    def extend(self, claim: Claim) -> Claim:
+        return self.memory.extend(claim)
+
+    def report(self, claim: Claim, status: str, **outcome: Any) -> tuple[Claim, str]:
+        return self.memory.report(claim, status, **outcome)

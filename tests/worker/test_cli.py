@@ -1,0 +1,100 @@
+"""`invoke worker` / `python -m relq.worker` offline: options, handler modules, the
+signals that stop it, and the summary."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import types
+
+import pytest
+from rich.console import Console
+
+from relq.errors import RelqError
+from relq.worker.cli import load_handlers, main, run_worker, summary_table
+from relq.worker.handlers import Handlers
+from relq.worker.runtime import Settings
+from relq.worker.stats import Stats
+from tests.worker.memory_queue import MemoryQueue
+
+
+def test_a_queue_gets_its_own_handlers_by_default(monkeypatch) -> None:
+    monkeypatch.setenv("RELQ_SMTP_HOST", "localhost")
+    monkeypatch.setenv("RELQ_SMTP_FROM", "relq@example.com")
+    handlers = load_handlers("Notification", [])
+    assert handlers.find("Notification", "ResetPassword", None) is not None
+
+
+def test_a_handler_module_registers_through_its_install_function(monkeypatch) -> None:
+    module = types.ModuleType("relq_test_jobs")
+    module.install = lambda handlers: handlers.register("SyncQueue", "CustomerSync")(lambda item: "ok")
+    monkeypatch.setitem(sys.modules, "relq_test_jobs", module)
+    assert load_handlers("SyncQueue", ["relq_test_jobs"]).find("SyncQueue", "CustomerSync", None)
+
+
+@pytest.mark.parametrize("queue, modules, message", [
+    ("SyncQueue", [], "no handler is registered for queue SyncQueue"),
+    ("SyncQueue", ["relq_no_such_module"], "--handlers relq_no_such_module: cannot import it"),
+    ("SyncQueue", ["relq.errors"], "--handlers relq.errors: the module has no install(handlers) function"),
+])
+def test_a_worker_without_handlers_for_its_queue_is_refused_in_one_line(queue, modules, message) -> None:
+    with pytest.raises(RelqError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        load_handlers(queue, modules)
+
+
+@pytest.mark.parametrize("args", [["--concurrency", "0"], ["--batch", "1001"], ["--wait-ms", "60001"]])
+def test_options_out_of_range_end_in_one_line_and_exit_code_1(args, capsys) -> None:
+    assert main(["--queue", "Notification", *args]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["worker: --concurrency must be 1-64, --batch 1-1000 and --wait-ms 0-60000"]
+
+
+def test_sigterm_stops_the_worker_cleanly_and_a_second_signal_ends_it_at_once() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    queue, handlers = MemoryQueue(), Handlers()
+    started, go_on = threading.Event(), threading.Event()
+
+    def held(item):
+        started.set()
+        go_on.wait(10)
+        return "done"
+
+    handlers.register("Notification", "ResetPassword")(held)
+    key = queue.add()
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def operator() -> None:  # stops the worker while an item is in hand, then lets it finish
+        started.wait(10)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.3)
+        go_on.set()
+
+    threading.Thread(target=operator, daemon=True).start()
+    try:
+        stats = run_worker(Settings("Notification", "t", grace_s=5), handlers, queue.procedures)
+        assert queue.rows[key].status == "Completed"  # the item in hand finished within the grace
+        assert stats.summary()["completed"] == 1
+        with pytest.raises(SystemExit, match="stopped by a second SIGTERM"):
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def test_the_summary_is_a_table_of_the_counts_and_times() -> None:
+    stats = Stats()
+    stats.add("claimed", 3)
+    stats.add("completed", 2)
+    stats.add("retried")
+    stats.timed(0.010)
+    stats.timed(0.030)
+    console = Console(record=True, width=120)
+    console.print(summary_table("Notification", stats))
+    text = console.export_text()
+    assert "relq worker: Notification" in text
+    row = [line for line in text.splitlines() if "3" in line and "│" in line][-1]
+    assert [cell.strip() for cell in row.strip("│ ").split("│")] == ["3", "2", "1", "0", "0", "0", "20", "30"]

@@ -1,0 +1,270 @@
+"""The worker runtime against an in-memory queue that keeps the procedures'
+contract: dispatch, error classification, step resume, leases, shutdown."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from relq.worker.handlers import Handlers, Item, NextStep, Permanent
+from relq.worker.runtime import IdleBackoff, Settings, Worker
+from relq.worker.stats import Stats
+from tests.worker.memory_queue import MemoryQueue
+
+TIMEOUT_S = 20
+
+
+def start(queue: MemoryQueue, handlers: Handlers, **settings) -> tuple[Worker, threading.Thread, list]:
+    options = {"concurrency": 2, "wait_ms": 50, "grace_s": 5.0} | settings
+    worker = Worker(Settings(queue.queue, "test", **options), handlers, queue.procedures)
+    result: list[Stats] = []
+    thread = threading.Thread(target=lambda: result.append(worker.run()), daemon=True)
+    thread.start()
+    return worker, thread, result
+
+
+def until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def drain(queue: MemoryQueue, handlers: Handlers, **settings) -> dict:
+    worker, thread, result = start(queue, handlers, **settings)
+    until(queue.settled)
+    worker.stop()
+    thread.join(TIMEOUT_S)
+    assert not thread.is_alive()
+    return result[0].summary()
+
+
+def test_each_item_goes_to_the_handler_of_its_type_and_completes() -> None:
+    queue, handlers, seen = MemoryQueue(), Handlers(), []
+    handlers.register("Notification", "ResetPassword")(lambda item: seen.append(("reset", item.key)) or "ok")
+    handlers.register("Notification", "Welcome")(lambda item: seen.append(("welcome", item.key)) or None)
+    resets = [queue.add("ResetPassword") for _ in range(10)]
+    welcomes = [queue.add("Welcome") for _ in range(10)]
+
+    summary = drain(queue, handlers, concurrency=3, batch_size=4)
+
+    assert sorted(seen) == sorted([("reset", k) for k in resets] + [("welcome", k) for k in welcomes])
+    assert set(queue.statuses().values()) == {"Completed"}
+    assert (summary["claimed"], summary["completed"], summary["retried"]) == (20, 20, 0)
+    assert queue.rows[resets[0]].fields["Response"] == "ok"
+
+
+def test_an_exception_is_an_error_retried_and_a_permanent_one_fails_at_once() -> None:
+    queue, handlers, calls = MemoryQueue(max_attempts=3), Handlers(), []
+
+    @handlers.register("Notification", "ResetPassword")
+    def flaky(item: Item) -> str:
+        calls.append(item.attempt)
+        if item.attempt == 1:
+            raise ConnectionError("smtp down")
+        return "sent"
+
+    @handlers.register("Notification", "Broken")
+    def broken(item: Item) -> str:
+        raise Permanent("no such address")
+
+    flaky_key, broken_key = queue.add("ResetPassword"), queue.add("Broken")
+    summary = drain(queue, handlers, concurrency=1)
+
+    assert calls == [1, 2]
+    assert queue.rows[flaky_key].history == ["Processing", "Error", "Processing", "Completed"]
+    assert queue.rows[broken_key].history == ["Processing", "Failed"]
+    assert queue.rows[broken_key].fields["Error"] == "Permanent: no such address"
+    assert (summary["retried"], summary["failed"], summary["completed"]) == (1, 1, 1)
+
+
+def test_an_item_whose_attempts_are_spent_is_failed_by_the_database() -> None:
+    queue, handlers = MemoryQueue(max_attempts=2), Handlers()
+    handlers.register("Notification", "ResetPassword")(lambda item: 1 / 0)
+    key = queue.add()
+    summary = drain(queue, handlers)
+    assert queue.rows[key].history == ["Processing", "Error", "Processing", "Failed"]
+    assert "ZeroDivisionError" in queue.rows[key].fields["Error"]
+    assert (summary["retried"], summary["failed"]) == (1, 1)
+
+
+def test_a_multi_step_job_resumes_at_its_recorded_step_after_a_retry() -> None:
+    queue, handlers, calls = MemoryQueue(), Handlers(), []
+
+    @handlers.register("Notification", "ResetPassword")
+    def render(item: Item) -> NextStep:
+        calls.append(("render", item.step))
+        return NextStep("Send", response="rendered")
+
+    @handlers.register("Notification", "ResetPassword", step="Send")
+    def send(item: Item) -> str:
+        calls.append(("send", item.step, item.attempt))
+        if item.attempt == 1:
+            raise TimeoutError("relay timed out")
+        return "sent"
+
+    key = queue.add()
+    drain(queue, handlers, concurrency=1)
+    assert calls == [("render", None), ("send", "Send", 1), ("send", "Send", 2)]
+    assert queue.rows[key].history == ["Processing", "Processing", "Error", "Processing", "Completed"]
+
+
+def test_an_item_without_a_handler_is_an_error_that_names_what_is_missing() -> None:
+    queue, handlers = MemoryQueue(max_attempts=1), Handlers()
+    key = queue.add("Unknown")
+    drain(queue, handlers)
+    assert queue.rows[key].status == "Failed"
+    assert "no handler is registered for Notification Unknown step (first)" in queue.rows[key].fields["Error"]
+
+
+def test_a_long_handler_keeps_its_lease_and_no_other_slot_takes_the_item() -> None:
+    queue, handlers, runs = MemoryQueue(lease_s=1.0), Handlers(), []
+
+    @handlers.register("Notification", "ResetPassword")
+    def slow(item: Item) -> str:
+        runs.append(item.key)
+        time.sleep(2.5)  # past the 1 s lease, twice over
+        return "done"
+
+    key = queue.add()
+    drain(queue, handlers, concurrency=3)
+    assert runs == [key]
+    assert queue.extends >= 2
+    assert queue.rows[key].history == ["Processing", "Completed"]
+
+
+def test_items_waiting_their_turn_in_a_batch_keep_their_leases_too() -> None:
+    queue, handlers, runs = MemoryQueue(lease_s=1.0), Handlers(), []
+
+    @handlers.register("Notification", "ResetPassword")
+    def slow(item: Item) -> str:
+        runs.append(item.key)
+        time.sleep(0.8)  # the batch takes 2.4 s: its last item waits past its 1 s lease
+        return "done"
+
+    keys = [queue.add() for _ in range(3)]
+    worker, thread, result = start(queue, handlers, concurrency=1, batch_size=3)
+    until(lambda: len(runs) == 3)
+    rival = queue.procedures().claim("rival/1", 3, 0)  # a second worker finds nothing abandoned
+    until(queue.settled)
+    worker.stop()
+    thread.join(TIMEOUT_S)
+    assert rival == []
+    assert sorted(runs) == keys
+    assert all(queue.rows[k].history == ["Processing", "Completed"] for k in keys)
+
+
+def test_a_result_is_dropped_when_the_item_was_taken_over_while_the_handler_ran() -> None:
+    queue, handlers = MemoryQueue(), Handlers()
+    key = queue.add()
+
+    @handlers.register("Notification", "ResetPassword")
+    def overtaken(item: Item) -> str:
+        queue.take_over(item.key, by="other/1")
+        return "too late"
+
+    worker, thread, result = start(queue, handlers, concurrency=1)
+    until(lambda: result or worker.stats.summary()["lost"] == 1)
+    worker.stop()
+    thread.join(TIMEOUT_S)
+    assert queue.rows[key].history == ["Processing"]  # no report of this attempt
+    assert queue.rows[key].fields.get("Response") is None
+    assert result[0].summary()["lost"] == 1
+
+
+def test_a_shutdown_finishes_the_item_in_hand_and_releases_the_rest_of_the_batch() -> None:
+    queue, handlers = MemoryQueue(), Handlers()
+    started, go_on = threading.Event(), threading.Event()
+
+    @handlers.register("Notification", "ResetPassword")
+    def held(item: Item) -> str:
+        started.set()
+        go_on.wait(TIMEOUT_S)
+        return "done"
+
+    keys = [queue.add() for _ in range(5)]
+    worker, thread, result = start(queue, handlers, concurrency=1, batch_size=5)
+    assert started.wait(TIMEOUT_S)
+    worker.stop()
+    go_on.set()
+    thread.join(TIMEOUT_S)
+
+    statuses = queue.statuses()
+    assert statuses[keys[0]] == "Completed"
+    assert [statuses[k] for k in keys[1:]] == ["Pending"] * 4
+    assert all(queue.rows[k].attempt == 0 for k in keys[1:])  # the attempts were given back
+    assert result[0].summary()["released"] == 4
+
+
+def test_a_handler_still_running_after_the_grace_period_is_released() -> None:
+    queue, handlers = MemoryQueue(), Handlers()
+    started, go_on = threading.Event(), threading.Event()
+
+    @handlers.register("Notification", "ResetPassword")
+    def stuck(item: Item) -> str:
+        started.set()
+        go_on.wait(TIMEOUT_S)
+        return "done"
+
+    key = queue.add()
+    worker, thread, result = start(queue, handlers, concurrency=1, grace_s=0.2)
+    assert started.wait(TIMEOUT_S)
+    worker.stop()
+    thread.join(TIMEOUT_S)
+    assert not thread.is_alive()
+    assert queue.rows[key].status == "Pending"  # another worker may take it at once
+    assert result[0].summary()["released"] == 1
+    go_on.set()  # the late handler's result is dropped: its token is stale
+    until(lambda: result[0].summary()["lost"] == 1)
+    assert queue.rows[key].status == "Pending"
+
+
+def test_an_idle_worker_waits_in_the_claim_and_takes_work_as_soon_as_it_comes() -> None:
+    queue, handlers, done = MemoryQueue(), Handlers(), threading.Event()
+    handlers.register("Notification", "ResetPassword")(lambda item: done.set() or "ok")
+    worker, thread, _ = start(queue, handlers, concurrency=1, wait_ms=10_000)
+    time.sleep(0.2)
+    queue.add()
+    assert done.wait(5)
+    worker.stop()
+    thread.join(TIMEOUT_S)
+
+
+def test_the_idle_back_off_grows_to_its_cap_and_starts_again_on_work() -> None:
+    backoff = IdleBackoff(first=0.05, factor=2.0, cap=0.3)
+    assert [backoff.next() for _ in range(5)] == [0.05, 0.1, 0.2, 0.3, 0.3]
+    backoff.reset()
+    assert backoff.next() == 0.05
+
+
+def test_the_summary_gives_the_mean_and_the_nearest_rank_95th_percentile() -> None:
+    stats = Stats()
+    for ms in range(1, 101):
+        stats.timed(ms / 1000)
+    stats.add("completed", 100)
+    summary = stats.summary()
+    assert summary["completed"] == 100
+    assert summary["mean_ms"] == pytest.approx(50.5)
+    assert summary["p95_ms"] == pytest.approx(95)
+    assert Stats().summary()["p95_ms"] is None
+    with pytest.raises(ValueError):
+        stats.add("done")
+
+
+def test_each_outcome_is_one_json_line_that_never_carries_the_item_fields(caplog) -> None:
+    queue, handlers = MemoryQueue(max_attempts=1), Handlers()
+    handlers.register("Notification", "ResetPassword")(lambda item: "ok")
+    handlers.register("Notification", "Broken")(lambda item: 1 / 0)
+    queue.add(OTP="424242", EmailTo="a@example.com")
+    queue.add("Broken", OTP="515151")
+    with caplog.at_level(logging.INFO, logger="relq.worker"):
+        drain(queue, handlers, concurrency=1)
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "relq.worker"]
+    assert sorted(line["outcome"] for line in lines) == ["Completed", "Failed"]
+    assert all({"queue", "key", "attempt", "type", "outcome", "ms"} <= line.keys() for line in lines)
+    assert "424242" not in caplog.text and "515151" not in caplog.text and "a@example.com" not in caplog.text
