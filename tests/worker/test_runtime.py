@@ -148,7 +148,7 @@ def test_items_waiting_their_turn_in_a_batch_keep_their_leases_too() -> None:
         return "done"
 
     keys = [queue.add() for _ in range(3)]
-    worker, thread, result = start(queue, handlers, concurrency=1, batch_size=3)
+    worker, thread, _ = start(queue, handlers, concurrency=1, batch_size=3)
     until(lambda: len(runs) == 3)
     rival = queue.procedures().claim("rival/1", 3, 0)  # a second worker finds nothing abandoned
     until(queue.settled)
