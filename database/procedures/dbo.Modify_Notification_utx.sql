@@ -47,7 +47,8 @@ GO
    @SmsResponse, @SmsError: the SMS channel's own result, when given.
    @NewUpdatedAt: OUTPUT, the item's new token.
    Returns 0; 1 on error: 50002 outside a transaction, 50003, 50004, 50005,
-   50006, 50007 a missing or invalid parameter, 50008, 50010, 50011. On error the caller
+   50006, 50007 a missing or invalid parameter, 50008, 50009 the enqueue lock
+   (taken for Pending) was not granted, 50010, 50011. On error the caller
    rolls back; nothing is written before the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Modify_Notification_utx
     @EnqueuedAt dbo.[_Timestamp],
@@ -83,6 +84,7 @@ BEGIN
     DECLARE @BackoffMs BIGINT;
     DECLARE @ErrNo INT;
     DECLARE @RetCode INT;
+    DECLARE @LockResult INT;
     DECLARE @RowCnt INT;
 
     SET @NewUpdatedAt = NULL;
@@ -108,6 +110,22 @@ BEGIN
         BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@Step must be 1 to 50 characters: pass NULL to keep the recorded step');
             GOTO EXIT_ERROR;
+        END;
+
+    -- Pending may be a retry by hand (Move_'s Retry takes the enqueue lock): take it
+    -- before the row's lock, in Add_'s order, so the two cannot deadlock.
+    IF (@Status = 'Pending')
+        BEGIN
+            EXEC @LockResult = sys.sp_getapplock
+                @Resource = N'dbo.Notification',
+                @LockMode = 'Exclusive',
+                @LockOwner = 'Transaction',
+                @LockTimeout = 10000;
+            IF (@LockResult < 0)
+                BEGIN
+                    RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+                    GOTO EXIT_ERROR;
+                END;
         END;
 
     SELECT

@@ -87,6 +87,23 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
+    -- A retry checks its DedupKey under the enqueue lock, where Add_ checks keys,
+    -- so that a retry and an enqueue of the same key cannot both find it free.
+    -- Taken before the row's lock, in Add_'s order, so the two cannot deadlock.
+    IF (@Action = 'Retry')
+        BEGIN
+            EXEC @LockResult = sys.sp_getapplock
+                @Resource = N'dbo.Notification',
+                @LockMode = 'Exclusive',
+                @LockOwner = 'Transaction',
+                @LockTimeout = 10000;
+            IF (@LockResult < 0)
+                BEGIN
+                    RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+                    GOTO EXIT_ERROR;
+                END;
+        END;
+
     SELECT
         @Current = n.[Status],
         @CurrentToken = n.UpdatedAt,
@@ -130,21 +147,12 @@ BEGIN
         END;
     IF (@Action = 'Retry' AND @DedupKey IS NOT NULL)
         BEGIN
-            -- Under the enqueue lock, where Add_ checks keys: a retry and an enqueue
-            -- of the same key cannot both find it free.
-            EXEC @LockResult = sys.sp_getapplock
-                @Resource = N'dbo.Notification',
-                @LockMode = 'Exclusive',
-                @LockOwner = 'Transaction',
-                @LockTimeout = 10000;
-            IF (@LockResult < 0)
-                BEGIN
-                    RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
-                    GOTO EXIT_ERROR;
-                END;
             SELECT @DedupHolder = n.EnqueuedAt
             FROM dbo.Notification AS n
-            WHERE n.DedupKey = @DedupKey AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
+            WHERE
+                n.DedupKey = @DedupKey
+                AND n.DedupKey IS NOT NULL
+                AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
             IF (@DedupHolder IS NOT NULL)
                 BEGIN
                     SET @DedupHolderText = CONVERT(NVARCHAR(40), @DedupHolder, 126);

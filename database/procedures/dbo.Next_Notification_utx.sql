@@ -63,10 +63,13 @@ BEGIN
         ScheduledFor DATETIME2(7) NOT NULL,
         AbandonedBy NVARCHAR(128) NULL
     );
+    -- A row can be read twice (both reads, or one while the row moves in its index):
+    -- the key keeps the first; ordered by ClaimOrder, the claim stops at its batch.
     DECLARE @Candidates TABLE (
-        EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY,
+        EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY NONCLUSTERED WITH (IGNORE_DUP_KEY = ON),
         UpdatedAt DATETIME2(7) NOT NULL,
-        ClaimOrder BIGINT NOT NULL
+        ClaimOrder BIGINT NOT NULL,
+        INDEX IX_Candidates_Order CLUSTERED (ClaimOrder)
     );
     DECLARE @Want INT = @BatchSize + 16;
     DECLARE @Holder NVARCHAR(128) = ISNULL(
