@@ -200,6 +200,28 @@ IF
             WHERE (DedupKey IS NOT NULL AND [Status] IN ('Pending', 'Processing', 'Error', 'Paused'));
     END;
 GO
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_Status' AND object_id = OBJECT_ID(N'dbo.Notification')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_Status
+            ON dbo.Notification ([Status])
+            INCLUDE (ScheduledFor, LeaseUntil);
+    END;
+GO
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueue_Status' AND object_id = OBJECT_ID(N'dbo.SyncQueue')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_SyncQueue_Status
+            ON dbo.SyncQueue ([Status])
+            INCLUDE (ScheduledFor, LeaseUntil);
+    END;
+GO
 /* A table type cannot be altered, and SQL Server refuses to drop one that a
    procedure's parameter uses: the two procedures that take dbo.SyncQueueItemList
    are dropped with it, and this same deploy re-creates all three from their

@@ -113,3 +113,17 @@ IF
             WHERE (DedupKey IS NOT NULL AND [Status] IN ('Pending', 'Processing', 'Error', 'Paused'));
     END;
 GO
+/* The health index: dbo.QueueHealth_V counts the items of each status, and
+   finds the oldest due and those past their lease, from this narrow index
+   instead of the table's wide rows. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_Status' AND object_id = OBJECT_ID(N'dbo.Notification')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_Status
+            ON dbo.Notification ([Status])
+            INCLUDE (ScheduledFor, LeaseUntil);
+    END;
+GO

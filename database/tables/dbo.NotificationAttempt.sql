@@ -43,3 +43,15 @@ IF
             WHERE (Outcome IS NULL);
     END;
 GO
+/* Recent attempts, for dbo.QueueThroughput_V: outcomes and durations of a window. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_NotificationAttempt_Started' AND object_id = OBJECT_ID(N'dbo.NotificationAttempt')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_NotificationAttempt_Started
+            ON dbo.NotificationAttempt (StartedAt)
+            INCLUDE (Outcome, Duration);
+    END;
+GO

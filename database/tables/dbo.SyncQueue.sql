@@ -102,3 +102,17 @@ IF
             WHERE (DedupKey IS NOT NULL AND [Status] IN ('Pending', 'Processing', 'Error', 'Paused'));
     END;
 GO
+/* The health index: dbo.QueueHealth_V counts the items of each status, and
+   finds the oldest due and those past their lease, from this narrow index
+   instead of the table's wide rows. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueue_Status' AND object_id = OBJECT_ID(N'dbo.SyncQueue')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_SyncQueue_Status
+            ON dbo.SyncQueue ([Status])
+            INCLUDE (ScheduledFor, LeaseUntil);
+    END;
+GO

@@ -43,3 +43,15 @@ IF
             WHERE (Outcome IS NULL);
     END;
 GO
+/* Recent attempts, for dbo.QueueThroughput_V: outcomes and durations of a window. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueueAttempt_Started' AND object_id = OBJECT_ID(N'dbo.SyncQueueAttempt')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_SyncQueueAttempt_Started
+            ON dbo.SyncQueueAttempt (StartedAt)
+            INCLUDE (Outcome, Duration);
+    END;
+GO

@@ -205,7 +205,9 @@ class Extractor:
         securable = seg.get_child("securable_segment")
         target = securable.get_child("object_reference") if securable is not None else None
         if target is not None and len(parts(target)) >= 1 and "SCHEMA" not in words(securable):
-            self.ref("object", qualified(target), target, "GRANT")
+            # TYPE::dbo.List grants the use of a table type, which lives among the types
+            kind = "type" if "TYPE" in words(securable) else "object"
+            self.ref(kind, qualified(target), target, "GRANT")
         for role in seg.get_children("role_reference"):
             self.ref("role", unquote(parts(role)[-1]), role, "GRANT")
 

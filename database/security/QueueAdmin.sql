@@ -1,0 +1,29 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* QueueAdmin: controls items and keeps the tables small: the item controls, the drain for T-SQL jobs, purges.
+   Least privilege: no grant on a table, so a member reads and writes queue
+   rows only through the procedures and views (their owner's rights carry the
+   access: ownership chaining). GRANT is idempotent: deploying twice changes nothing. */
+IF DATABASE_PRINCIPAL_ID(N'QueueAdmin') IS NULL
+    BEGIN
+        CREATE ROLE QueueAdmin AUTHORIZATION dbo;
+    END;
+GO
+GRANT EXECUTE ON OBJECT::dbo.Cancel_Notification_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Cancel_SyncQueue_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Drain_SyncQueue_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Move_Notification_utx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Move_SyncQueue_utx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Pause_Notification_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Pause_SyncQueue_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Purge_TransportMessage_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Reschedule_Notification_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Reschedule_SyncQueue_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Resume_Notification_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Resume_SyncQueue_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Retry_Notification_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Retry_SyncQueue_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Terminate_Notification_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Terminate_SyncQueue_trx TO QueueAdmin;
+GO

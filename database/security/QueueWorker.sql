@@ -1,0 +1,46 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* QueueWorker: works on items: claims, leases, reports, receives, the worker
+   views, the outcome list types, and declaring its transport queues.
+   Least privilege: no grant on a table, so a member reads and writes queue
+   rows only through the procedures and views (their owner's rights carry the
+   access: ownership chaining). GRANT is idempotent: deploying twice changes nothing. */
+IF DATABASE_PRINCIPAL_ID(N'QueueWorker') IS NULL
+    BEGIN
+        CREATE ROLE QueueWorker AUTHORIZATION dbo;
+    END;
+GO
+GRANT EXECUTE ON OBJECT::dbo.Add_TransportQueue_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Add_TransportQueue_utx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Extend_Notification_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Extend_SyncQueue_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Modify_Notification_Batch_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Modify_Notification_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Modify_Notification_utx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Modify_SyncQueue_Batch_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Modify_SyncQueue_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Modify_SyncQueue_utx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Next_Notification_Batch_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Next_Notification_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Next_Notification_utx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Next_SyncQueue_Batch_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Next_SyncQueue_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Next_SyncQueue_utx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_FifoQueue_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_FifoQueue_utx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_HeapQueue_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_HeapQueue_utx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_LifoStack_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_LifoStack_utx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_PendingQueue_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_PendingQueue_utx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_StrictFifoQueue_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_StrictFifoQueue_utx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_TransportMessage_trx TO QueueWorker;
+GRANT EXECUTE ON OBJECT::dbo.Receive_TransportMessage_utx TO QueueWorker;
+GRANT SELECT ON OBJECT::dbo.Worker_Notification_V TO QueueWorker;
+GRANT SELECT ON OBJECT::dbo.Worker_SyncQueue_V TO QueueWorker;
+GRANT EXECUTE ON TYPE::dbo.NotificationOutcomeList TO QueueWorker;
+GRANT EXECUTE ON TYPE::dbo.SyncQueueOutcomeList TO QueueWorker;
+GO

@@ -1,0 +1,107 @@
+"""The least-privilege roles against a real SQL Server: a database user in each
+role (EXECUTE AS USER, as an application's login mapped to that user would be)
+does what the role is for, through the procedures and views, and nothing else:
+no role reads or writes a queue table directly."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from relq import db
+
+pytestmark = pytest.mark.mssql
+
+DENIED = 229  # The %ls permission was denied on the object ...
+
+
+@pytest.fixture
+def as_role(mssql, live_database: str):
+    """Run a batch as a new user (without login) that is a member of a role."""
+    conn = db.connect(db.with_database(mssql.conn_str, live_database))
+    users: list[str] = []
+
+    def run(role: str, sql: str) -> list[tuple]:
+        user = f"relq_{role}_{secrets.token_hex(3)}"
+        users.append(user)
+        db.run_batch(conn.cursor(), f"CREATE USER [{user}] WITHOUT LOGIN; "
+                                    f"ALTER ROLE {role} ADD MEMBER [{user}];")
+        cursor = conn.cursor()
+        try:
+            return db.query(cursor, f"EXECUTE AS USER = N'{user}'; {sql}")
+        finally:
+            db.run_batch(conn.cursor(), "IF USER_NAME() <> N'dbo' REVERT;")
+
+    yield run
+    for user in users:
+        db.run_batch(conn.cursor(), f"DROP USER IF EXISTS [{user}];")
+    conn.close()
+
+
+def denied(as_role, role: str, sql: str) -> None:
+    with pytest.raises(db.SqlError) as refused:
+        as_role(role, sql)
+    assert refused.value.number == DENIED, str(refused.value)
+
+
+ENQUEUE = """
+SET NOCOUNT ON;
+DECLARE @Items dbo.SyncQueueItemList;
+INSERT INTO @Items (ItemNo, [Type], EntityKey) VALUES (1, 'CustomerSync', N'role-test');
+EXEC dbo.Add_SyncQueue_trx @Items = @Items;
+"""
+
+
+@pytest.mark.parametrize("role", ["QueueProducer", "QueueWorker", "QueueMonitor", "QueueAdmin"])
+@pytest.mark.parametrize("sql", [
+    "SELECT TOP (1) EnqueuedAt FROM dbo.SyncQueue;",
+    "SELECT TOP (1) EnqueuedAt FROM dbo.NotificationAttempt;",
+    "DELETE FROM dbo.SyncQueue WHERE 1 = 0;",
+    "UPDATE dbo.Notification SET [Priority] = 1 WHERE 1 = 0;",
+])
+def test_no_role_reads_or_writes_a_queue_table_directly(as_role, role: str, sql: str) -> None:
+    denied(as_role, role, sql)
+
+
+def test_a_producer_enqueues_through_the_procedure_and_may_not_claim(as_role) -> None:
+    rows = as_role("QueueProducer", ENQUEUE)
+    assert rows and rows[0][2] == "role-test"
+    denied(as_role, "QueueProducer", "EXEC dbo.Next_SyncQueue_trx @LockedBy = N'producer/1';")
+
+
+def test_a_worker_claims_reads_and_reports_and_may_not_enqueue_or_cancel(as_role) -> None:
+    as_role("QueueProducer", ENQUEUE)
+    claimed = as_role("QueueWorker", """
+        SET NOCOUNT ON;
+        DECLARE @Key DATETIME2(7);
+        DECLARE @Token DATETIME2(7);
+        DECLARE @Rc INT;
+        BEGIN TRANSACTION;
+        EXEC @Rc = dbo.Next_SyncQueue_utx @LockedBy = N'worker/1', @EnqueuedAt = @Key OUTPUT,
+            @UpdatedAt = @Token OUTPUT, @Type = 'CustomerSync';
+        IF @Key IS NOT NULL
+            EXEC @Rc = dbo.Modify_SyncQueue_utx
+                @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Completed';
+        COMMIT TRANSACTION;
+        SELECT v.[Status] FROM dbo.Worker_SyncQueue_V AS v WHERE v.EnqueuedAt = @Key;
+    """)
+    assert claimed == [("Completed",)]
+    denied(as_role, "QueueWorker", ENQUEUE.replace("EXEC dbo.Add_SyncQueue_trx @Items = @Items;",
+                                                   "EXEC dbo.Add_SyncQueue_utx @Items = @Items;"))
+    denied(as_role, "QueueWorker", "EXEC dbo.Cancel_SyncQueue_trx @EnqueuedAt = '2024-01-01';")
+
+
+def test_a_monitor_reads_the_health_views_and_nothing_else(as_role) -> None:
+    health = as_role("QueueMonitor", "SELECT [Queue], [Status], Items FROM dbo.QueueHealth_V;")
+    assert {queue for queue, _, _ in health} == {"Notification", "SyncQueue"}
+    assert as_role("QueueMonitor", "SELECT [Queue] FROM dbo.QueueThroughput_V;")
+    denied(as_role, "QueueMonitor", "SELECT TOP (1) EnqueuedAt FROM dbo.Worker_SyncQueue_V;")
+    denied(as_role, "QueueMonitor", "EXEC dbo.Next_SyncQueue_trx;")
+
+
+def test_an_admin_controls_items_and_may_not_claim_them(as_role) -> None:
+    key = as_role("QueueProducer", ENQUEUE)[0][0]
+    cancelled = as_role("QueueAdmin", f"EXEC dbo.Cancel_SyncQueue_trx @EnqueuedAt = '{key.isoformat()}';")
+    assert cancelled[0][2] == "Cancelled"
+    denied(as_role, "QueueAdmin", "EXEC dbo.Next_SyncQueue_trx;")
