@@ -108,9 +108,11 @@ def tsqlt_install(c, conn=None, zip=None, url=None, sha256=None):
     "grace": "seconds in-flight items get to finish at shutdown (default 30)",
     "name": "this worker's name; a stable one gets its unfinished items back after a restart",
     "handlers": "a module with install(handlers); repeat for several (default: the queue's own)",
+    "type": "claim only this job type (SyncQueue); without it a worker claims every type",
     "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
 })
-def worker(c, queue, concurrency=1, batch=1, wait_ms=5000, grace=30, name=None, handlers=None, conn=None):
+def worker(c, queue, concurrency=1, batch=1, wait_ms=5000, grace=30.0, name=None, handlers=None, type=None,
+           conn=None):
     """Run a worker on a queue until Ctrl-C or SIGTERM: one log line per item, a summary at the end."""
     from relq.db import resolve_target
     from relq.errors import RelqError
@@ -123,6 +125,7 @@ def worker(c, queue, concurrency=1, batch=1, wait_ms=5000, grace=30, name=None, 
     argv = ["--queue", queue, "--concurrency", str(concurrency), "--batch", str(batch),
             "--wait-ms", str(wait_ms), "--grace", str(grace)]
     argv += ["--name", name] if name else []
+    argv += ["--type", type] if type else []
     for module in handlers or []:
         argv += ["--handlers", module]
     code = main(argv, conn=target.conn_str)

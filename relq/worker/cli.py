@@ -73,11 +73,13 @@ def run_worker(settings: Settings, handlers: Handlers, connect: Callable[[], Pro
     period at once."""
     worker = Worker(settings, handlers, connect)
 
+    signals: list[int] = []
+
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        if worker.stopping.is_set():
+        signals.append(signum)
+        if len(signals) > 1:
             raise SystemExit(f"worker: stopped by a second {signal.Signals(signum).name}")
-        logging.getLogger("relq.worker").info('{"event": "stopping"}')
-        worker.stop()
+        worker.request_stop()  # a flag: a signal handler must not take a lock
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
@@ -103,13 +105,16 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None) -> int:
     parser.add_argument("--grace", type=float, default=30.0, help="seconds in-flight items get at shutdown")
     parser.add_argument("--name", default=default_name(), help="this worker's name (default host:pid)")
     parser.add_argument("--handlers", action="append", default=[], help="a module with install(handlers)")
+    parser.add_argument("--type", default=None, help="claim only this job type (SyncQueue)")
     parser.add_argument("--conn", default=conn, help="ODBC connection string (RELQ_MSSQL wins)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:
-        if not (1 <= args.concurrency <= 64 and 1 <= args.batch <= 1000 and 0 <= args.wait_ms <= 60000):
-            raise RelqError("--concurrency must be 1-64, --batch 1-1000 and --wait-ms 0-60000")
-        settings = Settings(args.queue, args.name, args.concurrency, args.batch, args.wait_ms, args.grace)
+        if not (1 <= args.concurrency <= 64 and 1 <= args.batch <= 1000 and 0 <= args.wait_ms <= 60000
+                and args.grace >= 0):
+            raise RelqError("--concurrency must be 1-64, --batch 1-1000, --wait-ms 0-60000 and --grace >= 0")
+        settings = Settings(args.queue, args.name, args.concurrency, args.batch, args.wait_ms, args.grace,
+                            args.type)
         handlers = load_handlers(args.queue, args.handlers)
         target = db.resolve_target(args.conn, None)
         stats = run_worker(settings, handlers, sql_connector(target.conn_str, settings.queue))

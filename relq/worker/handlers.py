@@ -26,7 +26,8 @@ class Item:
     type: str
     step: str | None  # the step reached; None before the first step advance
     attempt: int  # AttemptNum: 1 on the first claim
-    fields: Mapping[str, Any] = field(default_factory=dict)  # every column of the worker view
+    # every column of the worker view; out of repr, since they may hold secrets (an OTP)
+    fields: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     def __getitem__(self, column: str) -> Any:
         return self.fields[column]

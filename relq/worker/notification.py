@@ -8,13 +8,14 @@ line or an exception's message.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import smtplib
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from email.message import EmailMessage
-from email.utils import formatdate, make_msgid, parseaddr
+from email.utils import formatdate, getaddresses, make_msgid, parseaddr
 
 from relq.errors import RelqError
 from relq.worker.handlers import Handler, Handlers, Item, Permanent
@@ -117,11 +118,16 @@ def language_of(tag: str | None) -> str:
 
 
 def build_message(item: Item, settings: SmtpSettings) -> EmailMessage:
-    """The reset e-mail for ``item``, raising Permanent when it cannot be written."""
+    """The reset e-mail for ``item``, raising Permanent when it cannot be written. The
+    address must be exactly one, with no line breaks: it never names itself in errors,
+    which reach the log."""
     what = f"notification {item.key.isoformat()}"
     address = item.fields.get("EmailTo")
     if address is None:
         raise Permanent(f"{what} has no e-mail channel (relq does not send SMS yet)")
+    found = getaddresses([address])
+    if len(found) != 1 or not found[0][1] or any(c in address for c in "\r\n,;"):
+        raise Permanent(f"{what}: EmailTo is not exactly one e-mail address")
     username, otp = item.fields.get("Username"), item.fields.get("OTP")
     if username is None or otp is None:
         raise Permanent(f"{what} has no ResetPassword details (Username and OTP)")
@@ -129,7 +135,7 @@ def build_message(item: Item, settings: SmtpSettings) -> EmailMessage:
     subject, body = TEXTS[language]
     message = EmailMessage()
     message["From"] = settings.sender
-    message["To"] = address
+    message["To"] = found[0][1]
     message["Subject"] = subject
     message["Date"] = formatdate(localtime=False, usegmt=True)
     domain = parseaddr(settings.sender)[1].rpartition("@")[2] or "relq.invalid"
@@ -141,28 +147,30 @@ def build_message(item: Item, settings: SmtpSettings) -> EmailMessage:
 
 
 def send(message: EmailMessage, settings: SmtpSettings, what: str) -> None:
-    """Send one message; a permanent refusal (5xx) becomes Permanent (its message
-    starting with ``what``), anything else propagates for a retry."""
-    address = message["To"]
+    """Send one message to its one recipient. A recipient refused for good (5xx) is
+    Permanent (its message starting with ``what``, without the address); anything
+    else propagates for a retry: a refused sender is the relay's or the settings'
+    fault, not the item's. A relay that accepted the message and then fails its
+    QUIT does not undo the send."""
+    smtp = smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout)
     try:
-        with smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout) as smtp:
-            if settings.starttls:
-                smtp.starttls(context=ssl.create_default_context())
-            if settings.username is not None:
-                smtp.login(settings.username, settings.password or "")
-            smtp.send_message(message)
-    except smtplib.SMTPRecipientsRefused as exc:
-        replies = exc.recipients.values()
-        if replies and all(code >= 500 for code, _ in replies):
-            detail = "; ".join(f"{code} {_text(reply)}" for code, reply in replies)
-            raise Permanent(f"{what}: {address} was refused: {detail}") from exc
-        raise
-    except smtplib.SMTPSenderRefused as exc:
-        if exc.smtp_code >= 500:
-            raise Permanent(
-                f"{what}: the sender {exc.sender} was refused: {exc.smtp_code} {_text(exc.smtp_error)}"
-            ) from exc
-        raise
+        if settings.starttls:
+            smtp.starttls(context=ssl.create_default_context())
+        if settings.username is not None:
+            smtp.login(settings.username, settings.password or "")
+        try:
+            smtp.send_message(message, to_addrs=[message["To"]])
+        except smtplib.SMTPRecipientsRefused as exc:
+            replies = list(exc.recipients.values())
+            if replies and all(code >= 500 for code, _ in replies):
+                detail = "; ".join(str(code) for code, _ in replies)
+                raise Permanent(f"{what}: the recipient was refused ({detail})") from None
+            raise RuntimeError(f"{what}: the recipient was refused for now "
+                               f"({'; '.join(str(code) for code, _ in replies)})") from None
+        with contextlib.suppress(smtplib.SMTPException, OSError):
+            smtp.quit()  # the message was accepted: a failed goodbye changes nothing
+    finally:
+        smtp.close()
 
 
 def _text(reply: bytes | str) -> str:

@@ -14,9 +14,13 @@ from relq import db
 from relq.worker.handlers import Item
 
 # A report the database refused because the item is no longer this attempt's:
-# 50005 it changed since (cancelled, failed by a sweep), 50008 it is finished,
-# 50010 another worker claimed it after this attempt's lease ran out.
-LOST = frozenset({50005, 50008, 50010})
+# 50004 it is gone (archived), 50005 it changed since (cancelled, failed by a
+# sweep), 50008 it is finished, 50010 another worker claimed it after this
+# attempt's lease ran out.
+LOST = frozenset({50004, 50005, 50008, 50010})
+# Errors no retry can cure: a bad argument (a worker name over 128 characters), a
+# missing procedure (the database is not deployed), a permission the login lacks.
+FATAL = frozenset({50007, 2812, 229, 201})
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,8 @@ class Procedures(Protocol):
 
     queue: str
 
-    def claim(self, locked_by: str, batch_size: int, wait_ms: int) -> list[Claim]: ...
+    def claim(self, locked_by: str, batch_size: int, wait_ms: int, type: str | None = None
+              ) -> list[Claim]: ...
 
     def read(self, claim: Claim) -> Item: ...
 
@@ -69,9 +74,13 @@ class SqlProcedures:
         self.conn = conn
         self.queue = queue
 
-    def claim(self, locked_by: str, batch_size: int, wait_ms: int) -> list[Claim]:
+    def claim(self, locked_by: str, batch_size: int, wait_ms: int, type: str | None = None
+              ) -> list[Claim]:
+        """Claim up to ``batch_size`` items; ``type`` only items of that job type (a queue
+        whose claim takes a @Type, such as SyncQueue)."""
+        params = {"Type": type} if type is not None else {}
         result = db.call(self.conn, f"dbo.Next_{self.queue}_Batch_trx", LockedBy=locked_by,
-                         BatchSize=batch_size, WaitMs=wait_ms)
+                         BatchSize=batch_size, WaitMs=wait_ms, **params)
         return [Claim(key, token, lease, attempt) for key, token, lease, attempt in result.result_sets[0]]
 
     def read(self, claim: Claim) -> Item:

@@ -18,15 +18,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import datetime
 
+from relq import db
 from relq.worker.handlers import Handlers, Item, NextStep, Permanent
-from relq.worker.procedures import Claim, Lost, Procedures
+from relq.worker.procedures import FATAL, Claim, Lost, Procedures
 from relq.worker.stats import Stats
 
 log = logging.getLogger("relq.worker")
 
 ERROR_TEXT = 2000  # how much of an exception's message is recorded
+MAX_STEP = 50  # dbo.QueueStep
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Settings:
     batch_size: int = 1
     wait_ms: int = 5000  # long-poll; 0: poll with the idle back-off instead
     grace_s: float = 30.0
+    type: str | None = None  # claim only this job type (queues whose claim takes @Type)
 
 
 class IdleBackoff:
@@ -61,12 +64,14 @@ class Held:
     renewed at a third of its length, whether its item runs now or waits its turn in
     the batch. Every call on the slot's connection goes through here, one at a time
     (a pyodbc connection serves one thread at a time), and always with the item's
-    latest token (a renewal moves it)."""
+    latest token (a renewal moves it). Lease lengths are the server's (LeaseUntil
+    less the token of the same change), so a skewed local clock does not matter."""
 
     def __init__(self, procedures: Procedures, claims: list[Claim]) -> None:
         self.procedures = procedures
         self.lost: dict[datetime, str] = {}  # key -> why: taken away while held
         self._claims = {c.key: c for c in claims}
+        self._closed = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -75,48 +80,67 @@ class Held:
         self._thread.start()
         return self
 
-    def __exit__(self, *_exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: type[BaseException] | None, *_exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # the slot is dying: its claims stay here for the worker to release
+            self._stop.set()
 
-    def stop(self) -> None:
+    def close(self) -> list[Claim]:
+        """Stop renewing; later reports raise Lost. Returns the claims still held."""
         self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join()
-
-    def latest(self, key: datetime) -> Claim | None:
         with self._lock:
-            return self._claims.get(key)
+            self._closed = True
+            left = list(self._claims.values())
+            self._claims.clear()
+        return left
+
+    def held_keys(self) -> list[datetime]:
+        with self._lock:
+            return list(self._claims)
 
     def read(self, key: datetime) -> Item:
         with self._lock:
-            return self.procedures.read(self._claims[key])
+            return self.procedures.read(self._held(key))
 
     def report(self, key: datetime, status: str, **outcome: str | None) -> tuple[Claim, str]:
-        """Report on the item; it stays held only after a step advance. Raises Lost."""
+        """Report on the item; it stays held only after a step advance, or when the
+        report failed for another reason than Lost (so that it can be tried again)."""
         with self._lock:
-            claim = self._claims.pop(key, None)
-            if claim is None:
-                raise Lost(key, 50005, self.lost.get(key, "the item is no longer held"))
-            new, final = self.procedures.report(claim, status, **outcome)
+            claim = self._held(key)
+            try:
+                new, final = self.procedures.report(claim, status, **outcome)
+            except Lost:
+                del self._claims[key]
+                raise
             if status == "Processing":
                 self._claims[key] = new
+            else:
+                del self._claims[key]
             return new, final
+
+    def drop(self, key: datetime) -> None:
+        """Stop renewing an item: its lease brings it back to the queue."""
+        with self._lock:
+            self._claims.pop(key, None)
+
+    def _held(self, key: datetime) -> Claim:
+        claim = None if self._closed else self._claims.get(key)
+        if claim is None:
+            raise Lost(key, 50005, self.lost.get(key, "the item is no longer held by this worker"))
+        return claim
 
     def _interval(self) -> float:
         with self._lock:
-            ends = [c.lease_until for c in self._claims.values()]
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
-        left = min(((end - now).total_seconds() for end in ends), default=3.0)
-        return min(60.0, max(0.5, left / 3))
+            leases = [(c.lease_until - c.token).total_seconds() for c in self._claims.values()]
+        return min(60.0, max(0.5, min(leases, default=3.0) / 3))
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval()):
-            with self._lock:
-                keys = list(self._claims)
-            for key in keys:
+            for key in self.held_keys():
                 with self._lock:
                     claim = self._claims.get(key)
-                    if claim is None or self._stop.is_set():
+                    if claim is None or self._closed:
                         continue
                     try:
                         self._claims[key] = self.procedures.extend(claim)
@@ -134,6 +158,7 @@ class Slot:
     procedures: Procedures
     held: Held | None = None  # the claims of its current batch
     current: datetime | None = None  # the key whose handler runs now
+    claiming: bool = False  # inside a claim (a long-poll may take wait_ms)
 
 
 class Worker:
@@ -144,46 +169,82 @@ class Worker:
         self.connect = connect
         self.stats = stats or Stats()
         self.stopping = threading.Event()
+        self._requested = False  # set from a signal handler: a plain flag, no lock
+
+    def request_stop(self) -> None:
+        """Ask the worker to stop; safe from a signal handler (run() notices within 0.5 s)."""
+        self._requested = True
+
+    def stop(self) -> None:
+        self.stopping.set()
 
     def run(self) -> Stats:
-        """Run until :meth:`stop`, then shut down cleanly; returns the counts."""
+        """Run until :meth:`stop` or :meth:`request_stop`, then shut down cleanly."""
         slots = [Slot(n, self.connect()) for n in range(1, self.settings.concurrency + 1)]
         threads = [threading.Thread(target=self._loop, args=(slot,), daemon=True,
                                     name=f"relq-slot-{slot.number}") for slot in slots]
         for t in threads:
             t.start()
-        self.stopping.wait()
+        while not self.stopping.wait(0.5):
+            if self._requested or not any(t.is_alive() for t in threads):
+                self.stopping.set()
+        # What a slot holds but has not started goes back at once, not after the grace.
+        for slot in slots:
+            held, current = slot.held, slot.current
+            if held is not None:
+                for key in held.held_keys():
+                    if key != current:
+                        self._release(held, key, "the worker is shutting down")
         deadline = time.monotonic() + self.settings.grace_s
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
-        late = [slot for slot, t in zip(slots, threads, strict=True) if t.is_alive() and slot.held]
-        if late:
-            releaser = self.connect()
-            for slot in late:
-                held, key = slot.held, slot.current
-                if held is None or key is None:
-                    continue
-                held.stop()  # no renewal may move the token under the release
-                claim = held.latest(key)
-                if claim is not None:
-                    self._release(releaser, claim, "still running when the grace period ended")
+        for slot, t in zip(slots, threads, strict=True):
+            # a slot inside a long-poll claim releases what it gets: wait for it
+            extra = self.settings.wait_ms / 1000 + 5 if slot.claiming else 0.0
+            t.join(max(0.0, deadline - time.monotonic()) + extra)
+        releaser: Procedures | None = None
+        for slot, t in zip(slots, threads, strict=True):
+            held = slot.held
+            if not t.is_alive() or held is None:
+                continue
+            left = held.close()  # the slot's late report now finds nothing to report on
+            if left:
+                releaser = releaser or self.connect()
+                for claim in left:
+                    self._release_claim(releaser, claim, "still running when the grace period ended")
         return self.stats
-
-    def stop(self) -> None:
-        self.stopping.set()
 
     # -- one slot ---------------------------------------------------------------------
     def _loop(self, slot: Slot) -> None:
+        try:
+            self._claim_and_work(slot)
+        except BaseException as exc:  # a slot must never die unseen: stop the whole worker
+            log.critical(json.dumps({"queue": self.settings.queue, "event": "slot-died",
+                                     "slot": slot.number, "error": _text(exc)}))
+            if slot.held is not None:
+                for claim in slot.held.close():
+                    self._release_claim(slot.procedures, claim, "its slot died")
+            self.stop()
+
+    def _claim_and_work(self, slot: Slot) -> None:
         name = f"{self.settings.name}/{slot.number}"
         idle = IdleBackoff()
         while not self.stopping.is_set():
+            slot.claiming = True
             try:
-                claims = slot.procedures.claim(name, self.settings.batch_size, self.settings.wait_ms)
-            except Exception as exc:  # the server is away: wait, then try again
-                log.error(json.dumps({"queue": self.settings.queue, "event": "claim-failed",
-                                      "slot": name, "error": _text(exc)}))
-                self.stopping.wait(idle.next())
+                claims = slot.procedures.claim(name, self.settings.batch_size, self.settings.wait_ms,
+                                               self.settings.type)
+            except db.SqlError as exc:
+                if exc.number in FATAL:
+                    log.critical(json.dumps({"queue": self.settings.queue, "event": "claim-refused",
+                                             "slot": name, "error": _text(exc)}))
+                    self.stop()
+                    return
+                self._reconnect(slot, exc, idle)
                 continue
+            except Exception as exc:  # the connection broke: a new one, after a pause
+                self._reconnect(slot, exc, idle)
+                continue
+            finally:
+                slot.claiming = False
             if not claims:
                 if self.settings.wait_ms == 0:
                     self.stopping.wait(idle.next())
@@ -192,69 +253,101 @@ class Worker:
             self.stats.add("claimed", len(claims))
             with Held(slot.procedures, claims) as held:
                 slot.held = held
-                for i, claim in enumerate(claims):
+                for claim in claims:
                     if self.stopping.is_set():
-                        held.stop()
-                        for rest in claims[i:]:
-                            latest = held.latest(rest.key)
-                            if latest is not None:
-                                self._release(slot.procedures, latest, "the worker is shutting down")
+                        for key in held.held_keys():
+                            self._release(held, key, "the worker is shutting down")
                         break
                     slot.current = claim.key
                     try:
                         self._work(held, claim)
-                    except Exception as exc:  # a report that failed: the lease brings the item back
-                        log.error(json.dumps({"queue": self.settings.queue, "key": claim.key.isoformat(),
-                                              "event": "report-failed", "error": _text(exc)}))
                     finally:
                         slot.current = None
             slot.held = None
 
+    def _reconnect(self, slot: Slot, exc: BaseException, idle: IdleBackoff) -> None:
+        log.error(json.dumps({"queue": self.settings.queue, "event": "claim-failed",
+                              "slot": slot.number, "error": _text(exc)}))
+        self.stopping.wait(idle.next())
+        try:
+            slot.procedures = self.connect()
+        except Exception as again:  # still away: the next round tries again
+            log.error(json.dumps({"queue": self.settings.queue, "event": "reconnect-failed",
+                                  "slot": slot.number, "error": _text(again)}))
+
     def _work(self, held: Held, claim: Claim) -> None:
         try:
             item = held.read(claim.key)
-        except (Lost, KeyError) as exc:
+        except Lost as exc:
             self._outcome(claim, None, "lost", 0.0, str(exc))
             return
         started = time.monotonic()
         while True:
-            handler = self.handlers.find(item.queue, item.type, item.step)
-            status, step, response, error = "Completed", None, None, None
-            try:
-                if handler is None:
-                    raise LookupError(f"no handler is registered for {item.queue} {item.type} "
-                                      f"step {item.step or '(first)'}")
-                result = handler(item)
-                if isinstance(result, NextStep):
-                    status, step, response = "Processing", result.step, result.response
-                else:
-                    response = result
-            except Permanent as exc:
-                status, error = "Failed", _text(exc)
-            except Exception as exc:
-                status, error = "Error", _text(exc)
+            status, step, response, error = self._run_handler(item)
             elapsed = time.monotonic() - started
             try:
                 claim, final = held.report(claim.key, status, step=step, response=response, error=error)
             except Lost as exc:
                 self._outcome(claim, item, "lost", elapsed, str(exc))
                 return
+            except Exception as exc:  # the report itself failed: say so, once, as an Error
+                try:
+                    claim, final = held.report(claim.key, "Error", error=f"the report failed: {_text(exc)}")
+                except Exception as again:
+                    held.drop(claim.key)  # its lease brings it back
+                    self._outcome(claim, item, "lost", elapsed, f"the report failed: {_text(again)}")
+                    return
+                status = "Error"
             if status != "Processing":
                 self._outcome(claim, item, final, elapsed, error)
                 return
             item = replace(item, step=step)
 
-    def _release(self, procedures: Procedures, claim: Claim, why: str) -> None:
+    def _run_handler(self, item: Item) -> tuple[str, str | None, str | None, str | None]:
+        """(status, step, response, error) from the handler of the item's step."""
+        handler = self.handlers.find(item.queue, item.type, item.step)
         try:
-            procedures.report(claim, "Pending", error=f"released: {why}")
+            if handler is None:
+                raise LookupError(f"no handler is registered for {item.queue} {item.type} "
+                                  f"step {item.step or '(first)'}")
+            result = handler(item)
+        except Permanent as exc:
+            return "Failed", None, None, _text(exc)
+        except Exception as exc:
+            return "Error", None, None, _text(exc)
+        if isinstance(result, NextStep):
+            if not 0 < len(result.step) <= MAX_STEP:
+                return "Error", None, None, f"the handler's next step must be 1 to {MAX_STEP} characters"
+            return "Processing", result.step, result.response, None
+        if result is not None and not isinstance(result, str):
+            return "Error", None, None, f"the handler returned a {type(result).__name__}, not a str"
+        return "Completed", None, result, None
+
+    def _release(self, held: Held, key: datetime, why: str) -> None:
+        try:
+            held.report(key, "Pending", error=f"released: {why}")
         except Lost:
             return
         except Exception as exc:  # its lease brings it back instead
-            log.error(json.dumps({"queue": self.settings.queue, "key": claim.key.isoformat(),
+            held.drop(key)
+            log.error(json.dumps({"queue": self.settings.queue, "key": key.isoformat(),
                                   "event": "release-failed", "error": _text(exc)}))
             return
+        self._released(key, why)
+
+    def _release_claim(self, procedures: Procedures, claim: Claim, why: str) -> None:
+        try:
+            procedures.report(claim, "Pending", error=f"released: {why}")
+        except Exception as exc:  # Lost: it finished meanwhile; else its lease brings it back
+            if not isinstance(exc, Lost):
+                log.error(json.dumps({"queue": self.settings.queue, "key": claim.key.isoformat(),
+                                      "event": "release-failed", "error": _text(exc)}))
+            return
+        self._released(claim.key, why)
+
+    def _released(self, key: datetime, why: str) -> None:
         self.stats.add("released")
-        log.info(json.dumps({"queue": self.settings.queue, "key": claim.key.isoformat(),
+        log.info(json.dumps({"queue": self.settings.queue, "key": key.isoformat(),
                              "outcome": "Released", "why": why}))
 
     def _outcome(self, claim: Claim, item: Item | None, outcome: str, elapsed: float,

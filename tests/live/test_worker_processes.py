@@ -40,7 +40,7 @@ PROCESSES = 4
 CONCURRENCY = 2
 BATCH = 5
 KILL_AFTER = 500  # messages received before process 0 is killed
-LEASE_S = 5
+LEASE_S = 15  # long enough that no survivor's renewal falls behind, short enough to wait for
 MAX_ATTEMPTS = 5
 LANGUAGES = ("en", "de", "fr")
 HOST = "127.0.0.1"
@@ -158,7 +158,9 @@ def test_four_worker_processes_send_every_notification_despite_a_killed_one(
 
         # Kill process 0 once the run is well under way.
         deadline = time.monotonic() + START_DEADLINE_S
-        while mailbox.count() < KILL_AFTER:
+        holding = ("SELECT COUNT(*) FROM dbo.Notification "
+                   "WHERE [Status] = 'Processing' AND LockedBy LIKE 'proc-0/%';")
+        while mailbox.count() < KILL_AFTER or db.query(cursor, holding)[0][0] == 0:
             check_alive(procs)
             assert time.monotonic() < deadline, f"only {mailbox.count()} messages arrived"
             time.sleep(0.05)
@@ -168,7 +170,7 @@ def test_four_worker_processes_send_every_notification_despite_a_killed_one(
         held_by_killed = {key_of(k) for (k,) in db.query(
             cursor, "SELECT EnqueuedAt FROM dbo.Notification "
                     "WHERE [Status] = 'Processing' AND LockedBy LIKE 'proc-0/%';")}
-        assert len(held_by_killed) <= CONCURRENCY * BATCH
+        assert 0 < len(held_by_killed) <= CONCURRENCY * BATCH  # the kill did leave work behind
 
         # The others drain the rest, the dead worker's items once their lease expires.
         survivors = procs[1:]
@@ -200,8 +202,10 @@ def test_four_worker_processes_send_every_notification_despite_a_killed_one(
         for key, locked_by, outcome, error in attempts:
             history[key_of(key)].append((locked_by, outcome, error))
         for key in held_by_killed:
-            assert any(by.startswith("proc-0/") and (error or "").startswith("abandoned")
-                       for by, _, error in history[key]), (key, history[key])
+            # abandoned, unless a report proc-0 had already sent committed after the snapshot
+            assert any(by.startswith("proc-0/") and ((error or "").startswith("abandoned")
+                                                       or outcome == "Completed")
+                       for by, outcome, error in history[key]), (key, history[key])
 
         # The mail: every item's message, to its own address, once; twice only where the
         # dead worker held the item.

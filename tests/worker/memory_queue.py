@@ -8,7 +8,6 @@ attempt becomes Failed; Pending from Processing gives the attempt back."""
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -52,10 +51,13 @@ class MemoryQueue:
         self.rows: dict[datetime, Row] = {}
         self.extends = 0
         self.changed = threading.Condition()
-        self._ticks = itertools.count(1)
+        self._last = BASE
 
     def _tick(self) -> datetime:
-        return BASE + timedelta(microseconds=next(self._ticks))
+        """The next key or token, as dbo.QueueNextKey_fn makes them: now, or a
+        microsecond past the last when now is not later."""
+        self._last = max(_now(), self._last + timedelta(microseconds=1))
+        return self._last
 
     def add(self, type: str = "ResetPassword", **fields: Any) -> datetime:
         with self.changed:
@@ -86,21 +88,28 @@ class MemoryQueue:
             row.locked_by = by
 
     # -- the procedures, under the queue's lock ------------------------------------------
-    def claim(self, locked_by: str, batch_size: int, wait_ms: int) -> list[Claim]:
+    def claim(self, locked_by: str, batch_size: int, wait_ms: int, type: str | None = None) -> list[Claim]:
         deadline = time.monotonic() + wait_ms / 1000
         with self.changed:
             while True:
-                claims = self._claim(locked_by, batch_size)
+                claims = self._claim(locked_by, batch_size, type)
                 left = deadline - time.monotonic()
                 if claims or left <= 0:
                     return claims
                 self.changed.wait(min(left, 0.05))
 
-    def _claim(self, locked_by: str, batch_size: int) -> list[Claim]:
+    def _claim(self, locked_by: str, batch_size: int, type: str | None) -> list[Claim]:
         now = _now()
-        abandoned = [r for r in self.rows.values() if r.status == "Processing"
+        rows = [r for r in self.rows.values() if type is None or r.type == type]
+        for r in rows:  # the sweep: an abandoned item on its last attempt fails
+            if (r.status == "Processing" and (r.lease_until < now or r.locked_by == locked_by)
+                    and r.attempt >= self.max_attempts):
+                r.status, r.lease_until = "Failed", None
+                r.token = self._tick()
+                r.history.append("Failed")
+        abandoned = [r for r in rows if r.status == "Processing"
                      and (r.lease_until < now or r.locked_by == locked_by) and r.attempt < self.max_attempts]
-        due = sorted((r for r in self.rows.values() if r.status in ("Pending", "Error") and r.due <= now
+        due = sorted((r for r in rows if r.status in ("Pending", "Error") and r.due <= now
                       and r.attempt < self.max_attempts), key=lambda r: (r.due, r.key))
         claims = []
         for row in (abandoned + due)[:batch_size]:
@@ -164,8 +173,8 @@ class MemoryProcedures:
         self.memory = memory
         self.queue = memory.queue
 
-    def claim(self, locked_by: str, batch_size: int, wait_ms: int) -> list[Claim]:
-        return self.memory.claim(locked_by, batch_size, wait_ms)
+    def claim(self, locked_by: str, batch_size: int, wait_ms: int, type: str | None = None) -> list[Claim]:
+        return self.memory.claim(locked_by, batch_size, wait_ms, type)
 
     def read(self, claim: Claim) -> Item:
         return self.memory.read(claim)

@@ -45,11 +45,13 @@ def test_a_worker_without_handlers_for_its_queue_is_refused_in_one_line(queue, m
         load_handlers(queue, modules)
 
 
-@pytest.mark.parametrize("args", [["--concurrency", "0"], ["--batch", "1001"], ["--wait-ms", "60001"]])
+@pytest.mark.parametrize("args", [
+    ["--concurrency", "0"], ["--batch", "1001"], ["--wait-ms", "60001"], ["--grace", "-1"],
+])
 def test_options_out_of_range_end_in_one_line_and_exit_code_1(args, capsys) -> None:
     assert main(["--queue", "Notification", *args]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["worker: --concurrency must be 1-64, --batch 1-1000 and --wait-ms 0-60000"]
+    assert err == ["worker: --concurrency must be 1-64, --batch 1-1000, --wait-ms 0-60000 and --grace >= 0"]
 
 
 def test_sigterm_stops_the_worker_cleanly_and_a_second_signal_ends_it_at_once() -> None:

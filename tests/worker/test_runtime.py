@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
+from relq import db
 from relq.worker.handlers import Handlers, Item, NextStep, Permanent
 from relq.worker.runtime import IdleBackoff, Settings, Worker
 from relq.worker.stats import Stats
@@ -191,6 +192,8 @@ def test_a_shutdown_finishes_the_item_in_hand_and_releases_the_rest_of_the_batch
     worker, thread, result = start(queue, handlers, concurrency=1, batch_size=5)
     assert started.wait(TIMEOUT_S)
     worker.stop()
+    # the rest of the batch goes back at once, while the first item is still in hand
+    until(lambda: [queue.statuses()[k] for k in keys[1:]] == ["Pending"] * 4)
     go_on.set()
     thread.join(TIMEOUT_S)
 
@@ -211,26 +214,56 @@ def test_a_handler_still_running_after_the_grace_period_is_released() -> None:
         go_on.wait(TIMEOUT_S)
         return "done"
 
-    key = queue.add()
-    worker, thread, result = start(queue, handlers, concurrency=1, grace_s=0.2)
+    key, *waiting = [queue.add() for _ in range(3)]
+    worker, thread, result = start(queue, handlers, concurrency=1, batch_size=3, grace_s=0.2)
     assert started.wait(TIMEOUT_S)
     worker.stop()
     thread.join(TIMEOUT_S)
     assert not thread.is_alive()
     assert queue.rows[key].status == "Pending"  # another worker may take it at once
-    assert result[0].summary()["released"] == 1
-    go_on.set()  # the late handler's result is dropped: its token is stale
+    assert [queue.rows[k].status for k in waiting] == ["Pending", "Pending"]
+    assert result[0].summary()["released"] == 3
+    go_on.set()  # the late handler's result is dropped: nothing is held any more
     until(lambda: result[0].summary()["lost"] == 1)
     assert queue.rows[key].status == "Pending"
+
+
+def test_a_slot_that_dies_releases_its_batch_and_stops_the_worker(caplog) -> None:
+    queue, handlers = MemoryQueue(), Handlers()
+
+    @handlers.register("Notification", "ResetPassword")
+    def exits(item: Item) -> str:
+        raise SystemExit("a handler must not do this")
+
+    keys = [queue.add() for _ in range(3)]
+    worker, thread, _ = start(queue, handlers, concurrency=1, batch_size=3)
+    thread.join(TIMEOUT_S)
+    assert not thread.is_alive() and worker.stopping.is_set()
+    assert [queue.statuses()[k] for k in keys] == ["Pending"] * 3
+    assert "slot-died" in caplog.text
+
+
+def test_a_claim_no_retry_can_cure_stops_the_worker() -> None:
+    class Missing:
+        queue = "Notification"
+
+        def claim(self, *_args) -> list:
+            raise db.SqlError([db.ServerMessage(2812, "Could not find stored procedure", "42000")])
+
+    worker = Worker(Settings("Notification", "test", wait_ms=0), Handlers(), Missing)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    thread.join(TIMEOUT_S)
+    assert not thread.is_alive()
 
 
 def test_an_idle_worker_waits_in_the_claim_and_takes_work_as_soon_as_it_comes() -> None:
     queue, handlers, done = MemoryQueue(), Handlers(), threading.Event()
     handlers.register("Notification", "ResetPassword")(lambda item: done.set() or "ok")
-    worker, thread, _ = start(queue, handlers, concurrency=1, wait_ms=10_000)
+    worker, thread, _ = start(queue, handlers, concurrency=1, wait_ms=3_000)
     time.sleep(0.2)
     queue.add()
-    assert done.wait(5)
+    assert done.wait(2)  # well before the claim's 3 s wait would have ended
     worker.stop()
     thread.join(TIMEOUT_S)
 
