@@ -100,6 +100,34 @@ def tsqlt_install(c, conn=None, zip=None, url=None, sha256=None):
     print("tSQLt installed", file=sys.stderr)
 
 
+@task(help={
+    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+    "watch": "refresh every this many seconds until Ctrl-C (default: show once)",
+    "json": "print JSON for scripts instead of the table",
+})
+def status(c, conn=None, watch=0.0, json=False):
+    """The health of every queue: items per state, the oldest due, past their lease, throughput."""
+    from rich.console import Console
+
+    from relq import db
+    from relq import status as health
+    from relq.errors import RelqError
+
+    try:
+        connection = db.connect(db.resolve_target(conn, c.config).conn_str)
+        try:
+            if json:
+                print(health.as_json(health.read(connection)))
+            elif float(watch) > 0:
+                health.watch(connection, float(watch), Console())
+            else:
+                Console().print(health.table(health.read(connection)))
+        finally:
+            connection.close()
+    except RelqError as exc:
+        raise _fail(exc, "status") from None
+
+
 @task(iterable=["handlers"], help={
     "queue": "the queue to work on: Notification, SyncQueue, ...",
     "concurrency": "slots, each with its own connection (default 1)",
@@ -172,4 +200,4 @@ def test(c):
 
 
 tsqlt = Collection("tsqlt", install=tsqlt_install)
-ns = Collection(build, lint, fix, deploy, worker, test, tsqlt)
+ns = Collection(build, lint, fix, deploy, status, worker, test, tsqlt)

@@ -208,7 +208,7 @@ IF
     BEGIN
         CREATE NONCLUSTERED INDEX IX_Notification_Status
             ON dbo.Notification ([Status])
-            INCLUDE (ScheduledFor, LeaseUntil);
+            INCLUDE (ScheduledFor, LeaseUntil, UpdatedAt);
     END;
 GO
 IF
@@ -219,7 +219,7 @@ IF
     BEGIN
         CREATE NONCLUSTERED INDEX IX_SyncQueue_Status
             ON dbo.SyncQueue ([Status])
-            INCLUDE (ScheduledFor, LeaseUntil);
+            INCLUDE (ScheduledFor, LeaseUntil, UpdatedAt);
     END;
 GO
 /* A table type cannot be altered, and SQL Server refuses to drop one that a

@@ -17,6 +17,8 @@ GRANT EXECUTE ON OBJECT::dbo.Move_Notification_utx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Move_SyncQueue_utx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Pause_Notification_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Pause_SyncQueue_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Purge_Notification_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Purge_SyncQueue_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Purge_TransportMessage_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Reschedule_Notification_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Reschedule_SyncQueue_trx TO QueueAdmin;

@@ -115,7 +115,8 @@ IF
 GO
 /* The health index: dbo.QueueHealth_V counts the items of each status, and
    finds the oldest due and those past their lease, from this narrow index
-   instead of the table's wide rows. */
+   instead of the table's wide rows. dbo.Purge_Notification_trx seeks it too: the
+   finished items of each state, with UpdatedAt to tell how long ago they finished. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -124,6 +125,6 @@ IF
     BEGIN
         CREATE NONCLUSTERED INDEX IX_Notification_Status
             ON dbo.Notification ([Status])
-            INCLUDE (ScheduledFor, LeaseUntil);
+            INCLUDE (ScheduledFor, LeaseUntil, UpdatedAt);
     END;
 GO

@@ -1,0 +1,202 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Purge_SyncQueue_trx: removes finished sync jobs (Failed, Completed,
+   Cancelled, Terminated, PartiallyCompleted: the states where
+   dbo.QueueIsFinished_fn = 1) that have not changed for @OlderThanMinutes, oldest
+   key first, in short transactions of at most @BatchSize items, so that a purge
+   never holds many locks or makes a worker wait for long. Each transaction picks
+   its items with UPDLOCK, ROWLOCK, READPAST (an item another session holds is
+   left for the next run), copies them into dbo.SyncQueueArchive when asked,
+   deletes them (their attempt history goes with them: ON DELETE CASCADE; nothing
+   else refers to an item), and commits. The purge stops after a batch that was
+   not full, or after @MaxBatches.
+   The finished states are listed literally, as in the indexes' filters: a
+   function call on Status would hide the seek on IX_SyncQueue_Status, which
+   carries UpdatedAt for this purge. Keep the list in step with
+   dbo.QueueIsFinished_fn.
+   Meant for a SQL Server Agent job step. In a deadlock the purge gives way
+   (DEADLOCK_PRIORITY LOW; only an operator's Retry_ of an old failed item can
+   meet it): its current batch is rolled back with error 1205, the batches
+   before it stay committed, and the next run goes on.
+   @OlderThanMinutes: required, 1 to 52560000 (100 years): a finished item goes
+     once its UpdatedAt (when it finished) is older than this.
+   @BatchSize: items per transaction, 1 to 1500 (default 1000). SQL Server
+     escalates to a table lock when one statement takes 5,000 locks on one index,
+     and the cascade to dbo.SyncQueueAttempt takes one per attempt: 1,000 items of
+     up to 3 attempts each stay below it. With more attempts, use smaller batches.
+   @Archive: 1 copies each item into dbo.SyncQueueArchive before deleting it;
+     0 (default) deletes only.
+   @MaxBatches: stop after this many transactions, 1 or more; NULL (default):
+     until no finished item of that age is left.
+   @Removed, @Archived: OUTPUT, the counts of the result row, for a T-SQL caller
+     (INSERT ... EXEC cannot capture the row: it would open the transaction that
+     a _trx refuses).
+   Returns 0 with one row (Removed, Archived): how many items it deleted and how
+   many of them it archived; 1 on error: 50001 inside a transaction or with
+   IMPLICIT_TRANSACTIONS ON, 50007 a bad parameter, 50003 an item that vanished
+   between its pick and its delete (nothing of that batch is kept). */
+CREATE OR ALTER PROCEDURE dbo.Purge_SyncQueue_trx
+    @OlderThanMinutes INT = NULL,
+    @BatchSize INT = 1000,
+    @Archive BIT = 0,
+    @MaxBatches INT = NULL,
+    @Removed INT = NULL OUTPUT,
+    @Archived INT = NULL OUTPUT
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- READPAST needs READ COMMITTED, whatever the connection's default.
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    -- A purge can run again later; a worker's or an operator's transaction cannot.
+    SET DEADLOCK_PRIORITY LOW;
+    DECLARE @Proc NVARCHAR(128) = N'dbo.Purge_SyncQueue_trx';
+    DECLARE @FinishedBefore dbo.[_Timestamp];
+    DECLARE @Batch TABLE (EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY);
+    DECLARE @Batches INT = 0;
+    DECLARE @Picked INT;
+    DECLARE @BatchArchived INT;
+    DECLARE @ErrNo INT;
+    DECLARE @RowCnt INT;
+    SELECT
+        @Removed = 0,
+        @Archived = 0;
+
+    -- IMPLICIT_TRANSACTIONS ON (JDBC's setAutoCommit(false), ODBC's manual commit) would nest
+    -- BEGIN TRANSACTION inside an implicit one and return with it still open.
+    IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        BEGIN
+            RAISERROR (50001, 16, 1, N'dbo.Purge_SyncQueue_trx');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@OlderThanMinutes IS NULL OR @OlderThanMinutes NOT BETWEEN 1 AND 52560000)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@OlderThanMinutes is required: 1 to 52560000');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@BatchSize IS NULL OR @BatchSize NOT BETWEEN 1 AND 1500)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1500');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@Archive IS NULL)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Archive must be 0 or 1');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@MaxBatches < 1)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@MaxBatches must be 1 or more, or NULL for no limit');
+            GOTO EXIT_ERROR;
+        END;
+    SET @FinishedBefore = DATEADD(MINUTE, -@OlderThanMinutes, SYSUTCDATETIME());
+
+    SET @Picked = @BatchSize;
+    WHILE (@Picked = @BatchSize AND (@MaxBatches IS NULL OR @Batches < @MaxBatches))
+        BEGIN
+            SET @BatchArchived = 0;
+            BEGIN TRANSACTION Purge_SyncQueue;
+            DELETE FROM @Batch;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+
+            -- The locks keep each picked item as it is (finished, same UpdatedAt) until the commit.
+            INSERT INTO @Batch (EnqueuedAt)
+            SELECT TOP (@BatchSize) q.EnqueuedAt
+            FROM dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST)
+            WHERE
+                q.[Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted')
+                AND q.UpdatedAt < @FinishedBefore
+            ORDER BY q.EnqueuedAt;
+            SELECT
+                @Picked = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+
+            IF (@Archive = 1)
+                BEGIN
+                    INSERT INTO dbo.SyncQueueArchive (
+                        EnqueuedAt,
+                        [Type],
+                        EntityKey,
+                        Payload,
+                        [Status],
+                        [Step],
+                        AttemptNum,
+                        ScheduledFor,
+                        StartedAt,
+                        UpdatedAt,
+                        LockedBy,
+                        LeaseUntil,
+                        [Priority],
+                        GroupKey,
+                        DedupKey,
+                        Response,
+                        Error,
+                        ArchivedAt
+                    )
+                    SELECT
+                        v.EnqueuedAt,
+                        v.[Type],
+                        v.EntityKey,
+                        v.Payload,
+                        v.[Status],
+                        v.[Step],
+                        v.AttemptNum,
+                        v.ScheduledFor,
+                        v.StartedAt,
+                        v.UpdatedAt,
+                        v.LockedBy,
+                        v.LeaseUntil,
+                        v.[Priority],
+                        v.GroupKey,
+                        v.DedupKey,
+                        v.Response,
+                        v.Error,
+                        SYSUTCDATETIME() AS ArchivedAt
+                    FROM dbo.Worker_SyncQueue_V AS v
+                    INNER JOIN @Batch AS b ON v.EnqueuedAt = b.EnqueuedAt;
+                    SELECT
+                        @RowCnt = @@ROWCOUNT,
+                        @ErrNo = @@ERROR;
+                    IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+                    IF (@RowCnt <> @Picked)
+                        BEGIN
+                            RAISERROR (50003, 16, 1, @Proc, @Picked, @RowCnt);
+                            GOTO EXIT_TRANSACTION;
+                        END;
+                    SET @BatchArchived = @RowCnt;
+                END;
+
+            DELETE FROM dbo.SyncQueue WITH (ROWLOCK)
+            WHERE EnqueuedAt IN (SELECT b.EnqueuedAt FROM @Batch AS b);
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+            IF (@RowCnt <> @Picked)
+                BEGIN
+                    RAISERROR (50003, 16, 1, @Proc, @Picked, @RowCnt);
+                    GOTO EXIT_TRANSACTION;
+                END;
+            COMMIT TRANSACTION Purge_SyncQueue;
+            SET @Removed = @Removed + @RowCnt;
+            SET @Archived = @Archived + @BatchArchived;
+            SET @Batches = @Batches + 1;
+        END;
+
+    SELECT
+        @Removed AS Removed,
+        @Archived AS Archived;
+    RETURN 0;
+
+    EXIT_TRANSACTION:
+    IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Purge_SyncQueue;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

@@ -1,0 +1,47 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.NotificationArchive: finished notifications that dbo.Purge_Notification_trx
+   moved out of the queue (@Archive = 1) instead of only deleting them: one row
+   per item, as dbo.Worker_Notification_V showed it at the purge (the item, its
+   ResetPassword details and both channels, NULL where it had none), and when it
+   was archived (ArchivedAt, UTC). The attempt history is not kept.
+   Why: dbo.Notification stays small (its health counts, statistics, backups and
+   maintenance grow with it), while what was sent stays available for support
+   and audits for as long as the DBA wants it.
+   Nothing references this table and it references nothing, so the DBA may
+   export it, delete from it or truncate it at any time; no procedure reads it.
+   It holds the one-time codes and the users' addresses of the archived items. */
+IF OBJECT_ID(N'dbo.NotificationArchive', N'U') IS NULL
+    BEGIN
+        CREATE TABLE dbo.NotificationArchive (
+            EnqueuedAt dbo.[_Timestamp],
+            [Type] dbo.[_Type],
+            [Status] dbo.QueueState,
+            [Step] dbo.QueueStep NULL,
+            AttemptNum dbo.AttemptNum,
+            ScheduledFor dbo.[_Timestamp],
+            StartedAt dbo.[_Timestamp] NULL,
+            UpdatedAt dbo.[_Timestamp],
+            LockedBy dbo.WorkerName NULL,
+            LeaseUntil dbo.[_Timestamp] NULL,
+            [Priority] dbo.QueuePriority,
+            GroupKey dbo.GroupKey NULL,
+            DedupKey dbo.DedupKey NULL,
+            Response dbo.WebResponse,
+            Error dbo.WebResponse,
+            UserID dbo.DbUserID NULL,
+            Username dbo.DbUsername NULL,
+            OTP dbo.OtpCode NULL,
+            EmailTo dbo.Email NULL,
+            PreferredLanguage dbo.[Name] NULL,
+            EmailResponse dbo.WebResponse NULL,
+            EmailError dbo.WebResponse NULL,
+            PhoneNumber dbo.PhoneNumber NULL,
+            SmsResponse dbo.WebResponse NULL,
+            SmsError dbo.WebResponse NULL,
+            ArchivedAt dbo.[_Timestamp] CONSTRAINT DF_NotificationArchive_ArchivedAt DEFAULT (SYSUTCDATETIME()),
+            CONSTRAINT PK_NotificationArchive PRIMARY KEY CLUSTERED (EnqueuedAt)
+        );
+    END;
+GO

@@ -1,0 +1,112 @@
+"""`invoke status`: the health of every queue, from the database's own health views
+(dbo.QueueHealth_V, dbo.QueueThroughput_V), as a table in the terminal or as JSON.
+The figures are the views'; this module only arranges them, one row per queue."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from relq import db
+
+HEALTH = "SELECT [Queue], [Status], Items, OldestDueSeconds, PastLease FROM dbo.QueueHealth_V;"
+THROUGHPUT = ("SELECT [Queue], CompletedPerMinute, FailedPerMinute, RetriedPerMinute, DurationP50Ms, "
+              "DurationP95Ms FROM dbo.QueueThroughput_V;")
+SHOWN = ("Pending", "Processing", "Error", "Paused", "Failed", "Completed")  # the rest count as "other"
+
+
+@dataclass
+class QueueHealth:
+    queue: str
+    items: dict[str, int] = field(default_factory=dict)  # per state, every state
+    oldest_due_s: int | None = None  # the longest a due item has waited (Pending or Error)
+    past_lease: int = 0
+    completed_per_min: float = 0.0
+    failed_per_min: float = 0.0
+    retried_per_min: float = 0.0
+    p50_ms: int | None = None
+    p95_ms: int | None = None
+
+
+def summarize(health: Iterable[tuple], throughput: Iterable[tuple]) -> list[QueueHealth]:
+    """One QueueHealth per queue, in name order, from the two views' rows."""
+    queues: dict[str, QueueHealth] = {}
+    for queue, status, items, oldest, past_lease in health:
+        q = queues.setdefault(queue, QueueHealth(queue))
+        q.items[status] = int(items)
+        if oldest is not None:
+            q.oldest_due_s = max(int(oldest), q.oldest_due_s or 0)
+        q.past_lease += int(past_lease)
+    for queue, completed, failed, retried, p50, p95 in throughput:
+        q = queues.setdefault(queue, QueueHealth(queue))
+        q.completed_per_min, q.failed_per_min, q.retried_per_min = (
+            float(completed), float(failed), float(retried))
+        q.p50_ms = None if p50 is None else int(p50)
+        q.p95_ms = None if p95 is None else int(p95)
+    return [queues[name] for name in sorted(queues)]
+
+
+def read(conn: Any) -> list[QueueHealth]:
+    cursor = conn.cursor()
+    try:
+        return summarize(db.query(cursor, HEALTH), db.query(cursor, THROUGHPUT))
+    finally:
+        cursor.close()
+
+
+def table(queues: list[QueueHealth]) -> Table:
+    grid = Table(title="relq queues", caption="per minute and durations: the last 15 minutes")
+    for column in ("queue", *(s.lower() for s in SHOWN), "other", "oldest due", "past lease",
+                   "done/min", "failed/min", "p50 ms", "p95 ms"):
+        grid.add_column(column, justify="left" if column == "queue" else "right")
+    for q in queues:
+        other = sum(n for status, n in q.items.items() if status not in SHOWN)
+        grid.add_row(
+            q.queue, *(str(q.items.get(s, 0)) for s in SHOWN), str(other),
+            _age(q.oldest_due_s), str(q.past_lease),
+            f"{q.completed_per_min:.1f}", f"{q.failed_per_min:.1f}",
+            _ms(q.p50_ms), _ms(q.p95_ms),
+            style="red" if q.past_lease or (q.oldest_due_s or 0) > 300 else None,
+        )
+    return grid
+
+
+def as_json(queues: list[QueueHealth]) -> str:
+    return json.dumps([asdict(q) for q in queues], indent=2, default=_plain)
+
+
+def watch(conn: Any, every_s: float, console: Console) -> None:
+    """Refresh the table every ``every_s`` seconds until Ctrl-C."""
+    with Live(table(read(conn)), console=console, refresh_per_second=4) as live:
+        try:
+            while True:
+                time.sleep(every_s)
+                live.update(table(read(conn)))
+        except KeyboardInterrupt:
+            return
+
+
+def _age(seconds: int | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, s = divmod(seconds, 60)
+    hours, m = divmod(minutes, 60)
+    return f"{hours}h{m:02d}m" if hours else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def _ms(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Decimal):
+        return float(value)
+    raise TypeError(f"not JSON: {type(value).__name__}")

@@ -1,0 +1,42 @@
+"""`invoke status` against a real SQL Server: the health views answer, and their
+figures follow what the queue holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from relq import db, status
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.mssql
+
+
+def test_status_reads_every_queue_and_counts_a_new_item(mssql, live_database: str) -> None:
+    conn_str = db.with_database(mssql.conn_str, live_database)
+    conn = db.connect(conn_str)
+    try:
+        before = {q.queue: q for q in status.read(conn)}
+        assert {"Notification", "SyncQueue"} <= set(before)
+        db.run_batch(conn.cursor(), """
+            SET NOCOUNT ON;
+            DECLARE @Items dbo.SyncQueueItemList;
+            INSERT INTO @Items (ItemNo, [Type], EntityKey, ScheduledFor)
+            VALUES (1, 'InventorySync', N'status-test', DATEADD(DAY, 1, SYSUTCDATETIME()));
+            EXEC dbo.Add_SyncQueue_trx @Items = @Items;
+        """)
+        after = {q.queue: q for q in status.read(conn)}
+    finally:
+        conn.close()
+    assert after["SyncQueue"].items["Pending"] == before["SyncQueue"].items["Pending"] + 1
+    assert after["SyncQueue"].oldest_due_s == before["SyncQueue"].oldest_due_s  # not due: no alarm
+
+    shown = subprocess.run([sys.executable, "-m", "invoke", "status", "--json"], cwd=REPO,
+                           capture_output=True, text=True, check=False,
+                           env={**os.environ, "RELQ_MSSQL": conn_str})
+    assert shown.returncode == 0, shown.stderr
+    assert {q["queue"] for q in json.loads(shown.stdout)} >= {"Notification", "SyncQueue"}

@@ -1,0 +1,407 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Purge_SyncQueue_trxTests';
+GO
+-- The purge refuses a transaction, so every test that gets past its first check
+-- is a NoTransaction test: the fakes below hold the rows the purge commits, and
+-- tSQLt puts the real tables back after the test. The attempt history is the
+-- only table that refers to an item, through ON DELETE CASCADE; fakes have no
+-- foreign keys, so that cascade is not exercised here (the history is faked only
+-- so that nothing real is touched).
+-- The purge's result row cannot be read here (INSERT ... EXEC would open the
+-- transaction a _trx refuses): the tests read its @Removed and @Archived OUTPUT
+-- parameters, which carry the same counts.
+CREATE PROCEDURE Purge_SyncQueue_trxTests.FakeQueue
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue';
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueAttempt';
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueArchive';
+END;
+GO
+-- Item @Item (1 to 59), keyed 2024-03-01T08:00:<@Item>, due then, in @Status since
+-- @UpdatedAt, claimed once by host-a/1: a CustomerSync job for entity C-42.
+CREATE PROCEDURE Purge_SyncQueue_trxTests.AddItem
+    @Item INT,
+    @Status VARCHAR(20),
+    @UpdatedAt DATETIME2(7),
+    @Payload NVARCHAR(MAX) = N'{"full":true}',
+    @DedupKey NVARCHAR(200) = NULL
+AS
+BEGIN
+    DECLARE @EnqueuedAt DATETIME2(7) = DATEADD(SECOND, @Item, CAST('2024-03-01T08:00:00' AS DATETIME2(7)));
+    INSERT INTO dbo.SyncQueue (
+        EnqueuedAt,
+        [Type],
+        EntityKey,
+        Payload,
+        [Status],
+        [Step],
+        AttemptNum,
+        Response,
+        Error,
+        StartedAt,
+        Duration,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey,
+        LockedBy,
+        LeaseUntil
+    )
+    VALUES (
+        @EnqueuedAt,
+        'CustomerSync',
+        N'C-42',
+        @Payload,
+        @Status,
+        'Push',
+        1,
+        N'synced',
+        N'',
+        DATEADD(SECOND, 1, @EnqueuedAt),
+        4000,
+        @EnqueuedAt,
+        @UpdatedAt,
+        5,
+        N'customer-42',
+        @DedupKey,
+        N'host-a/1',
+        NULL
+    );
+END;
+GO
+-- Asserts the items left in dbo.SyncQueue, by their @Item number (the second
+-- of their key), as a list such as '1,2'.
+-- A NoTransaction test makes no permanent objects, so it compares values, not tables.
+CREATE PROCEDURE Purge_SyncQueue_trxTests.AssertRemaining
+    @Expected VARCHAR(100),
+    @Message NVARCHAR(200) = NULL
+AS
+BEGIN
+    DECLARE @Actual VARCHAR(8000);
+    SELECT
+        @Actual = ISNULL(
+            STRING_AGG(CAST(DATEPART(SECOND, q.EnqueuedAt) AS VARCHAR(2)), ',') WITHIN GROUP (ORDER BY q.EnqueuedAt),
+            ''
+        )
+    FROM dbo.SyncQueue AS q;
+    EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Actual, @Message = @Message;
+END;
+GO
+-- Calls the purge with a bad parameter and asserts that it raised 50007.
+CREATE PROCEDURE Purge_SyncQueue_trxTests.AssertRefused
+    @OlderThanMinutes INT,
+    @BatchSize INT = 2000,
+    @Archive BIT = 0,
+    @MaxBatches INT = NULL,
+    @Case NVARCHAR(200)
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    BEGIN TRY
+        EXEC dbo.Purge_SyncQueue_trx
+            @OlderThanMinutes = @OlderThanMinutes,
+            @BatchSize = @BatchSize,
+            @Archive = @Archive,
+            @MaxBatches = @MaxBatches;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+END;
+GO
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Purge_SyncQueue_trxTests.RollbackLeftOpen
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+-- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50001 when a transaction is open]
+AS
+BEGIN
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+
+    EXEC dbo.Purge_SyncQueue_trx @OlderThanMinutes = 60;
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx removes only the finished items older than the age when items of every state are there]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @Recent DATETIME2(7) = DATEADD(MINUTE, -5, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Removed INT;
+    DECLARE @Archived INT;
+    DECLARE @ArchiveRows INT;
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    -- Two hours old in each of the nine states (1 to 9); finished five minutes ago (10, 11).
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 1, @Status = 'Pending', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 2, @Status = 'Processing', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 3, @Status = 'Error', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 4, @Status = 'Paused', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 5, @Status = 'Failed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 6, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 7, @Status = 'Cancelled', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 8, @Status = 'Terminated', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 9, @Status = 'PartiallyCompleted', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 10, @Status = 'Completed', @UpdatedAt = @Recent;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 11, @Status = 'Failed', @UpdatedAt = @Recent;
+
+    EXEC @RetCode = dbo.Purge_SyncQueue_trx
+        @OlderThanMinutes = 60,
+        @Removed = @Removed OUTPUT,
+        @Archived = @Archived OUTPUT;
+    SET @TranCount = @@TRANCOUNT;
+
+    SET @ArchiveRows = (SELECT COUNT(*) FROM dbo.SyncQueueArchive);
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transactions must be committed';
+    EXEC Purge_SyncQueue_trxTests.AssertRemaining @Expected = '1,2,3,4,10,11';
+    EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @Removed, @Message = N'@Removed';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Archived, @Message = N'@Archived';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @ArchiveRows, @Message = N'nothing is archived by default';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx copies the items with their values into the archive when Archive is 1]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @WithPayload DATETIME2(7) = '2024-03-01T08:00:01';
+    DECLARE @NoPayload DATETIME2(7) = '2024-03-01T08:00:02';
+    DECLARE @Before DATETIME2(7);
+    DECLARE @After DATETIME2(7);
+    DECLARE @RetCode INT;
+    DECLARE @Removed INT;
+    DECLARE @Archived INT;
+    DECLARE @ArchiveRows INT;
+    DECLARE @FullMatch INT;
+    DECLARE @NoPayloadMatch INT;
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    EXEC Purge_SyncQueue_trxTests.AddItem
+        @Item = 1, @Status = 'Completed', @UpdatedAt = @Old, @DedupKey = N'customer-42-full';
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 2, @Status = 'Failed', @UpdatedAt = @Old, @Payload = NULL;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 3, @Status = 'Pending', @UpdatedAt = @Old;
+
+    SET @Before = SYSUTCDATETIME();
+    EXEC @RetCode = dbo.Purge_SyncQueue_trx
+        @OlderThanMinutes = 60,
+        @Archive = 1,
+        @Removed = @Removed OUTPUT,
+        @Archived = @Archived OUTPUT;
+    SET @After = SYSUTCDATETIME();
+
+    SET @ArchiveRows = (SELECT COUNT(*) FROM dbo.SyncQueueArchive);
+    -- Every column of dbo.Worker_SyncQueue_V, as the item had it.
+    SET @FullMatch = (
+        SELECT COUNT(*)
+        FROM dbo.SyncQueueArchive AS a
+        WHERE
+            a.EnqueuedAt = @WithPayload
+            AND a.[Type] = 'CustomerSync'
+            AND a.EntityKey = N'C-42'
+            AND a.Payload = N'{"full":true}'
+            AND a.[Status] = 'Completed'
+            AND a.[Step] = 'Push'
+            AND a.AttemptNum = 1
+            AND a.ScheduledFor = @WithPayload
+            AND a.StartedAt = DATEADD(SECOND, 1, @WithPayload)
+            AND a.UpdatedAt = @Old
+            AND a.LockedBy = N'host-a/1'
+            AND a.LeaseUntil IS NULL
+            AND a.[Priority] = 5
+            AND a.GroupKey = N'customer-42'
+            AND a.DedupKey = N'customer-42-full'
+            AND a.Response = N'synced'
+            AND a.Error = N''
+            AND a.ArchivedAt BETWEEN @Before AND @After
+    );
+    SET @NoPayloadMatch = (
+        SELECT COUNT(*)
+        FROM dbo.SyncQueueArchive AS a
+        WHERE
+            a.EnqueuedAt = @NoPayload
+            AND a.[Status] = 'Failed'
+            AND a.UpdatedAt = @Old
+            AND a.Payload IS NULL
+            AND a.DedupKey IS NULL
+            AND a.ArchivedAt BETWEEN @Before AND @After
+    );
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Purge_SyncQueue_trxTests.AssertRemaining @Expected = '3';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Removed, @Message = N'@Removed';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Archived, @Message = N'@Archived';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @ArchiveRows, @Message = N'rows in the archive';
+    EXEC tSQLt.AssertEquals
+        @Expected = 1, @Actual = @FullMatch, @Message = N'the archived item carries every value';
+    EXEC tSQLt.AssertEquals
+        @Expected = 1, @Actual = @NoPayloadMatch, @Message = N'the archived item without a payload carries NULL';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx removes every finished item and reports the total when there are more than BatchSize]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @Recent DATETIME2(7) = DATEADD(MINUTE, -5, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Removed INT;
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    -- Five old finished items take three transactions of at most two: 2, 2, 1.
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 2, @Status = 'Failed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 3, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 4, @Status = 'Cancelled', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 5, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 6, @Status = 'Pending', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 7, @Status = 'Completed', @UpdatedAt = @Recent;
+
+    EXEC @RetCode = dbo.Purge_SyncQueue_trx
+        @OlderThanMinutes = 60,
+        @BatchSize = 2,
+        @Removed = @Removed OUTPUT;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transactions must be committed';
+    EXEC Purge_SyncQueue_trxTests.AssertRemaining @Expected = '6,7';
+    EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @Removed, @Message = N'@Removed counts every batch';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx removes every finished item when their number is a multiple of BatchSize]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @Removed INT;
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    -- Two full batches, then an empty one that ends the loop.
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 2, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 3, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 4, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 5, @Status = 'Paused', @UpdatedAt = @Old;
+
+    EXEC @RetCode = dbo.Purge_SyncQueue_trx
+        @OlderThanMinutes = 60,
+        @BatchSize = 2,
+        @Removed = @Removed OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Purge_SyncQueue_trxTests.AssertRemaining @Expected = '5';
+    EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Removed, @Message = N'@Removed';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx stops after MaxBatches and keeps the newest when more are left]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @Removed INT;
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 2, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 3, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 4, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 5, @Status = 'Completed', @UpdatedAt = @Old;
+
+    EXEC @RetCode = dbo.Purge_SyncQueue_trx
+        @OlderThanMinutes = 60,
+        @BatchSize = 2,
+        @MaxBatches = 2,
+        @Removed = @Removed OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Purge_SyncQueue_trxTests.AssertRemaining @Expected = '5', @Message = N'the oldest keys go first';
+    EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Removed, @Message = N'@Removed';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50007 and removes nothing when the age is missing or below 1]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @ErrorNumber INT;
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+
+    BEGIN TRY
+        EXEC dbo.Purge_SyncQueue_trx;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = N'left out';
+    EXEC Purge_SyncQueue_trxTests.AssertRefused @OlderThanMinutes = NULL, @Case = N'NULL';
+    EXEC Purge_SyncQueue_trxTests.AssertRefused @OlderThanMinutes = 0, @Case = N'0';
+    EXEC Purge_SyncQueue_trxTests.AssertRefused @OlderThanMinutes = -1, @Case = N'-1';
+
+    EXEC Purge_SyncQueue_trxTests.AssertRemaining @Expected = '1', @Message = N'the finished item remains';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50007 and removes nothing when BatchSize is out of range]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+
+    EXEC Purge_SyncQueue_trxTests.AssertRefused @OlderThanMinutes = 60, @BatchSize = NULL, @Case = N'NULL';
+    EXEC Purge_SyncQueue_trxTests.AssertRefused @OlderThanMinutes = 60, @BatchSize = 0, @Case = N'0';
+    EXEC Purge_SyncQueue_trxTests.AssertRefused @OlderThanMinutes = 60, @BatchSize = 1501, @Case = N'1501';
+
+    EXEC Purge_SyncQueue_trxTests.AssertRemaining @Expected = '1', @Message = N'the finished item remains';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50007 and removes nothing when MaxBatches is below 1 or Archive is NULL]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+
+    EXEC Purge_SyncQueue_trxTests.AssertRefused @OlderThanMinutes = 60, @MaxBatches = 0, @Case = N'@MaxBatches 0';
+    EXEC Purge_SyncQueue_trxTests.AssertRefused @OlderThanMinutes = 60, @Archive = NULL, @Case = N'@Archive NULL';
+
+    EXEC Purge_SyncQueue_trxTests.AssertRemaining @Expected = '1', @Message = N'the finished item remains';
+END;
+GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Purge_SyncQueue_trx @OlderThanMinutes = 60;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO
