@@ -222,6 +222,28 @@ IF
             INCLUDE (ScheduledFor, LeaseUntil, UpdatedAt);
     END;
 GO
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_Finished' AND object_id = OBJECT_ID(N'dbo.Notification')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_Finished
+            ON dbo.Notification (UpdatedAt)
+            WHERE ([Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted'));
+    END;
+GO
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueue_Finished' AND object_id = OBJECT_ID(N'dbo.SyncQueue')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_SyncQueue_Finished
+            ON dbo.SyncQueue (UpdatedAt)
+            WHERE ([Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted'));
+    END;
+GO
 /* A table type cannot be altered, and SQL Server refuses to drop one that a
    procedure's parameter uses: the two procedures that take dbo.SyncQueueItemList
    are dropped with it, and this same deploy re-creates all three from their

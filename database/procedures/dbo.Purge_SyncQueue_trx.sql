@@ -3,17 +3,17 @@ SET QUOTED_IDENTIFIER ON;
 GO
 /* dbo.Purge_SyncQueue_trx: removes finished sync jobs (Failed, Completed,
    Cancelled, Terminated, PartiallyCompleted: the states where
-   dbo.QueueIsFinished_fn = 1) that have not changed for @OlderThanMinutes, oldest
-   key first, in short transactions of at most @BatchSize items, so that a purge
+   dbo.QueueIsFinished_fn = 1) that have not changed for @OlderThanMinutes, those
+   that finished first first, in short transactions of at most @BatchSize items, so that a purge
    never holds many locks or makes a worker wait for long. Each transaction picks
    its items with UPDLOCK, ROWLOCK, READPAST (an item another session holds is
    left for the next run), copies them into dbo.SyncQueueArchive when asked,
    deletes them (their attempt history goes with them: ON DELETE CASCADE; nothing
    else refers to an item), and commits. The purge stops after a batch that was
    not full, or after @MaxBatches.
-   The finished states are listed literally, as in the indexes' filters: a
-   function call on Status would hide the seek on IX_SyncQueue_Status, which
-   carries UpdatedAt for this purge. Keep the list in step with
+   The finished states are listed literally, as in the filter of the purge
+   index IX_SyncQueue_Finished (UpdatedAt of the finished items), which the pick
+   reads in order and stops at its batch. Keep the list in step with
    dbo.QueueIsFinished_fn.
    Meant for a SQL Server Agent job step. In a deadlock the purge gives way
    (DEADLOCK_PRIORITY LOW; only an operator's Retry_ of an old failed item can
@@ -21,10 +21,9 @@ GO
    before it stay committed, and the next run goes on.
    @OlderThanMinutes: required, 1 to 52560000 (100 years): a finished item goes
      once its UpdatedAt (when it finished) is older than this.
-   @BatchSize: items per transaction, 1 to 1500 (default 1000). SQL Server
-     escalates to a table lock when one statement takes 5,000 locks on one index,
-     and the cascade to dbo.SyncQueueAttempt takes one per attempt: 1,000 items of
-     up to 3 attempts each stay below it. With more attempts, use smaller batches.
+   @BatchSize: items per transaction, 1 to 1500 (default 1000), below the 5,000
+     locks on one index at which a statement escalates to a table lock (the
+     attempt history goes in chunks of 4,000, whatever the attempts per item).
    @Archive: 1 copies each item into dbo.SyncQueueArchive before deleting it;
      0 (default) deletes only.
    @MaxBatches: stop after this many transactions, 1 or more; NULL (default):
@@ -110,7 +109,7 @@ BEGIN
             WHERE
                 q.[Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted')
                 AND q.UpdatedAt < @FinishedBefore
-            ORDER BY q.EnqueuedAt;
+            ORDER BY q.UpdatedAt ASC, q.EnqueuedAt ASC;
             SELECT
                 @Picked = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
@@ -169,6 +168,21 @@ BEGIN
                             GOTO EXIT_TRANSACTION;
                         END;
                     SET @BatchArchived = @RowCnt;
+                END;
+
+            -- The attempt history first, in chunks below the 5,000 locks at which one
+            -- statement escalates to a table lock (which would stop every claim): an
+            -- item may have had any number of attempts.
+            SET @RowCnt = 4000;
+            WHILE (@RowCnt = 4000)
+                BEGIN
+                    DELETE TOP (4000) a
+                    FROM dbo.SyncQueueAttempt AS a WITH (ROWLOCK)
+                    INNER JOIN @Batch AS b ON a.EnqueuedAt = b.EnqueuedAt;
+                    SELECT
+                        @RowCnt = @@ROWCOUNT,
+                        @ErrNo = @@ERROR;
+                    IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
                 END;
 
             DELETE FROM dbo.SyncQueue WITH (ROWLOCK)

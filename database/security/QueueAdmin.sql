@@ -1,7 +1,8 @@
 SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
-/* QueueAdmin: controls items and keeps the tables small: the item controls, the drain for T-SQL jobs, purges.
+/* QueueAdmin: controls items and keeps the tables small: the item controls, the
+   drain for T-SQL jobs, purges, and the worker views to find the items.
    Least privilege: no grant on a table, so a member reads and writes queue
    rows only through the procedures and views (their owner's rights carry the
    access: ownership chaining). GRANT is idempotent: deploying twice changes nothing. */
@@ -28,4 +29,6 @@ GRANT EXECUTE ON OBJECT::dbo.Retry_Notification_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Retry_SyncQueue_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Terminate_Notification_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Terminate_SyncQueue_trx TO QueueAdmin;
+GRANT SELECT ON OBJECT::dbo.Worker_Notification_V TO QueueAdmin;
+GRANT SELECT ON OBJECT::dbo.Worker_SyncQueue_V TO QueueAdmin;
 GO

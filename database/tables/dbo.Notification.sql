@@ -128,3 +128,16 @@ IF
             INCLUDE (ScheduledFor, LeaseUntil, UpdatedAt);
     END;
 GO
+/* The purge index: Purge_Notification_trx takes the finished items that finished
+   first, in this order, and stops at its batch: a seek, whatever the table holds. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_Finished' AND object_id = OBJECT_ID(N'dbo.Notification')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_Finished
+            ON dbo.Notification (UpdatedAt)
+            WHERE ([Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted'));
+    END;
+GO

@@ -41,7 +41,7 @@ IF OBJECT_ID(N'dbo.NotificationArchive', N'U') IS NULL
             SmsResponse dbo.WebResponse NULL,
             SmsError dbo.WebResponse NULL,
             ArchivedAt dbo.[_Timestamp] CONSTRAINT DF_NotificationArchive_ArchivedAt DEFAULT (SYSUTCDATETIME()),
-            CONSTRAINT PK_NotificationArchive PRIMARY KEY CLUSTERED (EnqueuedAt)
+            CONSTRAINT PK_NotificationArchive PRIMARY KEY CLUSTERED (EnqueuedAt, ArchivedAt)
         );
     END;
 GO

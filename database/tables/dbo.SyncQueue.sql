@@ -117,3 +117,16 @@ IF
             INCLUDE (ScheduledFor, LeaseUntil, UpdatedAt);
     END;
 GO
+/* The purge index: Purge_SyncQueue_trx takes the finished items that finished
+   first, in this order, and stops at its batch: a seek, whatever the table holds. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueue_Finished' AND object_id = OBJECT_ID(N'dbo.SyncQueue')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_SyncQueue_Finished
+            ON dbo.SyncQueue (UpdatedAt)
+            WHERE ([Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted'));
+    END;
+GO

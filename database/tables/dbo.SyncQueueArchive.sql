@@ -31,7 +31,7 @@ IF OBJECT_ID(N'dbo.SyncQueueArchive', N'U') IS NULL
             Response dbo.WebResponse,
             Error dbo.WebResponse,
             ArchivedAt dbo.[_Timestamp] CONSTRAINT DF_SyncQueueArchive_ArchivedAt DEFAULT (SYSUTCDATETIME()),
-            CONSTRAINT PK_SyncQueueArchive PRIMARY KEY CLUSTERED (EnqueuedAt)
+            CONSTRAINT PK_SyncQueueArchive PRIMARY KEY CLUSTERED (EnqueuedAt, ArchivedAt)
         );
     END;
 GO

@@ -6,9 +6,12 @@ GO
    (dbo.<Queue>Attempt, through its IX_<Queue>Attempt_Started index):
      CompletedPerMinute, FailedPerMinute, RetriedPerMinute  attempts that ended
          Completed, Failed, or in Error (to be retried), per minute;
-     DurationP50Ms, DurationP95Ms  the median and 95th percentile of the ended
-         attempts' durations (PERCENTILE_DISC: a duration that occurred; NULL
-         when none ended). Abandoned attempts have no duration and do not count. */
+     DurationP50Ms, DurationP95Ms  the median and 95th percentile of the
+         durations of the attempts that did their work (Completed, Failed,
+         Error; PERCENTILE_DISC: a duration that occurred; NULL when none did).
+         Abandoned, released and cancelled attempts do not count.
+   Attempts are counted by when they started, so the rates trail by an attempt's
+   length. */
 CREATE OR ALTER VIEW dbo.QueueThroughput_V
 AS
 SELECT
@@ -19,12 +22,16 @@ SELECT
     (
         SELECT DISTINCT PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY d.Duration) OVER ()
         FROM dbo.NotificationAttempt AS d
-        WHERE d.StartedAt >= DATEADD(MINUTE, -15, SYSUTCDATETIME()) AND d.Duration IS NOT NULL
+        WHERE
+            d.StartedAt >= DATEADD(MINUTE, -15, SYSUTCDATETIME())
+            AND d.Outcome IN ('Completed', 'Failed', 'Error')
     ) AS DurationP50Ms,
     (
         SELECT DISTINCT PERCENTILE_DISC(0.95) WITHIN GROUP (ORDER BY d.Duration) OVER ()
         FROM dbo.NotificationAttempt AS d
-        WHERE d.StartedAt >= DATEADD(MINUTE, -15, SYSUTCDATETIME()) AND d.Duration IS NOT NULL
+        WHERE
+            d.StartedAt >= DATEADD(MINUTE, -15, SYSUTCDATETIME())
+            AND d.Outcome IN ('Completed', 'Failed', 'Error')
     ) AS DurationP95Ms
 FROM dbo.NotificationAttempt AS a
 WHERE a.StartedAt >= DATEADD(MINUTE, -15, SYSUTCDATETIME())
@@ -37,12 +44,16 @@ SELECT
     (
         SELECT DISTINCT PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY d.Duration) OVER ()
         FROM dbo.SyncQueueAttempt AS d
-        WHERE d.StartedAt >= DATEADD(MINUTE, -15, SYSUTCDATETIME()) AND d.Duration IS NOT NULL
+        WHERE
+            d.StartedAt >= DATEADD(MINUTE, -15, SYSUTCDATETIME())
+            AND d.Outcome IN ('Completed', 'Failed', 'Error')
     ) AS DurationP50Ms,
     (
         SELECT DISTINCT PERCENTILE_DISC(0.95) WITHIN GROUP (ORDER BY d.Duration) OVER ()
         FROM dbo.SyncQueueAttempt AS d
-        WHERE d.StartedAt >= DATEADD(MINUTE, -15, SYSUTCDATETIME()) AND d.Duration IS NOT NULL
+        WHERE
+            d.StartedAt >= DATEADD(MINUTE, -15, SYSUTCDATETIME())
+            AND d.Outcome IN ('Completed', 'Failed', 'Error')
     ) AS DurationP95Ms
 FROM dbo.SyncQueueAttempt AS a
 WHERE a.StartedAt >= DATEADD(MINUTE, -15, SYSUTCDATETIME());

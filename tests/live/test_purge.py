@@ -71,6 +71,7 @@ def purge(conn_str: str, removed: list, errors: list, done: threading.Event) -> 
         while not done.is_set():
             result = db.call(conn, "dbo.Purge_SyncQueue_trx", OlderThanMinutes=60, BatchSize=200)
             removed.append(result.result_sets[0][0][0])
+            done.wait(0.2)  # as an Agent job would, every so often
     except Exception as exc:
         errors.append(repr(exc))
     finally:
@@ -108,3 +109,32 @@ def test_a_purge_beside_eight_workers_removes_only_old_finished_items(mssql, new
     conn.close()
     assert sum(removed) == OLD
     assert left == {"new": NEW}  # drained while the purge ran, and too recent for it
+
+
+def test_a_purge_removes_a_notification_with_its_subtype_channels_and_history_and_archives_it(
+    mssql, new_database
+) -> None:
+    """Against the real foreign keys (tSQLt's fakes drop them): claimed and completed
+    through the procedures, aged, then purged with @Archive = 1."""
+    deploy(REPO, mssql, create_db=new_database)
+    conn = db.connect(db.with_database(mssql.conn_str, new_database))
+    cursor = conn.cursor()
+    for n in range(20):
+        db.call(conn, "dbo.Add_Notification_ResetPassword_trx", UserID=n + 1, Username=f"user{n}",
+                OTP="123456", EmailTo=f"user{n}@example.com", PhoneNumber="+14155550123")
+    for _ in range(20):
+        (key, token, _, _), = db.call(conn, "dbo.Next_Notification_trx", LockedBy="purge/1").result_sets[0]
+        db.call(conn, "dbo.Modify_Notification_trx", EnqueuedAt=key, UpdatedAt=token, Status="Completed")
+    db.run_batch(cursor, "UPDATE dbo.Notification SET UpdatedAt = DATEADD(DAY, -2, UpdatedAt);")
+    count = "SELECT COUNT(*) FROM dbo.{0};"
+    assert db.query(cursor, count.format("NotificationAttempt"))[0][0] == 20
+
+    result = db.call(conn, "dbo.Purge_Notification_trx", OlderThanMinutes=60, BatchSize=7, Archive=True)
+    assert result.result_sets[0] == [(20, 20)]
+    for table in ("Notification", "Notification_ResetPassword", "Notification_Email", "Notification_Sms",
+                  "NotificationAttempt"):
+        assert db.query(cursor, count.format(table))[0][0] == 0, table
+    archived = db.query(cursor, "SELECT COUNT(*), MIN(EmailTo), MIN(PhoneNumber) "
+                                "FROM dbo.NotificationArchive;")
+    conn.close()
+    assert archived == [(20, "user0@example.com", "+14155550123")]

@@ -39,10 +39,12 @@ def as_role(mssql, live_database: str):
     conn.close()
 
 
-def denied(as_role, role: str, sql: str) -> None:
+def denied(as_role, role: str, sql: str, what: str = "") -> None:
+    """Refused for want of a permission (on ``what``, when named), not for another reason."""
     with pytest.raises(db.SqlError) as refused:
         as_role(role, sql)
     assert refused.value.number == DENIED, str(refused.value)
+    assert what in refused.value.text, str(refused.value)
 
 
 ENQUEUE = """
@@ -67,7 +69,8 @@ def test_no_role_reads_or_writes_a_queue_table_directly(as_role, role: str, sql:
 def test_a_producer_enqueues_through_the_procedure_and_may_not_claim(as_role) -> None:
     rows = as_role("QueueProducer", ENQUEUE)
     assert rows and rows[0][2] == "role-test"
-    denied(as_role, "QueueProducer", "EXEC dbo.Next_SyncQueue_trx @LockedBy = N'producer/1';")
+    denied(as_role, "QueueProducer", "EXEC dbo.Next_SyncQueue_trx @LockedBy = N'producer/1';",
+           "Next_SyncQueue_trx")
 
 
 def test_a_worker_claims_reads_and_reports_and_may_not_enqueue_or_cancel(as_role) -> None:
@@ -87,9 +90,12 @@ def test_a_worker_claims_reads_and_reports_and_may_not_enqueue_or_cancel(as_role
         SELECT v.[Status] FROM dbo.Worker_SyncQueue_V AS v WHERE v.EnqueuedAt = @Key;
     """)
     assert claimed == [("Completed",)]
-    denied(as_role, "QueueWorker", ENQUEUE.replace("EXEC dbo.Add_SyncQueue_trx @Items = @Items;",
-                                                   "EXEC dbo.Add_SyncQueue_utx @Items = @Items;"))
-    denied(as_role, "QueueWorker", "EXEC dbo.Cancel_SyncQueue_trx @EnqueuedAt = '2024-01-01';")
+    # without its list: a table-valued parameter left out is an empty table, so only the
+    # procedure's own permission is asked for
+    denied(as_role, "QueueWorker", "BEGIN TRANSACTION; EXEC dbo.Add_SyncQueue_utx; ROLLBACK;",
+           "Add_SyncQueue_utx")
+    denied(as_role, "QueueWorker", "EXEC dbo.Cancel_SyncQueue_trx @EnqueuedAt = '2024-01-01';",
+           "Cancel_SyncQueue_trx")
 
 
 def test_a_monitor_reads_the_health_views_and_nothing_else(as_role) -> None:
