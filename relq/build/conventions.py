@@ -91,6 +91,29 @@ def _file_header(ctx: FileContext) -> Iterator[Finding]:
                        "stores with it")
 
 
+_MODULES = ("create_procedure_statement", "create_function_statement", "create_view_statement",
+            "create_trigger_statement")
+
+
+@check("batch-alone", "a CREATE of a procedure, function, view or trigger is alone in its batch")
+def _batch_alone(ctx: FileContext) -> Iterator[Finding]:
+    """SQL Server compiles such a CREATE only as the first statement of its batch, and
+    its body runs to the batch's end: without a GO after it, the next statement (a
+    second CREATE PROCEDURE, say) becomes part of it, or fails the batch."""
+    for batch in ctx.tree.get_children("batch"):
+        for i, statement in enumerate(batch.get_children("statement")):
+            inner = code(statement)
+            if not inner or not inner[0].is_type(*_MODULES):
+                continue
+            if i > 0:
+                yield _finding(line(statement), f"{_name_of(inner[0])} must be the first statement of "
+                                                f"its batch: put GO before it")
+            for nested, _ in walk(inner[0]):
+                if nested is not inner[0] and nested.is_type(*_MODULES):
+                    yield _finding(line(nested), f"{_name_of(nested)} would become part of "
+                                                 f"{_name_of(inner[0])}: put GO before it")
+
+
 @check("file-name", "one object per file, in its kind's folder, named <schema>.<Object>.sql")
 def _file_name(ctx: FileContext) -> Iterator[Finding]:
     src = ctx.source

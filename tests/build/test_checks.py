@@ -182,6 +182,11 @@ CASES = [
     Case("a test referencing a procedure nobody creates",
          [(TEST, "EXEC Next_Job_trxTests.ClaimOne;", "EXEC Next_Job_trxTests.ClaimTwo;")],
          [(TEST, "ClaimTwo", "unknown-procedure", "unknown procedure Next_Job_trxTests.ClaimTwo")]),
+    Case("a procedure without GO before the next one",
+         [(TEST, "EXEC Next_Job_trxTests.ClaimOne;", "EXEC Next_Job_trxTests.ClaimOne;\nEND;\n"
+           "CREATE PROCEDURE Next_Job_trxTests.Extra\nAS\nBEGIN\n    SELECT 1 AS One;")],
+         [(TEST, "CREATE PROCEDURE Next_Job_trxTests.Extra", "batch-alone",
+           "Next_Job_trxTests.Extra would become part of")]),
     Case("the same object created twice",
          [],
          [(VIEW, "CREATE OR ALTER VIEW", "duplicate-object",
