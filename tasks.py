@@ -100,6 +100,15 @@ def tsqlt_install(c, conn=None, zip=None, url=None, sha256=None):
     print("tSQLt installed", file=sys.stderr)
 
 
+@task
+def render_queues(c):
+    """Write the templated objects of every queue (relq/scaffold/templates) into database/."""
+    from relq.scaffold import write
+
+    changed = write(ROOT)
+    print("\n".join(changed) if changed else "every queue is what its templates make", file=sys.stderr)
+
+
 @task(help={
     "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
     "watch": "refresh every this many seconds until Ctrl-C (default: show once)",
@@ -200,4 +209,4 @@ def test(c):
 
 
 tsqlt = Collection("tsqlt", install=tsqlt_install)
-ns = Collection(build, lint, fix, deploy, status, worker, test, tsqlt)
+ns = Collection(build, lint, fix, render_queues, deploy, status, worker, test, tsqlt)
