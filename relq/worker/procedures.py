@@ -98,8 +98,8 @@ class SqlProcedures:
         return Item(self.queue, claim.key, fields["Type"], fields["Step"], claim.attempt, fields)
 
     def extend(self, claim: Claim) -> Claim:
-        rows = self._call(claim, f"dbo.Extend_{self.queue}_trx", EnqueuedAt=claim.key,
-                          UpdatedAt=claim.token)
+        rows = self._result(claim, f"dbo.Extend_{self.queue}_trx", EnqueuedAt=claim.key,
+                            UpdatedAt=claim.token).result_sets[0]
         _, token, lease_until = rows[0]
         return claim.renewed(token, lease_until)
 
@@ -110,9 +110,6 @@ class SqlProcedures:
                               Error=error)
         row = dict(zip(result.columns[0], result.result_sets[0][0], strict=True))
         return claim.renewed(row["UpdatedAt"], row["LeaseUntil"] or claim.lease_until), row["Status"]
-
-    def _call(self, claim: Claim, procedure: str, **params: Any) -> list[tuple]:
-        return self._result(claim, procedure, **params).result_sets[0]
 
     def _result(self, claim: Claim, procedure: str, **params: Any) -> db.CallResult:
         try:

@@ -15,23 +15,20 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter, defaultdict
 from datetime import datetime
-from email import message_from_bytes, policy
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
 
 from relq import db
 from relq.deploy.apply import deploy
 from tests.conftest import REPO
+from tests.smtp import HOST, Mailbox, serve
 
 pytestmark = pytest.mark.mssql
 
@@ -43,7 +40,6 @@ KILL_AFTER = 500  # messages received before process 0 is killed
 LEASE_S = 15  # long enough that no survivor's renewal falls behind, short enough to wait for
 MAX_ATTEMPTS = 5
 LANGUAGES = ("en", "de", "fr")
-HOST = "127.0.0.1"
 SENDER = "relq@example.com"
 START_DEADLINE_S = 300  # for the first KILL_AFTER messages to arrive
 DRAIN_DEADLINE_S = 900
@@ -63,36 +59,6 @@ WHEN NOT MATCHED THEN INSERT (Param, ValInt) VALUES (source.Param, source.ValInt
 """
 
 UNFINISHED = "SELECT COUNT(*) FROM dbo.Notification WHERE [Status] IN ('Pending', 'Processing', 'Error');"
-
-
-class Mailbox:
-    """An aiosmtpd handler that records, per message, its X-Relq-Item header and its
-    recipients. It runs on the controller's thread; the test reads with the lock held."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[str | None, list[str]]] = []
-        self.lock = threading.Lock()
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        message = message_from_bytes(envelope.content, policy=policy.default)
-        with self.lock:
-            self.received.append((message["X-Relq-Item"], list(envelope.rcpt_tos)))
-        return "250 Message accepted for delivery"
-
-    def count(self) -> int:
-        with self.lock:
-            return len(self.received)
-
-    def snapshot(self) -> list[tuple[str | None, list[str]]]:
-        with self.lock:
-            return list(self.received)
-
-
-def free_port() -> int:
-    """A port nothing listens on (aiosmtpd 1.4's Controller cannot bind port 0)."""
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 def key_of(value: Any) -> datetime:
@@ -118,8 +84,7 @@ def test_four_worker_processes_send_every_notification_despite_a_killed_one(
     conn_str = db.with_database(mssql.conn_str, new_database)
     mailbox = Mailbox()
     # A fixed server hostname spares every SMTP connection a getfqdn() lookup.
-    controller = Controller(mailbox, hostname=HOST, port=free_port(), server_hostname="relq-test.invalid")
-    controller.start()
+    controller = serve(mailbox, server_hostname="relq-test.invalid")
     conn = None
     procs: list[subprocess.Popen] = []
     try:

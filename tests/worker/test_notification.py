@@ -3,79 +3,28 @@
 from __future__ import annotations
 
 import smtplib
-import socket
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
-from email import message_from_bytes, policy
 from email.message import EmailMessage
 from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from relq.errors import RelqError
 from relq.worker.handlers import Handlers, Item, Permanent
 from relq.worker.notification import SmtpSettings, register, reset_password_handler
+from tests.smtp import HOST, Mailbox, free_port, serve
 
-HOST = "127.0.0.1"
 SENDER = "relq@example.com"
 OTP = "493817"
 KEY = datetime(2024, 5, 1, 12, 30, 45, 123456)
-
-
-@dataclass
-class Mailbox:
-    """An aiosmtpd handler: records what arrives and refuses what it is told to."""
-
-    messages: list[EmailMessage] = field(default_factory=list)
-    envelopes: list[tuple[str, list[str]]] = field(default_factory=list)
-    rcpt_reply: str | None = None  # e.g. "550 ...": refuse every recipient
-    mail_reply: str | None = None  # e.g. "550 ...": refuse the sender
-    port: int = 0  # where its controller listens
-
-    async def handle_MAIL(
-        self, server: Any, session: Any, envelope: Any, address: str, options: list[str]
-    ) -> str:
-        if self.mail_reply:
-            return self.mail_reply
-        envelope.mail_from = address
-        envelope.mail_options.extend(options)
-        return "250 OK"
-
-    async def handle_RCPT(
-        self, server: Any, session: Any, envelope: Any, address: str, options: list[str]
-    ) -> str:
-        if self.rcpt_reply:
-            return self.rcpt_reply
-        envelope.rcpt_tos.append(address)
-        return "250 OK"
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
-        self.messages.append(message_from_bytes(envelope.content, policy=policy.default))
-        return "250 Message accepted for delivery"
-
-
-def free_port() -> int:
-    """A port nothing listens on (aiosmtpd 1.4's Controller cannot bind port 0)."""
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-def serve(mailbox: Mailbox, **smtp_options: Any) -> Controller:
-    controller = Controller(mailbox, hostname=HOST, port=free_port(), **smtp_options)
-    controller.start()
-    return controller
 
 
 @pytest.fixture
 def mailbox() -> Iterator[Mailbox]:
     box = Mailbox()
     controller = serve(box)
-    box.port = controller.port
     try:
         yield box
     finally:
