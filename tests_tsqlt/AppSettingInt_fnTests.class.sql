@@ -18,6 +18,48 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @SyncQueue, @Message = N'syncqueue.maxAttempts';
 END;
 GO
+-- Every setting of the worker lifecycle, for both queues, as the header documents it.
+CREATE PROCEDURE AppSettingInt_fnTests.[test AppSettingInt_fn returns the documented lifecycle defaults when no row exists]
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    SELECT
+        s.Param,
+        dbo.AppSettingInt_fn(s.Param) AS ValInt
+    INTO #Actual
+    FROM (
+        VALUES
+        ('notification.leaseSeconds'),
+        ('notification.backoffBaseMs'),
+        ('notification.backoffFactorPct'),
+        ('notification.backoffCapMs'),
+        ('notification.backoffJitterPct'),
+        ('syncqueue.leaseSeconds'),
+        ('syncqueue.backoffBaseMs'),
+        ('syncqueue.backoffFactorPct'),
+        ('syncqueue.backoffCapMs'),
+        ('syncqueue.backoffJitterPct')
+    ) AS s(Param);
+    SELECT TOP (0)
+        a.Param,
+        a.ValInt
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (Param, ValInt)
+    VALUES
+    ('notification.leaseSeconds', 300),
+    ('notification.backoffBaseMs', 1000),
+    ('notification.backoffFactorPct', 200),
+    ('notification.backoffCapMs', 3600000),
+    ('notification.backoffJitterPct', 10),
+    ('syncqueue.leaseSeconds', 300),
+    ('syncqueue.backoffBaseMs', 1000),
+    ('syncqueue.backoffFactorPct', 200),
+    ('syncqueue.backoffCapMs', 3600000),
+    ('syncqueue.backoffJitterPct', 10);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
 CREATE PROCEDURE AppSettingInt_fnTests.[test AppSettingInt_fn returns the row ValInt when a row exists]
 AS
 BEGIN
