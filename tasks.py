@@ -102,11 +102,35 @@ def tsqlt_install(c, conn=None, zip=None, url=None, sha256=None):
 
 @task
 def render_queues(c):
-    """Write the templated objects of every queue (relq/scaffold/templates) into database/."""
+    """Write every queue's templated objects (relq/scaffold/templates) into database/ and tests_tsqlt/."""
+    from relq.errors import RelqError
     from relq.scaffold import write
 
-    changed = write(ROOT)
+    try:
+        changed = write(ROOT)
+    except RelqError as exc:
+        raise _fail(exc, "render-queues") from None
     print("\n".join(changed) if changed else "every queue is what its templates make", file=sys.stderr)
+
+
+@task(positional=["name"], help={
+    "name": "the queue's name, PascalCase, 2 to 14 letters and digits: InvoiceExport",
+    "types": "its job types, comma-separated, at least two: InvoicePdf,InvoiceXml",
+    "noun": "what the comments call one item (default: '<name in words> job')",
+})
+def new_queue(c, name, types="", noun=None):
+    """Scaffold a relational queue of the job shape from the templates; `invoke build` passes right after."""
+    from relq.errors import RelqError
+    from relq.scaffold import CATALOGUE
+    from relq.scaffold import new_queue as scaffold
+
+    try:
+        written = scaffold(ROOT, name, [t.strip() for t in (types or "").split(",") if t.strip()], noun)
+    except RelqError as exc:
+        raise _fail(exc, "new-queue") from None
+    print("\n".join(written), file=sys.stderr)
+    print(f"{name} added to {CATALOGUE}: {len(written)} files written; next: invoke build, "
+          f"then invoke deploy", file=sys.stderr)
 
 
 @task(help={
@@ -209,4 +233,4 @@ def test(c):
 
 
 tsqlt = Collection("tsqlt", install=tsqlt_install)
-ns = Collection(build, lint, fix, render_queues, deploy, status, worker, test, tsqlt)
+ns = Collection(build, lint, fix, render_queues, new_queue, deploy, status, worker, test, tsqlt)

@@ -810,7 +810,7 @@ BEGIN
         EXEC tSQLt.Fail @Message0 = N'the ended attempt must record its Duration';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx schedules the retry after the base backoff when an Error outcome on the first attempt has no ScheduledFor]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx retries after the base backoff when the first attempt ends in Error without ScheduledFor]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
@@ -1319,7 +1319,7 @@ BEGIN
         EXEC tSQLt.Fail @Message0 = N'without @ScheduledFor a retry by hand is due at the time of the report';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50011 and changes nothing when a Failed item goes back to Pending while another unfinished item has its DedupKey]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50011 and changes nothing when a Failed item returns to Pending and its DedupKey is taken]
 AS
 BEGIN
     -- The failed item left the dedup index when it failed; the same request was

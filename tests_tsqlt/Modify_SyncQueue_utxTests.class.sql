@@ -622,7 +622,7 @@ BEGIN
         EXEC tSQLt.Fail @Message0 = N'Duration must be the milliseconds since StartedAt (at least 2000)';
 END;
 GO
-CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx schedules the retry after the base backoff when an Error outcome on the first attempt has no ScheduledFor]
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx retries after the base backoff when the first attempt ends in Error without ScheduledFor]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -1222,7 +1222,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueueAttempt';
 END;
 GO
-CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50011 and changes nothing when a Failed item goes back to Pending and another unfinished item carries its DedupKey]
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50011 and changes nothing when a Failed item returns to Pending and its DedupKey is taken]
 AS
 BEGIN
     -- The failed item left the dedup index when it failed; the same job was

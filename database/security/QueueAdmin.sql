@@ -12,23 +12,13 @@ IF DATABASE_PRINCIPAL_ID(N'QueueAdmin') IS NULL
     END;
 GO
 GRANT EXECUTE ON OBJECT::dbo.Cancel_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Cancel_SyncQueue_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Drain_SyncQueue_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Move_Notification_utx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Move_SyncQueue_utx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Pause_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Pause_SyncQueue_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Purge_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Purge_SyncQueue_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Purge_TransportMessage_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Reschedule_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Reschedule_SyncQueue_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Resume_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Resume_SyncQueue_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Retry_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Retry_SyncQueue_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Terminate_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Terminate_SyncQueue_trx TO QueueAdmin;
 GRANT SELECT ON OBJECT::dbo.Worker_Notification_V TO QueueAdmin;
-GRANT SELECT ON OBJECT::dbo.Worker_SyncQueue_V TO QueueAdmin;
 GO

@@ -12,8 +12,6 @@ IF DATABASE_PRINCIPAL_ID(N'QueueProducer') IS NULL
 GO
 GRANT EXECUTE ON OBJECT::dbo.Add_Notification_ResetPassword_trx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Add_Notification_ResetPassword_utx TO QueueProducer;
-GRANT EXECUTE ON OBJECT::dbo.Add_SyncQueue_trx TO QueueProducer;
-GRANT EXECUTE ON OBJECT::dbo.Add_SyncQueue_utx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_FifoQueue_trx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_FifoQueue_utx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_HeapQueue_trx TO QueueProducer;
@@ -26,5 +24,4 @@ GRANT EXECUTE ON OBJECT::dbo.Send_StrictFifoQueue_trx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_StrictFifoQueue_utx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_TransportMessage_trx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_TransportMessage_utx TO QueueProducer;
-GRANT EXECUTE ON TYPE::dbo.SyncQueueItemList TO QueueProducer;
 GO

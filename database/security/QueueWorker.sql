@@ -14,19 +14,12 @@ GO
 GRANT EXECUTE ON OBJECT::dbo.Add_TransportQueue_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Add_TransportQueue_utx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Extend_Notification_trx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Extend_SyncQueue_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Modify_Notification_Batch_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Modify_Notification_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Modify_Notification_utx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Modify_SyncQueue_Batch_trx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Modify_SyncQueue_trx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Modify_SyncQueue_utx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Next_Notification_Batch_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Next_Notification_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Next_Notification_utx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Next_SyncQueue_Batch_trx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Next_SyncQueue_trx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Next_SyncQueue_utx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Receive_FifoQueue_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Receive_FifoQueue_utx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Receive_HeapQueue_trx TO QueueWorker;
@@ -40,7 +33,5 @@ GRANT EXECUTE ON OBJECT::dbo.Receive_StrictFifoQueue_utx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Receive_TransportMessage_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Receive_TransportMessage_utx TO QueueWorker;
 GRANT SELECT ON OBJECT::dbo.Worker_Notification_V TO QueueWorker;
-GRANT SELECT ON OBJECT::dbo.Worker_SyncQueue_V TO QueueWorker;
 GRANT EXECUTE ON TYPE::dbo.NotificationOutcomeList TO QueueWorker;
-GRANT EXECUTE ON TYPE::dbo.SyncQueueOutcomeList TO QueueWorker;
 GO

@@ -20,6 +20,7 @@ from relq.build.names import key, local_name
 from relq.build.tree import code, flat, line, qualified, statements, walk
 
 MAX_TRANSACTION_NAME = 32  # SQL Server refuses longer transaction names
+MAX_IDENTIFIER = 128  # sysname: SQL Server refuses a longer name of any object
 _LOCAL_TIME = ("GETDATE", "SYSDATETIME", "GETUTCDATE", "SYSDATETIMEOFFSET", "CURRENT_TIMESTAMP")
 _DML = ("insert_statement", "update_statement", "delete_statement", "merge_statement")
 _FOLDER_KIND = {"types": "type", "tables": "table", "functions": "function",
@@ -181,6 +182,19 @@ def _test_class_name(ctx: FileContext) -> Iterator[Finding]:
     for d in ctx.definitions:
         if d.kind == "procedure" and d.name.split(".")[0].casefold() != cls.casefold():
             yield _finding(d.line, f"procedure {d.name} is not in the test class {cls}")
+
+
+@check("name-length", f"every name (tables, procedures, tSQLt tests, constraints, columns, "
+                     f"parameters) is at most {MAX_IDENTIFIER} characters")
+def _name_length(ctx: FileContext) -> Iterator[Finding]:
+    for d in ctx.definitions:
+        names = [local_name(d.name)] if d.kind != "message" else []
+        names += [c.name for c in d.columns] + [c.name for c in d.constraints if c.name]
+        names += [p.name.lstrip("@") for p in d.params]
+        for name in names:
+            if len(name) > MAX_IDENTIFIER:
+                yield _finding(d.line, f"{name[:40]}... is {len(name)} characters: SQL Server "
+                                       f"takes at most {MAX_IDENTIFIER} in a name")
 
 
 _ANNOTATION = re.compile(r"^\s*--\[@tSQLt:(?P<name>\w+)\]\((?P<args>.*)\)\s*$")

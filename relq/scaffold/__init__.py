@@ -1,55 +1,194 @@
-"""The relational-queue pattern, written down once: templates of the objects every
-relational queue has alike (the item controls, Move_, the batch report, the
-attempt history), rendered for a queue by its name, its settings prefix and the
-alias its procedures use. The queues' files in database/ must be exactly what
-the templates make (tests/test_scaffold.py compares them), so a change to one of
-these objects is made in its template and rendered for every queue, and the
-copies cannot drift apart. Objects that differ between queues (tables, enqueue,
-claim, report, views) are not templates yet: that and `invoke new-queue` are the
-rest of the operations issue."""
+"""The relational-queue pattern, written down once. The queues are listed in
+database/queues.toml; their objects are rendered from the Jinja templates under
+relq/scaffold/templates, in three groups:
+
+- every_queue/: what every relational queue has alike (the item controls, Move_,
+  Extend_, the batch report, the attempt history);
+- job_queues/: the rest of a queue of the job shape (SyncQueue's: typed jobs on an
+  entity with a JSON payload): tables, list types, job types, enqueue, claim,
+  report, purge, drain, worker view, grants and a tSQLt class;
+- all_queues/: objects over every queue at once (the health views).
+
+A queue of the custom shape (Notification: a subtype and delivery channels) gets
+every_queue/ only and writes the rest by hand. The queues' files must be exactly
+what the templates make (tests/test_scaffold.py compares them), so a change to a
+templated object is made in its template and rendered for every queue
+(`invoke render-queues`); `invoke new-queue` adds a queue of the job shape."""
 
 from __future__ import annotations
 
+import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from string import Template
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from relq.errors import RelqError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 TEMPLATES = Path(__file__).parent / "templates"
+CATALOGUE = "database/queues.toml"
 NAME = "QUEUE"  # stands for the queue's name in a template's file name
+SHAPES = ("job", "custom")
+GROUPS = {"every_queue": SHAPES, "job_queues": ("job",)}
+ONCE = "all_queues"
+# At most 14 characters: the templates' longest lines then stay within the house
+# style's 120 columns (sqlfluff LT05), and every transaction name within SQL Server's 32.
+_QUEUE_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{1,13}$")
+_TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,99}$")
+_ALIAS = re.compile(r"^[a-z]$")
+_WORDS = re.compile(r"^[a-z][a-z -]{0,40}$")
 
 
 @dataclass(frozen=True)
 class Queue:
-    name: str  # Notification
-    prefix: str  # its settings' prefix in dbo.AppSettings: notification
-    alias: str  # the table alias its procedures use: n
+    name: str  # SyncQueue
+    prefix: str  # its settings' prefix in dbo.AppSettings: syncqueue
+    alias: str  # the table alias its procedures use: q
+    shape: str = "job"
+    noun: str = "job"  # words for the comments: "sync job"
+    verb: tuple[str, str] = ("process", "processed")
+    types: tuple[str, ...] = ()
+
+    def variables(self) -> dict[str, object]:
+        return {"Queue": self.name, "prefix": self.prefix, "a": self.alias, "noun": self.noun,
+                "nouns": self.noun + "s", "verb": self.verb[0], "verbed": self.verb[1],
+                "types": list(self.types)}
 
 
-QUEUES = (Queue("Notification", "notification", "n"), Queue("SyncQueue", "syncqueue", "q"))
+def load(root: Path) -> list[Queue]:
+    """The queues of database/queues.toml under ``root``, checked."""
+    path = root / CATALOGUE
+    try:
+        entries = tomllib.loads(path.read_text(encoding="utf-8")).get("queue", [])
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise RelqError(f"{CATALOGUE}: {exc}") from None
+    queues = []
+    for n, entry in enumerate(entries, 1):
+        try:
+            queue = Queue(entry["name"], entry["prefix"], entry["alias"], entry.get("shape", "job"),
+                          entry.get("noun", "job"), tuple(entry.get("verb", ("process", "processed"))),
+                          tuple(entry.get("types", ())))
+        except (KeyError, TypeError) as exc:
+            raise RelqError(f"{CATALOGUE}: queue {n} lacks {exc}") from None
+        _check(queue, f"{CATALOGUE}: queue {n} ({queue.name})")
+        queues.append(queue)
+    names = [q.name.casefold() for q in queues]
+    if len(set(names)) != len(names):
+        raise RelqError(f"{CATALOGUE}: a queue is listed twice")
+    return queues
 
 
-def templates() -> list[Path]:
-    return sorted(TEMPLATES.rglob("*.sql.tmpl"))
+def _check(queue: Queue, where: str) -> None:
+    problems = []
+    if not _QUEUE_NAME.match(queue.name):
+        problems.append("its name is PascalCase, 2 to 14 letters and digits")
+    if not re.match(r"^[a-z][a-z0-9]*$", queue.prefix):
+        problems.append("its prefix is lower-case letters and digits")
+    if not _ALIAS.match(queue.alias):
+        problems.append("its alias is one lower-case letter")
+    if queue.shape not in SHAPES:
+        problems.append(f"its shape is one of {', '.join(SHAPES)}")
+    if len(queue.verb) != 2 or not all(_WORDS.match(w) for w in (queue.noun, *queue.verb)):
+        problems.append("its noun and verb pair are lower-case words")
+    if queue.shape == "job" and len(set(queue.types)) < 2:
+        # Its tSQLt classes prove that a worker of one type leaves the other types alone.
+        problems.append("a job queue lists at least two job types")
+    bad = [t for t in queue.types if not _TYPE_NAME.match(t)]
+    if bad:
+        problems.append(f"job types are letters, digits and _ (not {', '.join(bad)})")
+    if problems:
+        raise RelqError(f"{where}: " + "; ".join(problems))
+
+
+def _environment() -> Environment:
+    return Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined,
+                       keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+                       autoescape=False)
+
+
+def templates(group: str | None = None) -> list[Path]:
+    folder = TEMPLATES / group if group else TEMPLATES
+    return sorted(folder.rglob("*.sql.tmpl"))
+
+
+def _target(template: Path, name: str | None = None) -> str:
+    folder = template.parent.name
+    file = template.name.removesuffix(".tmpl")
+    if name is not None:
+        file = file.replace(NAME, name)
+    return f"tests_tsqlt/{file}" if folder == "tests_tsqlt" else f"database/{folder}/{file}"
 
 
 def render(template: Path, queue: Queue) -> tuple[str, str]:
-    """(the file's path under the project, its text) for ``queue``."""
-    folder = template.parent.name
-    name = template.name.removesuffix(".tmpl").replace(NAME, queue.name)
-    text = Template(template.read_text()).substitute(Queue=queue.name, prefix=queue.prefix, a=queue.alias)
-    return f"database/{folder}/{name}", text
+    """(the file's path under the project, its text) of one queue's object."""
+    source = template.relative_to(TEMPLATES).as_posix()
+    return _target(template, queue.name), _environment().get_template(source).render(queue.variables())
 
 
-def write(root: Path) -> list[str]:
-    """Render every template for every queue into ``root``'s database/; returns the
-    paths whose text changed."""
+def render_once(template: Path, queues: list[Queue]) -> tuple[str, str]:
+    """(path, text) of an object over every queue (``queues`` in catalogue order)."""
+    source = template.relative_to(TEMPLATES).as_posix()
+    return _target(template), _environment().get_template(source).render(
+        queues=[q.variables() for q in queues])
+
+
+def queue_renders(queue: Queue) -> list[tuple[str, str]]:
+    """One queue's own files: (path, text)."""
+    return [render(t, queue) for group, shapes in GROUPS.items() if queue.shape in shapes
+            for t in templates(group)]
+
+
+def renders(queues: list[Queue]) -> list[tuple[str, str]]:
+    """Every templated file of the project: (path, text)."""
+    own = [r for queue in queues for r in queue_renders(queue)]
+    return own + [render_once(t, queues) for t in templates(ONCE)]
+
+
+def write(root: Path, queues: list[Queue] | None = None) -> list[str]:
+    """Render every queue of ``root``'s catalogue into its database/ and tests_tsqlt/;
+    returns the paths whose text changed (a second run changes nothing)."""
     changed = []
-    for queue in QUEUES:
-        for template in templates():
-            path, text = render(template, queue)
-            target = root / path
-            if not target.exists() or target.read_text() != text:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text)
-                changed.append(path)
+    for path, text in renders(load(root) if queues is None else queues):
+        target = root / path
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            changed.append(path)
     return changed
+
+
+def new_queue(root: Path, name: str, types: list[str], noun: str | None = None,
+              verb: tuple[str, str] = ("process", "processed")) -> list[str]:
+    """Add a queue of the job shape to ``root``'s catalogue and write its files.
+    Nothing is written when the name, a type or an existing file says no."""
+    queues = load(root)
+    queue = Queue(name, name.lower(), "q", "job", noun or f"{_words(name)} job", verb, tuple(types))
+    _check(queue, f"new queue {name}")
+    if any(q.name.casefold() == name.casefold() for q in queues):
+        raise RelqError(f"new queue {name}: {CATALOGUE} lists it already")
+    if any(q.prefix == queue.prefix for q in queues):
+        raise RelqError(f"new queue {name}: another queue's settings use the prefix {queue.prefix}")
+    taken = [path for path, _ in queue_renders(queue) if (root / path).exists()]
+    if taken:
+        raise RelqError(f"new queue {name}: {taken[0]} exists already; pick another name")
+    with (root / CATALOGUE).open("a", encoding="utf-8") as catalogue:
+        catalogue.write(_entry(queue))
+    return write(root)
+
+
+def _words(name: str) -> str:
+    """InvoiceExport -> invoice export"""
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", name).lower()
+
+
+def _entry(queue: Queue) -> str:
+    types = ", ".join(f'"{t}"' for t in queue.types)
+    return (f'\n[[queue]]\nname = "{queue.name}"\nprefix = "{queue.prefix}"\nalias = "{queue.alias}"\n'
+            f'shape = "job"\nnoun = "{queue.noun}"\nverb = ["{queue.verb[0]}", "{queue.verb[1]}"]\n'
+            f"types = [{types}]\n")
