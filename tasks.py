@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -232,5 +233,79 @@ def test(c):
         raise Exit("live tier failed", code=1)
 
 
+@task(help={
+    "input": "the items: a Parquet, CSV or JSON file or folder",
+    "format": "parquet, csv or json (default parquet)",
+    "rejects": "where rejected rows go, with their reason (Parquet)",
+    "queue": "the queue (default SyncQueue)",
+    "archive": "the archive root: rows whose DedupKey it holds are not enqueued again",
+    "types": "the queue's job types, comma-separated (default: read from the database)",
+    "master": "Spark master (default local[*])",
+    "partitions": "Spark partitions, each with its own connection (default 8)",
+    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+})
+def pipeline_enqueue(c, input, format="parquet", rejects=None, queue="SyncQueue", archive=None, types=None,
+                     master=None, partitions=None, conn=None):
+    """Validate work items with Spark and enqueue the valid ones; rejects go to --rejects."""
+    argv = ["enqueue", "--input", input, "--format", format, "--queue", queue]
+    for flag, value in (("--rejects", rejects), ("--archive", archive), ("--types", types),
+                        ("--master", master), ("--partitions", partitions)):
+        argv += [flag, str(value)] if value else []
+    _pipeline(c, argv, conn)
+
+
+@task(help={
+    "older-than-minutes": "archive the items that finished longer ago than this",
+    "archive": "the archive root (Parquet, partitioned Queue/Type/Day)",
+    "queue": "the queue (default SyncQueue)",
+    "master": "Spark master (default local[*])",
+    "partitions": "Spark partitions, each reading one key range (default 8)",
+    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+})
+def pipeline_archive(c, older_than_minutes, archive=None, queue="SyncQueue", master=None, partitions=None,
+                     conn=None):
+    """Move finished items into the Parquet archive, then purge exactly those from the queue."""
+    argv = ["archive", "--older-than-minutes", str(older_than_minutes), "--queue", queue]
+    for flag, value in (("--archive", archive), ("--master", master), ("--partitions", partitions)):
+        argv += [flag, str(value)] if value else []
+    _pipeline(c, argv, conn)
+
+
+def _pipeline(c, argv: list[str], conn: str | None) -> None:
+    from relq.pipeline.cli import main
+
+    code = main(argv, conn=conn, config=c.config)
+    if code:
+        raise Exit(code=code)
+
+
+@task(help={
+    "scenarios": "comma-separated: plans, backlog, workers, batch, purge, queues (default: all)",
+    "seconds": "length of each arm (default 10)",
+    "workers": "the many workers and consumers; the few are 1 (default 8)",
+    "batch": "items per batch claim (default 100)",
+    "backlog": "due items in the workers, batch, purge and queues arms (default 10000)",
+    "out": "folder for bench.json and throughput.png (default reports/bench)",
+    "test": "run the harness's live pytest (tests/bench, RELQ_BENCH=1) instead of the benchmarks",
+})
+def bench(c, scenarios=None, seconds=10.0, workers=8, batch=100, backlog=10000, out="reports/bench",
+          test=False):
+    """Benchmark the queues against RELQ_MSSQL: backlog, workers, batches, purge, message queues, plans."""
+    if test:
+        env = {**os.environ, "RELQ_BENCH": "1"}
+        result = c.run(f"{sys.executable} -m pytest -m bench tests/bench", pty=False, env=env, warn=True)
+    else:
+        argv = ["--seconds", str(seconds), "--workers", str(workers), "--batch", str(batch),
+                "--backlog", str(backlog), "--out", str(ROOT / out)]
+        argv += ["--scenarios", scenarios] if scenarios else []
+        with c.cd(str(ROOT)):
+            result = c.run(f"{sys.executable} -m bench " + " ".join(shlex.quote(a) for a in argv),
+                           pty=False, warn=True)
+    if result.exited:
+        raise Exit(code=result.exited)
+
+
 tsqlt = Collection("tsqlt", install=tsqlt_install)
-ns = Collection(build, lint, fix, render_queues, new_queue, deploy, status, worker, test, tsqlt)
+pipeline = Collection("pipeline", enqueue=pipeline_enqueue, archive=pipeline_archive)
+ns = Collection(build, lint, fix, render_queues, new_queue, deploy, status, worker, test, bench, tsqlt,
+                pipeline)

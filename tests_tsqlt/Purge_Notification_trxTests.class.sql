@@ -105,6 +105,7 @@ CREATE PROCEDURE Purge_Notification_trxTests.AssertRefused
     @BatchSize INT = 2000,
     @Archive BIT = 0,
     @MaxBatches INT = NULL,
+    @Keys NVARCHAR(MAX) = NULL,
     @Case NVARCHAR(200)
 AS
 BEGIN
@@ -114,7 +115,8 @@ BEGIN
             @OlderThanMinutes = @OlderThanMinutes,
             @BatchSize = @BatchSize,
             @Archive = @Archive,
-            @MaxBatches = @MaxBatches;
+            @MaxBatches = @MaxBatches,
+            @Keys = @Keys;
     END TRY
     BEGIN CATCH
         SET @ErrorNumber = ERROR_NUMBER();
@@ -443,6 +445,130 @@ BEGIN
 
     EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = 60, @MaxBatches = 0, @Case = N'@MaxBatches 0';
     EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = 60, @Archive = NULL, @Case = N'@Archive NULL';
+
+    EXEC Purge_Notification_trxTests.AssertRemaining @Expected = '1', @Message = N'the finished item remains';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx removes only the listed items still finished and unchanged when Keys is given]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @Recent DATETIME2(7) = DATEADD(MINUTE, -5, SYSUTCDATETIME());
+    DECLARE @Keys NVARCHAR(MAX);
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Removed INT;
+    DECLARE @Archived INT;
+    EXEC Purge_Notification_trxTests.FakeQueue;
+    -- Listed as read: 1 (old) and 2 (recent: the exact mode has no age) go; 3 changed
+    -- since it was read (listed with another UpdatedAt), 4 is unfinished, 5 is not listed.
+    EXEC Purge_Notification_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 2, @Status = 'Failed', @UpdatedAt = @Recent;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 3, @Status = 'Completed', @UpdatedAt = @Recent;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 4, @Status = 'Pending', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 5, @Status = 'Completed', @UpdatedAt = @Old;
+    SET @Keys = (
+        SELECT
+            n.EnqueuedAt,
+            CASE WHEN DATEPART(SECOND, n.EnqueuedAt) = 3 THEN @Old ELSE n.UpdatedAt END AS UpdatedAt
+        FROM dbo.Notification AS n
+        WHERE DATEPART(SECOND, n.EnqueuedAt) IN (1, 2, 3, 4)
+        FOR JSON PATH
+    );
+
+    EXEC @RetCode = dbo.Purge_Notification_trx
+        @Keys = @Keys,
+        @Removed = @Removed OUTPUT,
+        @Archived = @Archived OUTPUT;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transactions must be committed';
+    EXEC Purge_Notification_trxTests.AssertRemaining @Expected = '3,4,5';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Removed, @Message = N'@Removed';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Archived, @Message = N'@Archived';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx removes and archives every listed item when there are more than BatchSize]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @Keys NVARCHAR(MAX);
+    DECLARE @RetCode INT;
+    DECLARE @Removed INT;
+    DECLARE @Archived INT;
+    DECLARE @ArchiveRows INT;
+    EXEC Purge_Notification_trxTests.FakeQueue;
+    -- Five listed items take three transactions of at most two: 2, 2, 1.
+    EXEC Purge_Notification_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 2, @Status = 'Failed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 3, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 4, @Status = 'Cancelled', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 5, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 6, @Status = 'Completed', @UpdatedAt = @Old;
+    SET @Keys = (
+        SELECT
+            n.EnqueuedAt,
+            n.UpdatedAt
+        FROM dbo.Notification AS n
+        WHERE DATEPART(SECOND, n.EnqueuedAt) <= 5
+        FOR JSON PATH
+    );
+
+    EXEC @RetCode = dbo.Purge_Notification_trx
+        @Keys = @Keys,
+        @BatchSize = 2,
+        @Archive = 1,
+        @Removed = @Removed OUTPUT,
+        @Archived = @Archived OUTPUT;
+
+    SET @ArchiveRows = (SELECT COUNT(*) FROM dbo.NotificationArchive);
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Purge_Notification_trxTests.AssertRemaining @Expected = '6';
+    EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @Removed, @Message = N'@Removed counts every batch';
+    EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @Archived, @Message = N'@Archived';
+    EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @ArchiveRows, @Message = N'rows in the archive';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx raises 50007 and removes nothing when Keys is not a list of keys or comes with an age]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @Listed NVARCHAR(MAX);
+    EXEC Purge_Notification_trxTests.FakeQueue;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+    SET @Listed = (
+        SELECT
+            n.EnqueuedAt,
+            n.UpdatedAt
+        FROM dbo.Notification AS n
+        FOR JSON PATH
+    );
+
+    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = 60, @Keys = @Listed, @Case = N'an age too';
+    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = NULL, @Keys = N'not json', @Case = N'not JSON';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = NULL,
+        @Keys = N'{"EnqueuedAt": "2024-03-01T08:00:01", "UpdatedAt": "2024-03-01T08:00:01"}',
+        @Case = N'an object, not an array';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = NULL, @Keys = N'["2024-03-01T08:00:01"]', @Case = N'an entry not an object';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = NULL,
+        @Keys = N'[{"EnqueuedAt": "2024-03-01T08:00:01"}]',
+        @Case = N'an entry without UpdatedAt';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = NULL,
+        @Keys = N'[{"EnqueuedAt": "yesterday", "UpdatedAt": "2024-03-01T08:00:01"}]',
+        @Case = N'a time that is not ISO 8601';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = NULL,
+        @Keys = N'[{"EnqueuedAt": "2024-03-01T08:00:01", "UpdatedAt": "2024-03-01T08:00:01"},
+            {"EnqueuedAt": "2024-03-01T08:00:01", "UpdatedAt": "2024-03-01T09:00:00"}]',
+        @Case = N'an item listed twice';
 
     EXEC Purge_Notification_trxTests.AssertRemaining @Expected = '1', @Message = N'the finished item remains';
 END;

@@ -19,8 +19,14 @@ GO
    (DEADLOCK_PRIORITY LOW; only an operator's Retry_ of an old failed item can
    meet it): its current batch is rolled back with error 1205, the batches
    before it stay committed, and the next run goes on.
-   @OlderThanMinutes: required, 1 to 52560000 (100 years): a finished item goes
-     once its UpdatedAt (when it finished) is older than this.
+   The exact mode (@Keys instead of @OlderThanMinutes) removes only the items a
+   caller listed, such as those relq.pipeline has just copied into a Parquet
+   archive: each one only if it is still finished and its UpdatedAt is still the
+   one listed (an item an operator retried since then stays), whatever its age,
+   in the same short transactions and with the same READPAST: an item another
+   session holds stays too. The caller compares Removed with what it listed.
+   @OlderThanMinutes: 1 to 52560000 (100 years), required without @Keys: a
+     finished item goes once its UpdatedAt (when it finished) is older than this.
    @BatchSize: items per transaction, 1 to 1500 (default 1000), below the 5,000
      locks on one index at which a statement escalates to a table lock (the
      attempt history goes in chunks of 4,000, whatever the attempts per item).
@@ -31,9 +37,16 @@ GO
    @Removed, @Archived: OUTPUT, the counts of the result row, for a T-SQL caller
      (INSERT ... EXEC cannot capture the row: it would open the transaction that
      a _trx refuses).
+   @Keys: the exact mode, instead of @OlderThanMinutes: a JSON array of
+     {"EnqueuedAt": ..., "UpdatedAt": ...} objects, ISO 8601 UTC (as FOR JSON
+     writes them), each item at most once; NULL (default): the age mode. JSON
+     rather than a table-valued parameter, so that every driver can send it
+     (FreeTDS before 1.4 and jTDS cannot send a TVP) and the age mode's callers
+     need not change.
    Returns 0 with one row (Removed, Archived): how many items it deleted and how
    many of them it archived; 1 on error: 50001 inside a transaction or with
-   IMPLICIT_TRANSACTIONS ON, 50007 a bad parameter, 50003 an item that vanished
+   IMPLICIT_TRANSACTIONS ON, 50007 a bad parameter (an age and @Keys together,
+   @Keys not such a list), 50003 an item that vanished
    between its pick and its delete (nothing of that batch is kept). */
 CREATE OR ALTER PROCEDURE dbo.Purge_Notification_trx
     @OlderThanMinutes INT = NULL,
@@ -41,7 +54,8 @@ CREATE OR ALTER PROCEDURE dbo.Purge_Notification_trx
     @Archive BIT = 0,
     @MaxBatches INT = NULL,
     @Removed INT = NULL OUTPUT,
-    @Archived INT = NULL OUTPUT
+    @Archived INT = NULL OUTPUT,
+    @Keys NVARCHAR(MAX) = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -53,6 +67,12 @@ BEGIN
     DECLARE @Proc NVARCHAR(128) = N'dbo.Purge_Notification_trx';
     DECLARE @FinishedBefore dbo.[_Timestamp];
     DECLARE @Batch TABLE (EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY);
+    -- The exact mode's items, as listed in @Keys (NULL where an entry did not convert).
+    DECLARE @Listed TABLE (
+        EntryNo INT NOT NULL PRIMARY KEY,
+        EnqueuedAt DATETIME2(7) NULL,
+        UpdatedAt DATETIME2(7) NULL
+    );
     DECLARE @Batches INT = 0;
     DECLARE @Picked INT;
     DECLARE @BatchArchived INT;
@@ -69,7 +89,12 @@ BEGIN
             RAISERROR (50001, 16, 1, N'dbo.Purge_Notification_trx');
             GOTO EXIT_ERROR;
         END;
-    IF (@OlderThanMinutes IS NULL OR @OlderThanMinutes NOT BETWEEN 1 AND 52560000)
+    IF (@Keys IS NOT NULL AND @OlderThanMinutes IS NOT NULL)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'give @OlderThanMinutes or @Keys, not both');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@Keys IS NULL AND (@OlderThanMinutes IS NULL OR @OlderThanMinutes NOT BETWEEN 1 AND 52560000))
         BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@OlderThanMinutes is required: 1 to 52560000');
             GOTO EXIT_ERROR;
@@ -89,7 +114,43 @@ BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@MaxBatches must be 1 or more, or NULL for no limit');
             GOTO EXIT_ERROR;
         END;
-    SET @FinishedBefore = DATEADD(MINUTE, -@OlderThanMinutes, SYSUTCDATETIME());
+    -- Every entry an object (OPENJSON's type 5) with both times in ISO 8601, each item once.
+    IF (@Keys IS NOT NULL AND (ISJSON(@Keys) = 0 OR LTRIM(@Keys) NOT LIKE N'[[]%'))
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Keys must be a JSON array of {EnqueuedAt, UpdatedAt}');
+            GOTO EXIT_ERROR;
+        END;
+    IF (@Keys IS NOT NULL)
+        BEGIN
+            INSERT INTO @Listed (EntryNo, EnqueuedAt, UpdatedAt)
+            SELECT
+                CAST(j.[key] AS INT) AS EntryNo,
+                TRY_CONVERT(DATETIME2(7), JSON_VALUE(j.[value], '$.EnqueuedAt'), 126) AS EnqueuedAt,
+                TRY_CONVERT(DATETIME2(7), JSON_VALUE(j.[value], '$.UpdatedAt'), 126) AS UpdatedAt
+            FROM OPENJSON(@Keys) AS j
+            WHERE j.[type] = 5;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            IF (
+                @RowCnt <> (SELECT COUNT(*) FROM OPENJSON(@Keys))
+                OR EXISTS (
+                    SELECT 1 FROM @Listed AS l
+                    WHERE l.EnqueuedAt IS NULL OR l.UpdatedAt IS NULL
+                )
+            )
+                BEGIN
+                    RAISERROR (50007, 16, 1, @Proc, N'@Keys must be a JSON array of {EnqueuedAt, UpdatedAt}');
+                    GOTO EXIT_ERROR;
+                END;
+            IF ((SELECT COUNT(DISTINCT l.EnqueuedAt) FROM @Listed AS l) <> @RowCnt)
+                BEGIN
+                    RAISERROR (50007, 16, 1, @Proc, N'@Keys lists an item more than once');
+                    GOTO EXIT_ERROR;
+                END;
+        END;
+    IF (@Keys IS NULL) SET @FinishedBefore = DATEADD(MINUTE, -@OlderThanMinutes, SYSUTCDATETIME());
 
     SET @Picked = @BatchSize;
     WHILE (@Picked = @BatchSize AND (@MaxBatches IS NULL OR @Batches < @MaxBatches))
@@ -103,17 +164,35 @@ BEGIN
             IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
 
             -- The locks keep each picked item as it is (finished, same UpdatedAt) until the commit.
-            INSERT INTO @Batch (EnqueuedAt)
-            SELECT TOP (@BatchSize) n.EnqueuedAt
-            FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST)
-            WHERE
-                n.[Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted')
-                AND n.UpdatedAt < @FinishedBefore
-            ORDER BY n.UpdatedAt ASC, n.EnqueuedAt ASC;
-            SELECT
-                @Picked = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+            IF (@Keys IS NULL)
+                BEGIN
+                    INSERT INTO @Batch (EnqueuedAt)
+                    SELECT TOP (@BatchSize) n.EnqueuedAt
+                    FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST)
+                    WHERE
+                        n.[Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted')
+                        AND n.UpdatedAt < @FinishedBefore
+                    ORDER BY n.UpdatedAt ASC, n.EnqueuedAt ASC;
+                    SELECT
+                        @Picked = @@ROWCOUNT,
+                        @ErrNo = @@ERROR;
+                    IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+                END;
+            IF (@Keys IS NOT NULL)
+                BEGIN
+                    -- A listed item is a seek on the key; one deleted by an earlier batch is gone.
+                    INSERT INTO @Batch (EnqueuedAt)
+                    SELECT TOP (@BatchSize) n.EnqueuedAt
+                    FROM @Listed AS l
+                    INNER JOIN dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST)
+                        ON l.EnqueuedAt = n.EnqueuedAt AND l.UpdatedAt = n.UpdatedAt
+                    WHERE n.[Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted')
+                    ORDER BY l.EnqueuedAt ASC;
+                    SELECT
+                        @Picked = @@ROWCOUNT,
+                        @ErrNo = @@ERROR;
+                    IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+                END;
 
             IF (@Archive = 1)
                 BEGIN

@@ -15,6 +15,7 @@ SELECT
     n.AttemptNum,
     n.ScheduledFor,
     n.StartedAt,
+    n.Duration,
     n.UpdatedAt,
     n.LockedBy,
     n.LeaseUntil,

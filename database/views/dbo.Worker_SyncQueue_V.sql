@@ -15,6 +15,7 @@ SELECT
     q.AttemptNum,
     q.ScheduledFor,
     q.StartedAt,
+    q.Duration,
     q.UpdatedAt,
     q.LockedBy,
     q.LeaseUntil,

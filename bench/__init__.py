@@ -1,0 +1,8 @@
+"""relq's benchmarks: claim cost against backlog size, scaling with workers, batch
+against single claims, claims under a purge, and the message queues.
+
+`python -m bench` (or `invoke bench`) runs them against the SQL Server RELQ_MSSQL
+names, each scenario in a throwaway database; see bench/README.md. The arithmetic
+(bench.stats), the plan check (bench.plans) and the report (bench.report) need no
+server and are tested offline; bench never imports relq.worker or relq.pipeline.
+"""

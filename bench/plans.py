@@ -1,0 +1,247 @@
+"""The plans behind a claim: does a Next_ procedure seek the queue table, or scan it?
+
+With SET STATISTICS XML ON, SQL Server sends after each statement it runs an extra
+result set of one row and one column, "Microsoft SQL Server 2005 XML Showplan": the
+statement's actual plan (namespace SHOWPLAN). Every operator (RelOp) that reads a
+table names it in the Object element of its IndexScan or TableScan, with the rows it
+read (RunTimeCountersPerThread/@ActualRowsRead, SQL Server 2016 SP1 and later).
+
+The verdict for each read of a watched table (the queue table, dbo.<Queue>):
+- seek: Index Seek, Clustered Index Seek, Key Lookup, RID Lookup;
+- bounded scan: an Index Scan of a filtered nonclustered index that read at most
+  ``limit`` rows, as an ordered scan under TOP does when it stops at its batch (the
+  claim index leads with Priority, which the claim does not restrict, so its read is
+  expected to be such a scan rather than a seek; the lease index holds only the items
+  in flight);
+- scan: anything else (Table Scan, Clustered Index Scan, an Index Scan of an
+  unfiltered index, or one that read more than ``limit`` rows): the run fails.
+Table variables (@Candidates) and temporary tables are never watched.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from relq import db
+from relq.errors import RelqError
+
+SHOWPLAN = "http://schemas.microsoft.com/sqlserver/2004/07/showplan"
+SHOWPLAN_COLUMN = "Microsoft SQL Server 2005 XML Showplan"
+SEEKS = frozenset({"Index Seek", "Clustered Index Seek", "Key Lookup", "RID Lookup"})
+SCANS = frozenset({"Table Scan", "Clustered Index Scan", "Index Scan"})
+DEFAULT_LIMIT = 1000  # rows a bounded scan may read; the plan backlog must be far bigger
+
+_NS = f"{{{SHOWPLAN}}}"
+_TRUE = frozenset({"1", "true"})
+_PROCEDURE = re.compile(r"dbo\.[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+@dataclass(frozen=True)
+class Access:
+    """One operator of a plan that reads a table."""
+
+    statement: str  # the statement's text, shortened
+    physical_op: str
+    schema: str  # without brackets; "" for a table variable
+    table: str  # without brackets: SyncQueue, @Candidates, #t...
+    index: str  # "" for a heap
+    index_kind: str  # Clustered, NonClustered, Heap, ...
+    filtered: bool
+    rows_read: int | None  # None in an estimated plan (no runtime counters)
+    executions: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"statement": self.statement, "op": self.physical_op, "table": f"{self.schema}.{self.table}",
+                "index": self.index, "filtered": self.filtered, "rows_read": self.rows_read,
+                "executions": self.executions}
+
+
+def _bare(name: str | None) -> str:
+    """[dbo] -> dbo; names in showplan XML come bracketed, table variables sometimes not."""
+    name = (name or "").strip()
+    if name.startswith("[") and name.endswith("]"):
+        return name[1:-1].replace("]]", "]")
+    return name
+
+
+def _counter(relop: ET.Element, name: str) -> int | None:
+    """The sum of a runtime counter over the operator's threads; None when absent."""
+    runtime = relop.find(f"{_NS}RunTimeInformation")
+    if runtime is None:
+        return None
+    values = [t.get(name) for t in runtime.findall(f"{_NS}RunTimeCountersPerThread")]
+    present = [int(v) for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _statement_text(element: ET.Element, parents: dict[ET.Element, ET.Element]) -> str:
+    while element is not None:
+        text = element.get("StatementText")
+        if text is not None:
+            return " ".join(text.split())[:200]
+        element = parents.get(element)
+    return ""
+
+
+def accesses(showplan_xml: str) -> list[Access]:
+    """Every table read in one showplan document. ValueError if it is not showplan XML."""
+    try:
+        root = ET.fromstring(showplan_xml)
+    except ET.ParseError as exc:
+        raise ValueError(f"not XML: {exc}") from exc
+    if root.tag != f"{_NS}ShowPlanXML":
+        raise ValueError(f"not a showplan: the root element is {root.tag}")
+    parents = {child: parent for parent in root.iter() for child in parent}
+    found = []
+    for relop in root.iter(f"{_NS}RelOp"):
+        for operator in relop:
+            if operator.tag not in (f"{_NS}IndexScan", f"{_NS}TableScan"):
+                continue
+            obj = operator.find(f"{_NS}Object")
+            if obj is None:
+                continue
+            rows_read = _counter(relop, "ActualRowsRead")
+            found.append(Access(
+                statement=_statement_text(relop, parents),
+                physical_op=relop.get("PhysicalOp", ""),
+                schema=_bare(obj.get("Schema")),
+                table=_bare(obj.get("Table")),
+                index=_bare(obj.get("Index")),
+                index_kind=obj.get("IndexKind", ""),
+                filtered=(obj.get("Filtered") or "").lower() in _TRUE,
+                rows_read=rows_read if rows_read is not None else _counter(relop, "ActualRows"),
+                executions=_counter(relop, "ActualExecutions"),
+            ))
+    return found
+
+
+def kind(access: Access, limit: int = DEFAULT_LIMIT, filtered: frozenset[str] = frozenset()) -> str:
+    """seek, bounded scan or scan (see the module's docstring). ``filtered``: the names of
+    the filtered indexes, for a plan whose Object elements do not say."""
+    if access.physical_op in SEEKS:
+        return "seek"
+    is_filtered = access.filtered or access.index.casefold() in filtered
+    bounded = (access.physical_op == "Index Scan" and is_filtered and access.index_kind != "Clustered"
+               and access.rows_read is not None and access.rows_read <= limit)
+    if bounded:
+        return "bounded scan"
+    return "scan" if access.physical_op in SCANS else "other"
+
+
+@dataclass
+class Verdict:
+    """What the plans of one procedure call did to the watched tables."""
+
+    procedure: str
+    watched: list[str]  # schema.table
+    reads: list[Access] = field(default_factory=list)
+    limit: int = DEFAULT_LIMIT
+    documents: int = 0  # showplan documents seen
+    note: str = ""  # why nothing was judged, when nothing was
+    filtered: frozenset[str] = frozenset()  # filtered indexes' names, casefolded (sys.indexes)
+
+    def kinds(self) -> list[str]:
+        return [kind(a, self.limit, self.filtered) for a in self.reads]
+
+    @property
+    def scans(self) -> list[Access]:
+        return [a for a in self.reads if kind(a, self.limit, self.filtered) == "scan"]
+
+    @property
+    def ok(self) -> bool:
+        """No scan of a watched table, and at least one read of one seen (a procedure that
+        never touched its queue table in the plans captured proves nothing)."""
+        return bool(self.reads) and not self.scans
+
+    @property
+    def summary(self) -> str:
+        if not self.reads:
+            return self.note or "no read of " + ", ".join(self.watched) + " in the plans"
+        if self.scans:
+            return "SCAN: " + "; ".join(f"{a.physical_op} of {a.index or a.table} read {a.rows_read} rows"
+                                          for a in self.scans)
+        counts = {k: self.kinds().count(k) for k in ("seek", "bounded scan") if k in self.kinds()}
+        return ", ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in counts.items())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"procedure": self.procedure, "watched": self.watched, "ok": self.ok, "summary": self.summary,
+                "limit": self.limit, "documents": self.documents,
+                "reads": [{**a.as_dict(), "kind": kind(a, self.limit, self.filtered)} for a in self.reads]}
+
+
+def judge(procedure: str, documents: Iterable[str], watched: Sequence[str],
+          limit: int = DEFAULT_LIMIT, filtered: Iterable[str] = ()) -> Verdict:
+    """The verdict on the reads of ``watched`` tables ("dbo.SyncQueue", case-insensitive)
+    in the showplan ``documents`` of one call of ``procedure``; ``filtered`` names the
+    filtered indexes of those tables (from sys.indexes), whatever the plans say."""
+    wanted = {w.casefold() for w in watched}
+    verdict = Verdict(procedure, list(watched), limit=limit,
+                      filtered=frozenset(f.casefold() for f in filtered))
+    for document in documents:
+        verdict.documents += 1
+        verdict.reads += [a for a in accesses(document) if f"{a.schema}.{a.table}".casefold() in wanted]
+    return verdict
+
+
+# -- capturing (live) ---------------------------------------------------------------------------------------
+
+
+def showplans(result_sets: Sequence[Sequence[tuple]], columns: Sequence[Sequence[str]]) -> list[str]:
+    """The showplan documents among a batch's result sets: those of one column named SHOWPLAN_COLUMN."""
+    return [str(rows[0][0]) for rows, names in zip(result_sets, columns, strict=True)
+            if list(names) == [SHOWPLAN_COLUMN] and rows]
+
+
+def capture(conn: Any, procedure: str, **params: Any) -> list[str]:
+    """Call ``procedure`` once with SET STATISTICS XML ON and return the showplan documents
+    of every statement it ran (its nested procedures' included). SqlError when it fails."""
+    if not _PROCEDURE.fullmatch(procedure) or not all(name.isidentifier() for name in params):
+        raise ValueError(f"not a procedure call to capture: {procedure} {list(params)}")
+    names = ", ".join(f"@{name} = ?" for name in params)
+    sql = (f"SET NOCOUNT ON; DECLARE @rc INT; SET STATISTICS XML ON; "
+           f"EXEC @rc = {procedure} {names}; SET STATISTICS XML OFF; SELECT @rc AS [return_code];")
+    cursor = conn.cursor()
+    try:
+        result_sets, columns = _all_results(cursor, sql, [db.sql_value(v) for v in params.values()])
+    finally:
+        cursor.close()
+    if not columns or columns[-1] != ["return_code"] or result_sets[-1][0][0] != 0:
+        raise RelqError(f"{procedure}: did not return 0 while its plans were captured")
+    return showplans(result_sets, columns)
+
+
+def _all_results(cursor: Any, sql: str, params: list[Any]) -> tuple[list[list[tuple]], list[list[str]]]:
+    """Every result set of a batch, with the names of its columns (relq.db.call keeps only
+    a procedure's own; here the showplans are the point). pyodbc errors become SqlError."""
+    result_sets: list[list[tuple]] = []
+    columns: list[list[str]] = []
+    try:
+        cursor.execute(sql, *params)
+        while True:
+            if cursor.description is not None:
+                columns.append([d[0] for d in cursor.description])
+                result_sets.append([tuple(row) for row in cursor.fetchall()])
+            if not _next_set(cursor):
+                return result_sets, columns
+    except Exception as exc:
+        if _is_pyodbc(exc):
+            raise db.SqlError(db.server_messages(exc), context="plan capture") from exc
+        raise
+
+
+def _next_set(cursor: Any) -> bool:
+    """cursor.nextset(), False where a driver says "No results" instead (as relq.db does)."""
+    try:
+        return bool(cursor.nextset())
+    except Exception as exc:
+        if _is_pyodbc(exc) and "No results" in str(exc):
+            return False
+        raise
+
+
+def _is_pyodbc(exc: BaseException) -> bool:
+    return type(exc).__module__ == "pyodbc"

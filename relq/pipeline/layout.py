@@ -1,0 +1,67 @@
+"""The archive's layout, the contract between pipeline.archive (which writes it) and
+pipeline.report (which reads it): Parquet under one root, partitioned by queue,
+job type and the UTC day the item finished:
+
+    <root>/Queue=<queue>/Type=<type>/Day=<YYYY-MM-DD>/part-*.parquet
+
+Every queue's files carry the COMMON columns (the lifecycle columns every relational
+queue shares, as its Worker_<Queue>_V shows them) and may carry columns of their own
+after them (a SyncQueue job's EntityKey and Payload, say). Times are UTC."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARTITIONS = ("Queue", "Type", "Day")
+
+# Spark DDL: (name, type) in file order; Duration is milliseconds of the last attempt.
+COMMON = (
+    ("EnqueuedAt", "TIMESTAMP"),
+    ("Status", "STRING"),
+    ("Step", "STRING"),
+    ("AttemptNum", "INT"),
+    ("ScheduledFor", "TIMESTAMP"),
+    ("StartedAt", "TIMESTAMP"),
+    ("UpdatedAt", "TIMESTAMP"),
+    ("Duration", "BIGINT"),
+    ("Priority", "INT"),
+    ("GroupKey", "STRING"),
+    ("DedupKey", "STRING"),
+    ("Error", "STRING"),
+    ("ArchivedAt", "TIMESTAMP"),
+)
+
+
+def ddl(columns: tuple[tuple[str, str], ...] = COMMON) -> str:
+    """``columns`` as a Spark DDL schema string (what DataFrameReader.schema takes)."""
+    return ", ".join(f"{name} {kind}" for name, kind in columns)
+
+
+def partition_ddl() -> str:
+    """The partition columns' schema, as Spark reads them back from the paths."""
+    return "Queue STRING, Type STRING, Day DATE"
+
+
+def write(frame: Any, root: str, mode: str = "append") -> None:
+    """Write ``frame`` (rows with the COMMON columns, a Queue and a Type column, and any
+    columns of the queue's own) under ``root`` in this layout; Day comes from UpdatedAt."""
+    from pyspark.sql import functions as F
+
+    (frame.withColumn("Day", F.to_date(F.col("UpdatedAt")))
+     .write.mode(mode).partitionBy(*PARTITIONS).parquet(root))
+
+
+def read(spark: Any, root: str) -> Any:
+    """Every archived row under ``root``, with Queue and Type as strings and Day as a date
+    (partition values are never guessed: a job type named "2024" stays a string)."""
+    from pyspark.sql import functions as F
+
+    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+    frame = spark.read.option("mergeSchema", "true").parquet(root)
+    return frame.withColumn("Day", F.to_date(F.col("Day")))
+
+
+def queue_path(root: str, queue: str) -> str:
+    """Where ``queue``'s files live under ``root`` (a queue name needs no escaping: it
+    is an identifier)."""
+    return f"{root.rstrip('/')}/Queue={queue}"

@@ -1,0 +1,133 @@
+"""Showplan XML fragments shaped as SQL Server's actual plans (SET STATISTICS XML) are,
+after the documented schema (showplanxml.xsd, namespace
+http://schemas.microsoft.com/sqlserver/2004/07/showplan), for the plan parser's tests."""
+
+from __future__ import annotations
+
+HEAD = ('<?xml version="1.0" encoding="utf-16"?>\n'
+        '<ShowPlanXML xmlns="http://schemas.microsoft.com/sqlserver/2004/07/showplan" Version="1.564" '
+        'Build="16.0.4135.4"><BatchSequence><Batch><Statements>')
+TAIL = "</Statements></Batch></BatchSequence></ShowPlanXML>"
+DATABASE = "[relq_bench_1a2b3c4d]"
+
+
+def counters(rows: int, rows_read: int | None, executions: int = 1, threads: int = 1) -> str:
+    """RunTimeInformation: one RunTimeCountersPerThread per thread, the rows split evenly."""
+    per = []
+    for thread in range(threads):
+        read = "" if rows_read is None else f' ActualRowsRead="{rows_read // threads}"'
+        per.append(f'<RunTimeCountersPerThread Thread="{thread}" ActualRows="{rows // threads}"{read} '
+                   f'Batches="0" ActualEndOfScans="1" ActualExecutions="{executions}" '
+                   f'ActualExecutionMode="Row" ActualElapsedms="0" ActualCPUms="0"/>')
+    return "<RunTimeInformation>" + "".join(per) + "</RunTimeInformation>"
+
+
+def read(node: int, physical: str, table: str, index: str, *, kind: str = "NonClustered",
+         filtered: bool = False, rows: int = 17, rows_read: int | None = 17, runtime: bool = True,
+         threads: int = 1, schema: str | None = "[dbo]", database: str | None = DATABASE) -> str:
+    """A RelOp reading a table: an IndexScan element (seeks and index scans) or a TableScan."""
+    logical = physical.replace("Clustered ", "")
+    where = "".join(f' {name}="{value}"' for name, value in (("Database", database), ("Schema", schema))
+                    if value is not None)
+    obj = (f'<Object{where} Table="{table}"' + (f' Index="{index}"' if index else "")
+           + (' Filtered="1"' if filtered else "") + f' Alias="[q]" IndexKind="{kind}" Storage="RowStore"/>')
+    element = "TableScan" if physical == "Table Scan" else "IndexScan"
+    seek = ('<SeekPredicates><SeekPredicateNew><SeekKeys><Prefix ScanType="EQ"><RangeColumns>'
+            '<ColumnReference Column="EnqueuedAt"/></RangeColumns><RangeExpressions><ScalarOperator '
+            'ScalarString="[c].[EnqueuedAt]"><Identifier><ColumnReference Column="EnqueuedAt"/></Identifier>'
+            '</ScalarOperator></RangeExpressions></Prefix></SeekKeys></SeekPredicateNew></SeekPredicates>'
+            if "Seek" in physical else "")
+    return (f'<RelOp NodeId="{node}" PhysicalOp="{physical}" LogicalOp="{logical}" EstimateRows="17" '
+            f'EstimateIO="0.003125" EstimateCPU="0.0001757" AvgRowSize="35" '
+            f'EstimatedTotalSubtreeCost="0.0033" '
+            f'TableCardinality="100000" Parallel="0" EstimateRebinds="0" EstimateRewinds="0" '
+            f'EstimatedExecutionMode="Row"><OutputList><ColumnReference Database="{DATABASE}" Schema="[dbo]" '
+            f'Table="{table}" Alias="[q]" Column="EnqueuedAt"/></OutputList>'
+            + (counters(rows, rows_read, threads=threads) if runtime else "")
+            + f'<{element} Ordered="1" ScanDirection="FORWARD" ForcedIndex="0" ForceSeek="0" ForceScan="0" '
+            f'NoExpandHint="0" Storage="RowStore"><DefinedValues><DefinedValue><ColumnReference '
+            f'Database="{DATABASE}" Schema="[dbo]" Table="{table}" Alias="[q]" Column="EnqueuedAt"/>'
+            f'</DefinedValue></DefinedValues>{obj}{seek}</{element}></RelOp>')
+
+
+def top(node: int, child: str) -> str:
+    return (f'<RelOp NodeId="{node}" PhysicalOp="Top" LogicalOp="Top" EstimateRows="17" EstimateIO="0" '
+            f'EstimateCPU="1.7e-06" AvgRowSize="35" EstimatedTotalSubtreeCost="0.0033" Parallel="0" '
+            f'EstimateRebinds="0" EstimateRewinds="0" EstimatedExecutionMode="Row"><OutputList/>'
+            f'{counters(17, None)}<Top RowCount="0" IsPercent="0" WithTies="0"><TopExpression>'
+            f'<ScalarOperator ScalarString="[@Want]"><Identifier><ColumnReference Column="@Want"/>'
+            f'</Identifier></ScalarOperator></TopExpression>{child}</Top></RelOp>')
+
+
+def insert_into_table_variable(node: int, child: str) -> str:
+    """A Clustered Index Insert into @Candidates (its Object is the table variable's)."""
+    return (f'<RelOp NodeId="{node}" PhysicalOp="Clustered Index Insert" LogicalOp="Insert" '
+            f'EstimateRows="17" EstimateIO="0.01" EstimateCPU="1.7e-05" AvgRowSize="9" '
+            f'EstimatedTotalSubtreeCost="0.014" '
+            f'Parallel="0" EstimateRebinds="0" EstimateRewinds="0" EstimatedExecutionMode="Row"><OutputList/>'
+            f'{counters(17, None)}<Update DMLRequestSort="0"><Object Table="[@Candidates]" '
+            f'Index="[IX_Candidates_Order]" IndexKind="Clustered" Storage="RowStore"/>{child}</Update>'
+            f'</RelOp>')
+
+
+def nested_loops(node: int, outer: str, inner: str) -> str:
+    return (f'<RelOp NodeId="{node}" PhysicalOp="Nested Loops" LogicalOp="Inner Join" EstimateRows="1" '
+            f'EstimateIO="0" EstimateCPU="4.18e-06" AvgRowSize="35" EstimatedTotalSubtreeCost="0.0066" '
+            f'Parallel="0" EstimateRebinds="0" EstimateRewinds="0" EstimatedExecutionMode="Row"><OutputList/>'
+            f'{counters(1, None)}<NestedLoops Optimized="0">{outer}{inner}</NestedLoops></RelOp>')
+
+
+def statement(text: str, plan: str, statement_type: str = "SELECT") -> str:
+    return (f'<StmtSimple StatementText="{text}" StatementId="1" StatementCompId="4" '
+            f'StatementType="{statement_type}" RetrievedFromCache="true">'
+            f'<StatementSetOptions QUOTED_IDENTIFIER="true" '
+            f'ARITHABORT="true" CONCAT_NULL_YIELDS_NULL="true" ANSI_NULLS="true" ANSI_PADDING="true" '
+            f'ANSI_WARNINGS="true" NUMERIC_ROUNDABORT="false"/><QueryPlan DegreeOfParallelism="1" '
+            f'CachedPlanSize="56" CompileTime="2" CompileCPU="2" CompileMemory="544">{plan}</QueryPlan>'
+            f'</StmtSimple>')
+
+
+def document(*statements: str) -> str:
+    return HEAD + "".join(statements) + TAIL
+
+
+CANDIDATES_TEXT = "INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder) SELECT TOP (@Want) q.UpdatedAt"
+PICK_TEXT = "WITH pick AS (SELECT TOP (@BatchSize) q.EnqueuedAt FROM @Candidates AS c INNER JOIN"
+
+
+def candidates_scan(rows: int) -> str:
+    """The claim's read of its own table variable, in key order."""
+    return read(1, "Clustered Index Scan", "[@Candidates]", "[IX_Candidates_Order]", kind="Clustered",
+                schema=None, database=None, rows=rows, rows_read=rows)
+
+# Seeks only: the due items sought in the claim index, then each candidate's row by its key.
+SEEK_PLAN = document(
+    statement(CANDIDATES_TEXT, insert_into_table_variable(0, top(1, read(
+        2, "Index Seek", "[SyncQueue]", "[IX_SyncQueue_Due]", filtered=True, rows=17, rows_read=17)))),
+    statement(PICK_TEXT, nested_loops(0, candidates_scan(1),
+                                      read(2, "Clustered Index Seek", "[SyncQueue]", "[PK_SyncQueue]",
+                                           kind="Clustered", rows=1, rows_read=1))),
+)
+
+# The claim gone wrong: the queue table read from end to end.
+SCAN_PLAN = document(
+    statement(CANDIDATES_TEXT, insert_into_table_variable(0, top(1, read(
+        2, "Clustered Index Scan", "[SyncQueue]", "[PK_SyncQueue]", kind="Clustered",
+        rows=17, rows_read=100_000)))),
+)
+
+# Only a table variable is scanned; the queue table is sought.
+TABLE_VARIABLE_SCAN_PLAN = document(
+    statement(PICK_TEXT, nested_loops(0, candidates_scan(116),
+                                      read(2, "Clustered Index Seek", "[SyncQueue]", "[PK_SyncQueue]",
+                                           kind="Clustered", rows=100, rows_read=100))),
+)
+
+
+def ordered_scan_plan(rows_read: int, *, filtered: bool = True, index: str = "[IX_SyncQueue_Due]",
+                      runtime: bool = True, threads: int = 1) -> str:
+    """The claim's first read as an ordered Index Scan under TOP (the claim index leads with
+    Priority, which the claim does not restrict), stopping after ``rows_read`` rows."""
+    return document(statement(CANDIDATES_TEXT, insert_into_table_variable(0, top(1, read(
+        2, "Index Scan", "[SyncQueue]", index, filtered=filtered, rows=17, rows_read=rows_read,
+        runtime=runtime, threads=threads)))))

@@ -1,0 +1,191 @@
+"""The plan check: which reads of the queue table are seeks, bounded scans or scans."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import plans
+from tests.bench import showplans as sp
+
+WATCHED = ["dbo.SyncQueue"]
+
+
+def test_a_seek_plan_passes() -> None:
+    verdict = plans.judge("dbo.Next_SyncQueue_trx", [sp.SEEK_PLAN], WATCHED)
+    assert verdict.ok
+    assert verdict.kinds() == ["seek", "seek"]
+    assert [(a.physical_op, a.index) for a in verdict.reads] == [
+        ("Index Seek", "IX_SyncQueue_Due"), ("Clustered Index Seek", "PK_SyncQueue")]
+    assert verdict.summary == "2 seeks"
+
+
+def test_a_clustered_index_scan_of_the_queue_table_fails_and_says_what_it_read() -> None:
+    verdict = plans.judge("dbo.Next_SyncQueue_trx", [sp.SCAN_PLAN], WATCHED)
+    assert not verdict.ok
+    assert verdict.kinds() == ["scan"]
+    assert verdict.summary == "SCAN: Clustered Index Scan of PK_SyncQueue read 100000 rows"
+    assert verdict.scans[0].statement.startswith("INSERT INTO @Candidates")
+
+
+def test_a_scan_of_a_table_variable_does_not_count() -> None:
+    every_read = plans.accesses(sp.TABLE_VARIABLE_SCAN_PLAN)
+    assert [(a.physical_op, a.table) for a in every_read] == [
+        ("Clustered Index Scan", "@Candidates"), ("Clustered Index Seek", "SyncQueue")]
+    verdict = plans.judge("dbo.Next_SyncQueue_Batch_trx", [sp.TABLE_VARIABLE_SCAN_PLAN], WATCHED)
+    assert verdict.ok
+    assert verdict.kinds() == ["seek"]
+
+
+def test_an_ordered_scan_of_the_filtered_claim_index_that_stops_at_its_batch_is_bounded() -> None:
+    verdict = plans.judge("dbo.Next_SyncQueue_trx", [sp.ordered_scan_plan(17)], WATCHED)
+    assert verdict.ok
+    assert verdict.kinds() == ["bounded scan"]
+    assert verdict.summary == "1 bounded scan"
+
+
+def test_a_scan_of_the_filtered_index_that_reads_past_the_limit_fails() -> None:
+    assert plans.judge("p", [sp.ordered_scan_plan(1000)], WATCHED, limit=1000).ok
+    verdict = plans.judge("p", [sp.ordered_scan_plan(1001)], WATCHED, limit=1000)
+    assert not verdict.ok
+    assert verdict.summary == "SCAN: Index Scan of IX_SyncQueue_Due read 1001 rows"
+
+
+def test_the_rows_of_every_thread_of_a_parallel_scan_count() -> None:
+    verdict = plans.judge("p", [sp.ordered_scan_plan(1200, threads=2)], WATCHED, limit=1000)
+    assert verdict.reads[0].rows_read == 1200
+    assert not verdict.ok
+
+
+def test_a_scan_of_an_unfiltered_index_is_a_scan_however_few_rows_it_read() -> None:
+    verdict = plans.judge("p", [sp.ordered_scan_plan(5, filtered=False, index="[IX_SyncQueue_Status]")],
+                          WATCHED)
+    assert verdict.kinds() == ["scan"]
+    assert not verdict.ok
+
+
+def test_an_index_known_to_be_filtered_counts_as_filtered_when_the_plan_does_not_say() -> None:
+    plan = sp.ordered_scan_plan(17, filtered=False)
+    assert plans.judge("p", [plan], WATCHED).kinds() == ["scan"]
+    assert plans.judge("p", [plan], WATCHED, filtered=["ix_syncqueue_due"]).kinds() == ["bounded scan"]
+
+
+def test_an_estimated_plan_cannot_prove_a_scan_bounded() -> None:
+    verdict = plans.judge("p", [sp.ordered_scan_plan(17, runtime=False)], WATCHED)
+    assert verdict.reads[0].rows_read is None
+    assert verdict.kinds() == ["scan"]
+
+
+def test_without_rows_read_the_rows_produced_stand_in() -> None:
+    doc = sp.document(sp.statement("SELECT 1", sp.read(0, "Index Scan", "[SyncQueue]", "[IX_SyncQueue_Lease]",
+                                                       filtered=True, rows=3, rows_read=None)))
+    assert plans.accesses(doc)[0].rows_read == 3
+
+
+def test_only_the_watched_tables_are_judged_whatever_their_case() -> None:
+    doc = sp.document(sp.statement("SELECT 1", sp.read(0, "Clustered Index Scan", "[SyncQueueAttempt]",
+                                                       "[PK_SyncQueueAttempt]", kind="Clustered")))
+    assert plans.judge("p", [doc, sp.SEEK_PLAN], ["DBO.SYNCQUEUE"]).ok
+    assert not plans.judge("p", [doc], ["dbo.SyncQueueAttempt"]).ok
+
+
+def test_a_table_scan_of_a_heap_is_a_scan() -> None:
+    doc = sp.document(sp.statement("DELETE TOP (@BatchSize) FROM dbo.HeapQueue", sp.read(
+        0, "Table Scan", "[HeapQueue]", "", kind="Heap", rows=1, rows_read=1)))
+    verdict = plans.judge("dbo.Receive_HeapQueue_trx", [doc], ["dbo.HeapQueue"])
+    assert verdict.kinds() == ["scan"]
+    assert verdict.reads[0].index == ""
+
+
+def test_plans_that_never_read_the_queue_table_prove_nothing() -> None:
+    verdict = plans.judge("dbo.Next_SyncQueue_trx", [sp.document()], WATCHED)
+    assert not verdict.ok
+    assert verdict.documents == 1
+    assert verdict.summary == "no read of dbo.SyncQueue in the plans"
+
+
+def test_documents_from_several_statements_add_up() -> None:
+    verdict = plans.judge("p", [sp.SEEK_PLAN, sp.SCAN_PLAN], WATCHED)
+    assert verdict.documents == 2
+    assert verdict.kinds() == ["seek", "seek", "scan"]
+    assert not verdict.ok
+
+
+def test_the_verdict_as_json() -> None:
+    shown = plans.judge("dbo.Next_SyncQueue_trx", [sp.SCAN_PLAN], WATCHED).as_dict()
+    assert shown["ok"] is False and shown["procedure"] == "dbo.Next_SyncQueue_trx"
+    assert shown["reads"][0] == {
+        "statement": sp.CANDIDATES_TEXT, "op": "Clustered Index Scan", "table": "dbo.SyncQueue",
+        "index": "PK_SyncQueue", "filtered": False, "rows_read": 100_000, "executions": 1, "kind": "scan"}
+
+
+@pytest.mark.parametrize("text", ["<ShowPlanXML", "<Other xmlns='x'/>"])
+def test_what_is_not_showplan_xml_is_an_error(text: str) -> None:
+    with pytest.raises(ValueError):
+        plans.accesses(text)
+
+
+def test_showplans_are_the_result_sets_of_one_showplan_column() -> None:
+    result_sets = [[("<ShowPlanXML/>",)], [(1, 2)], [("<ShowPlanXML b/>",)], [(0,)]]
+    columns = [[plans.SHOWPLAN_COLUMN], ["EnqueuedAt", "UpdatedAt"], [plans.SHOWPLAN_COLUMN], ["return_code"]]
+    assert plans.showplans(result_sets, columns) == ["<ShowPlanXML/>", "<ShowPlanXML b/>"]
+
+
+class FakeCursor:
+    """Result sets as a procedure with SET STATISTICS XML ON returns them through pyodbc."""
+
+    def __init__(self, sets: list[tuple[list[str], list[tuple]]]) -> None:
+        self.sets = sets
+        self.at = 0
+        self.executed: tuple | None = None
+        self.closed = False
+
+    def execute(self, sql: str, *params: object) -> None:
+        self.executed = (sql, params)
+
+    @property
+    def description(self) -> list[tuple] | None:
+        return [(name,) for name in self.sets[self.at][0]]
+
+    def fetchall(self) -> list[tuple]:
+        return self.sets[self.at][1]
+
+    def nextset(self) -> bool:
+        self.at += 1
+        return self.at < len(self.sets)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeConnection:
+    def __init__(self, cursor: FakeCursor) -> None:
+        self._cursor = cursor
+
+    def cursor(self) -> FakeCursor:
+        return self._cursor
+
+
+def test_capture_runs_the_procedure_with_statistics_xml_and_keeps_the_plans() -> None:
+    cursor = FakeCursor([([plans.SHOWPLAN_COLUMN], [(sp.SEEK_PLAN,)]),
+                         (["EnqueuedAt", "UpdatedAt", "LeaseUntil", "AttemptNum"], [(1, 2, 3, 1)]),
+                         ([plans.SHOWPLAN_COLUMN], [(sp.SCAN_PLAN,)]), (["return_code"], [(0,)])])
+    documents = plans.capture(FakeConnection(cursor), "dbo.Next_SyncQueue_Batch_trx", LockedBy="bench/plans",
+                              BatchSize=100, WaitMs=0)
+    assert documents == [sp.SEEK_PLAN, sp.SCAN_PLAN]
+    sql, params = cursor.executed
+    assert "SET STATISTICS XML ON; EXEC @rc = dbo.Next_SyncQueue_Batch_trx @LockedBy = ?, @BatchSize = ?, " \
+           "@WaitMs = ?; SET STATISTICS XML OFF;" in sql
+    assert params == ("bench/plans", 100, 0)
+    assert cursor.closed
+
+
+def test_capture_refuses_a_call_that_did_not_return_0() -> None:
+    cursor = FakeCursor([([plans.SHOWPLAN_COLUMN], [(sp.SEEK_PLAN,)]), (["return_code"], [(1,)])])
+    with pytest.raises(plans.RelqError, match="did not return 0"):
+        plans.capture(FakeConnection(cursor), "dbo.Next_SyncQueue_trx", LockedBy="x")
+
+
+@pytest.mark.parametrize("procedure", ["dbo.Next; DROP TABLE x", "Next_SyncQueue_trx", "dbo.[x]"])
+def test_capture_refuses_a_name_that_is_not_a_plain_dbo_procedure(procedure: str) -> None:
+    with pytest.raises(ValueError, match="not a procedure call"):
+        plans.capture(FakeConnection(FakeCursor([])), procedure)

@@ -1,0 +1,43 @@
+"""The pipeline's command line: configuration defaults, one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from relq.pipeline.cli import main, parser, spark_error
+
+CONFIG = {"relq": {"pipeline": {"archive": "/data/archive", "rejects": "/data/rejects", "master": "local[2]",
+                                "partitions": 3}}}
+
+
+def test_paths_and_master_come_from_the_configuration_unless_given() -> None:
+    args = parser(CONFIG).parse_args(["enqueue", "--input", "items.parquet"])
+    assert (args.rejects, args.archive, args.master, args.partitions, args.queue) == (
+        "/data/rejects", "/data/archive", "local[2]", 3, "SyncQueue")
+    args = parser(CONFIG).parse_args(["archive", "--older-than-minutes", "60", "--archive", "/elsewhere",
+                                      "--master", "spark://h:7077"])
+    assert (args.archive, args.master, args.older_than_minutes) == ("/elsewhere", "spark://h:7077", 60)
+    assert parser(None).parse_args(["archive", "--older-than-minutes", "1"]).master is None  # local[*]
+
+
+def test_no_server_configured_is_one_line(monkeypatch, capsys) -> None:
+    monkeypatch.delenv("RELQ_MSSQL", raising=False)
+    assert main(["archive", "--older-than-minutes", "60", "--archive", "/tmp/a"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["pipeline archive: no SQL Server configured: set RELQ_MSSQL to an ODBC connection string, "
+                   "pass --conn, or set relq.mssql in invoke.yaml"]
+
+
+def test_an_error_from_a_spark_task_becomes_its_last_python_line() -> None:
+    text = ("An error occurred while calling o12.collect.\n: org.apache.spark.SparkException: Job aborted\n"
+            "Traceback (most recent call last):\n  File \"x.py\", line 1, in send\n"
+            "relq.errors.RelqError: cannot reach SQL Server (server=db, port=1433): timeout\n"
+            "\tat org.apache.spark.api.python.BasePythonRunner...\n")
+    assert spark_error(RuntimeError(text)) == ("relq.errors.RelqError: cannot reach SQL Server (server=db, "
+                                               "port=1433): timeout")
+
+
+@pytest.mark.parametrize("argv", [["archive"], ["enqueue", "--format", "xml", "--input", "x"]])
+def test_missing_or_bad_arguments_are_refused(argv) -> None:
+    with pytest.raises(SystemExit):
+        parser(None).parse_args(argv)
