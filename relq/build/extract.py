@@ -425,6 +425,9 @@ def _params(plist: BaseSegment | None) -> list[Param]:
             params[-1].has_default = True
         elif item.is_type("keyword") and item.raw.upper() in ("OUTPUT", "OUT"):
             params[-1].is_output = True
+        elif item.is_type("keyword") and item.raw.upper() == "READONLY":
+            # A table-valued parameter left out of an EXEC is an empty table, never an error.
+            params[-1].has_default = True
     return params
 
 

@@ -512,3 +512,14 @@ GO
     result = project.build()
     assert sorted(d.check for d in result.diagnostics) == sorted(findings), \
         "\n".join(map(str, result.diagnostics))
+
+
+def test_a_table_valued_parameter_may_be_left_out_of_an_exec(project: Project) -> None:
+    """SQL Server passes an empty table for a table-valued parameter an EXEC leaves out."""
+    project.edit(LOG, "    @Note NVARCHAR(100) = NULL\n",
+                 "    @Note NVARCHAR(100) = NULL,\n    @Keys dbo.JobKeys READONLY\n")
+    project.edit(LOG, "   @Note: why; optional.\n",
+                 "   @Note: why; optional.\n   @Keys: more jobs; optional (left out: an empty table).\n")
+    assert project.problems() == []
+    project.edit(LOG, "    @Keys dbo.JobKeys READONLY\n", "    @Keys BIGINT\n")
+    assert any("missing-parameter" in p for p in project.problems())
