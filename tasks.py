@@ -285,18 +285,19 @@ def _pipeline(c, argv: list[str], conn: str | None) -> None:
     "workers": "the many workers and consumers; the few are 1 (default 8)",
     "batch": "items per batch claim (default 100)",
     "backlog": "due items in the workers, batch, purge and queues arms (default 10000)",
+    "warmup": "untimed seconds each worker cycles before an arm (default 1)",
     "out": "folder for bench.json and throughput.png (default reports/bench)",
     "test": "run the harness's live pytest (tests/bench, RELQ_BENCH=1) instead of the benchmarks",
 })
-def bench(c, scenarios=None, seconds=10.0, workers=8, batch=100, backlog=10000, out="reports/bench",
-          test=False):
+def bench(c, scenarios=None, seconds=10.0, workers=8, batch=100, backlog=10000, warmup=1.0,
+          out="reports/bench", test=False):
     """Benchmark the queues against RELQ_MSSQL: backlog, workers, batches, purge, message queues, plans."""
     if test:
         env = {**os.environ, "RELQ_BENCH": "1"}
         result = c.run(f"{sys.executable} -m pytest -m bench tests/bench", pty=False, env=env, warn=True)
     else:
         argv = ["--seconds", str(seconds), "--workers", str(workers), "--batch", str(batch),
-                "--backlog", str(backlog), "--out", str(ROOT / out)]
+                "--backlog", str(backlog), "--warmup", str(warmup), "--out", str(ROOT / out)]
         argv += ["--scenarios", scenarios] if scenarios else []
         with c.cd(str(ROOT)):
             result = c.run(f"{sys.executable} -m bench " + " ".join(shlex.quote(a) for a in argv),

@@ -2,8 +2,10 @@
 bench.json and throughput.png.
 
 Exit codes: 0 the run passed; 1 it ran and failed (a claim scans its queue table, an
-item claimed was not completed, a scenario could not run); 2 it could not start (no
-RELQ_MSSQL, bad arguments), with one line saying why.
+item claimed was not completed, an arm measured nothing, a scenario could not run), or
+it broke on something unexpected (one line: the error); 2 it could not start (no
+RELQ_MSSQL, bad arguments, no server), with one line saying why; 130 interrupted (Ctrl-C),
+after the throwaway database of the scenario running was dropped.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=float, default=DEFAULTS.seconds,
                    help="length of each arm (default %(default)s)")
     p.add_argument("--workers", type=int, default=DEFAULTS.workers,
-                   help="the many workers and consumers; the few are 1 (default %(default)s)")
+                   help="the many workers and consumers; the few are 1, and the workers scenario "
+                        "measures 2, 4, ... in between (default %(default)s)")
     p.add_argument("--batch", type=int, default=DEFAULTS.batch,
                    help="items per batch claim (default %(default)s)")
     p.add_argument("--backlog", type=int, default=DEFAULTS.backlog,
@@ -45,6 +48,8 @@ def parser() -> argparse.ArgumentParser:
                    help="finished items for the purge to remove (default %(default)s)")
     p.add_argument("--plan-backlog", type=int, default=DEFAULTS.plan_backlog,
                    help="items in each queue while the claim plans are captured (default %(default)s)")
+    p.add_argument("--warmup", type=float, default=DEFAULTS.warmup,
+                   help="untimed seconds each worker cycles before an arm (default %(default)s)")
     p.add_argument("--out", default="reports/bench", help="folder for bench.json and throughput.png "
                                                           "(default %(default)s)")
     return p
@@ -62,15 +67,21 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] = os.envi
         settings = Settings(seconds=args.seconds, workers=args.workers, batch=args.batch,
                             backlog=args.backlog, small_backlog=args.small_backlog,
                             large_backlog=args.large_backlog, purge_items=args.purge_items,
-                            plan_backlog=args.plan_backlog)
+                            plan_backlog=args.plan_backlog, warmup=args.warmup)
         names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
         err = Console(stderr=True)
         err.print(f"bench against {db.describe(target.conn_str)}", markup=False)
         result = run(target, settings, names, console=err)
+        console.print(reports.renderable(result))
+        json_path, png_path = reports.write(result, Path(args.out))
     except RelqError as exc:
         print(str(exc) if str(exc).startswith("bench") else f"bench: {exc}", file=sys.stderr)
         return 2
-    console.print(reports.renderable(result))
-    json_path, png_path = reports.write(result, Path(args.out))
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line, not a traceback: the run is over either way
+        print(f"bench: {type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
     console.print(f"wrote {json_path} and {png_path}", markup=False)
     return 0 if result.ok else 1

@@ -6,16 +6,26 @@ statement's actual plan (namespace SHOWPLAN). Every operator (RelOp) that reads 
 table names it in the Object element of its IndexScan or TableScan, with the rows it
 read (RunTimeCountersPerThread/@ActualRowsRead, SQL Server 2016 SP1 and later).
 
-The verdict for each read of a watched table (the queue table, dbo.<Queue>):
-- seek: Index Seek, Clustered Index Seek, Key Lookup, RID Lookup;
+The verdict for each read of a watched table (the queue table, dbo.<Queue>); every
+read is bounded by ``limit``, seeks included (a range seek of an unfiltered index can
+read the whole table):
+- seek: Index Seek or Clustered Index Seek that read at most ``limit`` rows; Key
+  Lookup or RID Lookup run at most ``limit`` times (ActualExecutions: a lookup reads
+  one row an execution);
 - bounded scan: an Index Scan of a filtered nonclustered index that read at most
   ``limit`` rows, as an ordered scan under TOP does when it stops at its batch (the
   claim index leads with Priority, which the claim does not restrict, so its read is
   expected to be such a scan rather than a seek; the lease index holds only the items
   in flight);
+- unbounded seek: a seek that read more than ``limit`` rows, a lookup run more than
+  ``limit`` times, or one whose rows are not known (an estimated plan): the run fails;
 - scan: anything else (Table Scan, Clustered Index Scan, an Index Scan of an
-  unfiltered index, or one that read more than ``limit`` rows): the run fails.
+  unfiltered index or one that read more than ``limit`` rows, and any operator this
+  module does not know, such as a Columnstore Index Scan: it fails closed): the run fails.
 Table variables (@Candidates) and temporary tables are never watched.
+
+A claim reads @BatchSize + 16 candidates (dbo.Next_<Queue>_utx's @Want), so the limit
+grows with the batch: ``limit_for``.
 """
 
 from __future__ import annotations
@@ -31,9 +41,12 @@ from relq.errors import RelqError
 
 SHOWPLAN = "http://schemas.microsoft.com/sqlserver/2004/07/showplan"
 SHOWPLAN_COLUMN = "Microsoft SQL Server 2005 XML Showplan"
-SEEKS = frozenset({"Index Seek", "Clustered Index Seek", "Key Lookup", "RID Lookup"})
+LOOKUPS = frozenset({"Key Lookup", "RID Lookup"})
+SEEKS = frozenset({"Index Seek", "Clustered Index Seek"}) | LOOKUPS
 SCANS = frozenset({"Table Scan", "Clustered Index Scan", "Index Scan"})
-DEFAULT_LIMIT = 1000  # rows a bounded scan may read; the plan backlog must be far bigger
+DEFAULT_LIMIT = 1000  # rows a read may take at small batches; the plan backlog must be far bigger
+CLAIM_EXTRA = 16  # candidates a claim reads beyond its batch (@Want = @BatchSize + 16 in Next_<Queue>_utx)
+FAILING = frozenset({"scan", "unbounded seek"})
 
 _NS = f"{{{SHOWPLAN}}}"
 _TRUE = frozenset({"1", "true"})
@@ -119,17 +132,33 @@ def accesses(showplan_xml: str) -> list[Access]:
     return found
 
 
+def limit_for(batch: int) -> int:
+    """The rows a claim of ``batch`` items may read of its queue table: at least
+    DEFAULT_LIMIT, and twice its candidates (batch + CLAIM_EXTRA), so that a correct
+    claim at a large batch passes and a read of the whole backlog does not."""
+    return max(DEFAULT_LIMIT, 2 * (batch + CLAIM_EXTRA))
+
+
 def kind(access: Access, limit: int = DEFAULT_LIMIT, filtered: frozenset[str] = frozenset()) -> str:
-    """seek, bounded scan or scan (see the module's docstring). ``filtered``: the names of
-    the filtered indexes, for a plan whose Object elements do not say."""
+    """seek, bounded scan, unbounded seek or scan (see the module's docstring). ``filtered``:
+    the names of the filtered indexes, for a plan whose Object elements do not say."""
     if access.physical_op in SEEKS:
-        return "seek"
+        measure = access.executions if access.physical_op in LOOKUPS else access.rows_read
+        return "seek" if measure is not None and measure <= limit else "unbounded seek"
     is_filtered = access.filtered or access.index.casefold() in filtered
     bounded = (access.physical_op == "Index Scan" and is_filtered and access.index_kind != "Clustered"
                and access.rows_read is not None and access.rows_read <= limit)
-    if bounded:
-        return "bounded scan"
-    return "scan" if access.physical_op in SCANS else "other"
+    return "bounded scan" if bounded else "scan"  # an operator not in SEEKS or SCANS fails closed
+
+
+def _described(access: Access) -> str:
+    what = f"{access.physical_op} of {access.index or access.table}"
+    if access.physical_op in LOOKUPS:
+        runs = access.executions if access.executions is not None else "an unknown number of"
+        return f"{what} ran {runs} times"
+    if access.rows_read is None:
+        return f"{what} read an unknown number of rows (no runtime counters)"
+    return f"{what} read {access.rows_read} rows"
 
 
 @dataclass
@@ -148,22 +177,22 @@ class Verdict:
         return [kind(a, self.limit, self.filtered) for a in self.reads]
 
     @property
-    def scans(self) -> list[Access]:
-        return [a for a in self.reads if kind(a, self.limit, self.filtered) == "scan"]
+    def failing(self) -> list[Access]:
+        """The reads that fail the verdict: scans and unbounded seeks."""
+        return [a for a in self.reads if kind(a, self.limit, self.filtered) in FAILING]
 
     @property
     def ok(self) -> bool:
-        """No scan of a watched table, and at least one read of one seen (a procedure that
-        never touched its queue table in the plans captured proves nothing)."""
-        return bool(self.reads) and not self.scans
+        """No scan or unbounded seek of a watched table, and at least one read of one seen
+        (a procedure that never touched its queue table in the plans captured proves nothing)."""
+        return bool(self.reads) and not self.failing
 
     @property
     def summary(self) -> str:
         if not self.reads:
             return self.note or "no read of " + ", ".join(self.watched) + " in the plans"
-        if self.scans:
-            return "SCAN: " + "; ".join(f"{a.physical_op} of {a.index or a.table} read {a.rows_read} rows"
-                                          for a in self.scans)
+        if self.failing:
+            return "SCAN: " + "; ".join(_described(a) for a in self.failing)
         counts = {k: self.kinds().count(k) for k in ("seek", "bounded scan") if k in self.kinds()}
         return ", ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in counts.items())
 
@@ -196,9 +225,20 @@ def showplans(result_sets: Sequence[Sequence[tuple]], columns: Sequence[Sequence
             if list(names) == [SHOWPLAN_COLUMN] and rows]
 
 
-def capture(conn: Any, procedure: str, **params: Any) -> list[str]:
-    """Call ``procedure`` once with SET STATISTICS XML ON and return the showplan documents
-    of every statement it ran (its nested procedures' included). SqlError when it fails."""
+@dataclass(frozen=True)
+class Captured:
+    """What one call under SET STATISTICS XML ON gave: the showplan documents of every
+    statement it ran, and the rows of the procedure's own result sets (a claim's items,
+    which the caller must complete: left in Processing they would lengthen the next
+    claim's read of the lease index)."""
+
+    documents: list[str]
+    rows: list[tuple]
+
+
+def capture(conn: Any, procedure: str, **params: Any) -> Captured:
+    """Call ``procedure`` once with SET STATISTICS XML ON: the showplan documents of every
+    statement it ran (its nested procedures' included) and its rows. SqlError when it fails."""
     if not _PROCEDURE.fullmatch(procedure) or not all(name.isidentifier() for name in params):
         raise ValueError(f"not a procedure call to capture: {procedure} {list(params)}")
     names = ", ".join(f"@{name} = ?" for name in params)
@@ -206,42 +246,11 @@ def capture(conn: Any, procedure: str, **params: Any) -> list[str]:
            f"EXEC @rc = {procedure} {names}; SET STATISTICS XML OFF; SELECT @rc AS [return_code];")
     cursor = conn.cursor()
     try:
-        result_sets, columns = _all_results(cursor, sql, [db.sql_value(v) for v in params.values()])
+        result_sets, columns = db.result_sets(cursor, sql, *params.values(), context="plan capture")
     finally:
         cursor.close()
     if not columns or columns[-1] != ["return_code"] or result_sets[-1][0][0] != 0:
         raise RelqError(f"{procedure}: did not return 0 while its plans were captured")
-    return showplans(result_sets, columns)
-
-
-def _all_results(cursor: Any, sql: str, params: list[Any]) -> tuple[list[list[tuple]], list[list[str]]]:
-    """Every result set of a batch, with the names of its columns (relq.db.call keeps only
-    a procedure's own; here the showplans are the point). pyodbc errors become SqlError."""
-    result_sets: list[list[tuple]] = []
-    columns: list[list[str]] = []
-    try:
-        cursor.execute(sql, *params)
-        while True:
-            if cursor.description is not None:
-                columns.append([d[0] for d in cursor.description])
-                result_sets.append([tuple(row) for row in cursor.fetchall()])
-            if not _next_set(cursor):
-                return result_sets, columns
-    except Exception as exc:
-        if _is_pyodbc(exc):
-            raise db.SqlError(db.server_messages(exc), context="plan capture") from exc
-        raise
-
-
-def _next_set(cursor: Any) -> bool:
-    """cursor.nextset(), False where a driver says "No results" instead (as relq.db does)."""
-    try:
-        return bool(cursor.nextset())
-    except Exception as exc:
-        if _is_pyodbc(exc) and "No results" in str(exc):
-            return False
-        raise
-
-
-def _is_pyodbc(exc: BaseException) -> bool:
-    return type(exc).__module__ == "pyodbc"
+    own = [rows for rows, names in zip(result_sets[:-1], columns[:-1], strict=True)
+           if list(names) != [SHOWPLAN_COLUMN]]
+    return Captured(showplans(result_sets, columns), [row for rows in own for row in rows])

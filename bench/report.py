@@ -7,9 +7,13 @@ The JSON (FORMAT 1) holds, besides when, where and with what settings it ran:
   waits and deadlocks during the arm, and the checks) and its ratios (numerator and
   denominator named by their arms; value null when it could not be computed, with a
   note saying why);
-- "plans": for each Next_ procedure, whether every read of its queue table was a seek;
-- "ok" and "failures": whatever makes the run fail (a scan, an item claimed and not
-  completed, a scenario that could not run).
+- "plans": for each Next_ procedure, whether every read of its queue table was a seek
+  or a bounded scan within the limit, and each read with its kind;
+- "ok" and "failures": whatever makes the run fail (a scan or an unbounded seek, an
+  item claimed and not completed, an arm that measured nothing, a scenario that could
+  not run);
+- "warnings": what may bound the figures without failing the run (a client with fewer
+  CPUs than the workers and the feeder want).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ class Report:
     scenarios: list[ScenarioResult] = field(default_factory=list)
     plans: list[Verdict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # scenarios that could not run
+    warnings: list[str] = field(default_factory=list)  # what may bound the figures; the run still passes
     finished_at: str | None = None
     seconds: float | None = None
 
@@ -75,6 +80,7 @@ class Report:
             "seconds": self.seconds, "server": self.server, "client": self.client, "settings": self.settings,
             "counters": SCOPE, "scenarios": [s.as_dict() for s in self.scenarios],
             "plans": [v.as_dict() for v in self.plans], "ok": self.ok, "failures": self.failures(),
+            "warnings": self.warnings,
         }
 
 
@@ -94,16 +100,18 @@ def _check(arm: ArmResult) -> Text:
 
 
 def arms_table(report: Report) -> Table:
-    grid = Table(title="relq bench: one row per arm", caption=SCOPE)
-    for column in ("scenario", "arm", "queue", "workers", "batch", "backlog", "items/s", "claim p50 ms",
-                   "claim p95 ms", "claim p99 ms", "report p99 ms", "lock waits", "deadlocks", "check"):
+    grid = Table(title="relq bench: one row per arm (latencies in ms, timed in the client)", caption=SCOPE)
+    for column in ("scenario", "arm", "queue", "workers", "batch", "backlog", "items/s", "claim p50",
+                   "claim p95", "claim p99", "report p50", "report p95", "report p99", "lock waits",
+                   "deadlocks", "check"):
         left = column in ("scenario", "arm", "queue", "check")
         grid.add_column(column, justify="left" if left else "right")
     for scenario in report.scenarios:
         for a in scenario.arms:
             grid.add_row(scenario.name, a.arm.label, a.arm.queue, str(a.arm.workers), str(a.arm.batch),
                          f"{a.arm.backlog:,}", f"{a.items_per_s:,.0f}", _ms(a.claim_ms, "p50"),
-                         _ms(a.claim_ms, "p95"), _ms(a.claim_ms, "p99"), _ms(a.report_ms, "p99"),
+                         _ms(a.claim_ms, "p95"), _ms(a.claim_ms, "p99"), _ms(a.report_ms, "p50"),
+                         _ms(a.report_ms, "p95"), _ms(a.report_ms, "p99"),
                          _count(a.counters.lock_waits), _count(a.counters.deadlocks),
                          _check(a))
     return grid
@@ -124,7 +132,7 @@ def plans_table(report: Report) -> Table:
     for column in ("procedure", "verdict", "reads of the queue table"):
         grid.add_column(column)
     for v in report.plans:
-        verdict = Text("seek" if v.ok else "FAIL", style="green" if v.ok else "red")
+        verdict = Text("ok" if v.ok else "FAIL", style="green" if v.ok else "red")
         grid.add_row(v.procedure, verdict, v.summary)
     return grid
 
@@ -139,6 +147,7 @@ def renderable(report: Report) -> Group:
     parts.append(Text(f"server {where} ({report.server.get('edition') or 'edition unknown'}, "
                       f"{_count(report.server.get('cpus'))} CPUs); client {report.client.get('host')} "
                       f"({report.client.get('cpus')} CPUs)"))
+    parts += [Text(f"warning: {w}", style="yellow") for w in report.warnings]
     verdict = "ok" if report.ok else "FAILED: " + "; ".join(report.failures())
     parts.append(Text(f"bench {verdict}", style="green" if report.ok else "red"))
     return Group(*parts)

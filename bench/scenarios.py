@@ -3,14 +3,23 @@ its backlog, runs its arms one after the other and reports their ratio, so that 
 run on one machine decides the verdict, however noisy the machine.
 
 - plans: the actual plan of every dbo.Next_*_trx procedure, at a backlog of
-  ``plan_backlog`` items: a scan of the queue table fails the run (bench.plans).
+  ``plan_backlog`` items: a scan of the queue table, or a read of more rows than the
+  claim needs, fails the run (bench.plans).
 - backlog: claim-and-complete throughput at ``large_backlog`` items over ``small_backlog``.
-- workers: throughput with ``workers`` workers over 1.
+- workers: throughput at 1, 2, 4, ... and ``workers`` workers (the chart's curve); the
+  ratio is ``workers`` over 1.
 - batch: throughput claiming (and reporting) ``batch`` items a call over one.
 - purge: claim p99 while dbo.Purge_SyncQueue_trx runs over without it, with
   ``purge_items`` finished items to purge.
 - queues: each message queue (heap, FIFO, LIFO, pending), receives with ``workers``
-  consumers over 1.
+  consumers over 1; the table is emptied and loaded afresh before each arm, so that
+  the second arm does not inherit what the first left (ghost rows, a churned last page).
+
+Every load is followed by UPDATE STATISTICS on the tables it wrote, so that no claim
+compiles on stale statistics (the workers' untimed warm-up then compiles it, outside
+the timed window). Each throwaway database's files are grown once before anything is
+loaded (DATA_MB, LOG_MB, growing by GROWTH_MB), so that autogrowth does not fire
+during an arm.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -32,7 +41,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from bench import backlog, counters, plans
 from bench.report import Report, ScenarioResult
 from bench.stats import Ratio, ratio
-from bench.workers import Arm, ArmResult, run_arm
+from bench.workers import WARMUP_S, Arm, ArmResult, complete, run_arm
 from relq import db
 from relq.errors import RelqError
 from relq.live import throwaway_database
@@ -48,10 +57,34 @@ FILTERED_INDEXES = ("SELECT i.name FROM sys.indexes AS i "
                     "WHERE i.object_id = OBJECT_ID(?) AND i.has_filter = 1;")
 HAS_BATCH_SIZE = ("SELECT COUNT(*) FROM sys.parameters "
                   "WHERE object_id = OBJECT_ID(?) AND name = N'@BatchSize';")
-PLAN_LOADERS = {"SyncQueue": backlog.SYNC_QUEUE, "Notification": backlog.NOTIFICATION}
 # A queue of shape "job" (database/queues.toml) has dbo.<Queue>Type and an EntityKey.
 IS_JOB_QUEUE = ("SELECT COUNT(*) FROM sys.columns AS c "
                 "WHERE c.object_id = OBJECT_ID(?) AND c.name = N'EntityKey' AND OBJECT_ID(?) IS NOT NULL;")
+# The tables the Notification loader writes (their statistics are updated after it).
+NOTIFICATION_TABLES = ("Notification", "Notification_ResetPassword", "Notification_Email")
+
+# The throwaway database's files, grown once before the loads: enough for the largest
+# scenario at the defaults (1,000,000 SyncQueue items, or 500,000 finished ones with
+# their attempts, take a few hundred MB; the log, in SIMPLE recovery, holds a few loads
+# of 50,000 rows). A larger run grows them by GROWTH_MB at a time, seldom.
+DATA_MB = 1024
+LOG_MB = 512
+GROWTH_MB = 256
+PRESIZE = """
+SET NOCOUNT ON;
+DECLARE @DataMb INT = ?;
+DECLARE @LogMb INT = ?;
+DECLARE @GrowthMb INT = ?;
+DECLARE @Sql NVARCHAR(MAX) = N'';
+SELECT
+    @Sql = @Sql + N'ALTER DATABASE ' + QUOTENAME(DB_NAME()) + N' MODIFY FILE (NAME = N'
+    + QUOTENAME(f.name, NCHAR(39)) + N', SIZE = ' + CAST(w.SizeMb AS NVARCHAR(12))
+    + N'MB, FILEGROWTH = ' + CAST(@GrowthMb AS NVARCHAR(12)) + N'MB);'
+FROM sys.database_files AS f
+CROSS APPLY (SELECT CASE WHEN f.type = 1 THEN @LogMb ELSE @DataMb END AS SizeMb) AS w
+WHERE f.type IN (0, 1) AND f.size < w.SizeMb * 128;
+EXEC sys.sp_executesql @Sql;
+"""
 
 
 @dataclass(frozen=True)
@@ -64,18 +97,39 @@ class Settings:
     large_backlog: int = 1_000_000
     purge_items: int = 500_000  # finished items for the purge to remove
     plan_backlog: int = 100_000  # items in each queue table while its plans are captured
-    scan_limit: int = plans.DEFAULT_LIMIT
+    warmup: float = WARMUP_S  # untimed seconds of each worker before an arm
+
+    @property
+    def scan_limit(self) -> int:
+        """The rows a claim may read of its queue table in the plan check: it grows with the batch."""
+        return plans.limit_for(self.batch)
+
+    @property
+    def worker_counts(self) -> list[int]:
+        """The workers scenario's arms: 1, 2, 4, ... below ``workers``, then ``workers``."""
+        counts = []
+        n = 1
+        while n < self.workers:
+            counts.append(n)
+            n *= 2
+        return [*counts, self.workers]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "scan_limit": self.scan_limit, "worker_counts": self.worker_counts}
 
     def check(self) -> None:
         """RelqError for settings no run can use."""
         if self.seconds <= 0 or self.workers < 1 or not 1 <= self.batch <= 1000:
             raise RelqError("bench: --seconds must be positive, --workers at least 1, --batch 1 to 1000")
+        if self.warmup < 0:
+            raise RelqError("bench: --warmup must not be negative")
         too_small = min(self.backlog, self.small_backlog, self.purge_items) < 1
         if too_small or self.large_backlog < self.small_backlog:
             raise RelqError("bench: backlogs must be at least 1, the large one no smaller than the small one")
         if self.plan_backlog < 10 * self.scan_limit:
-            raise RelqError(f"bench: --plan-backlog must be at least 10 times the scan limit "
-                            f"({10 * self.scan_limit}), or a full scan could pass for a bounded one")
+            raise RelqError(f"bench: --plan-backlog must be at least 10 times the scan limit at --batch "
+                            f"{self.batch} ({10 * self.scan_limit}), or a full scan could pass for a "
+                            f"bounded one")
 
 
 class Runner:
@@ -93,7 +147,8 @@ class Runner:
         unknown = [n for n in names if n not in SCENARIOS]
         if unknown:
             raise RelqError(f"bench: no scenario {', '.join(unknown)} (there are {', '.join(SCENARIOS)})")
-        report = Report(started_at=_now(), settings=asdict(self.settings), client=_client())
+        report = Report(started_at=_now(), settings=self.settings.as_dict(), client=_client())
+        report.warnings += client_warnings(self.settings.workers, os.cpu_count())
         conn = db.connect(self.target.conn_str)  # an unreachable server ends the run here, in one line
         try:
             report.server = counters.server(conn)
@@ -102,16 +157,23 @@ class Runner:
         with self.progress:
             for name in [n for n in SCENARIOS if n in names]:  # in a fixed order
                 self.console.print(f"bench: {name}", markup=False)
-                try:
-                    with self._database() as conn_str:
-                        if name == "plans":
-                            report.plans = self._plans(conn_str)
-                        else:
-                            report.scenarios.append(getattr(self, f"_{name}")(conn_str))
-                except RelqError as exc:
-                    report.problems.append(f"{name}: {exc}")
+                self.scenario(report, name)
         report.finished_at = _now()
         return report
+
+    def scenario(self, report: Report, name: str) -> None:
+        """Run one scenario into ``report``; what stops it is that scenario's problem, and the
+        next one runs."""
+        try:
+            with self._database() as conn_str:
+                if name == "plans":
+                    report.plans = self._plans(conn_str)
+                else:
+                    report.scenarios.append(getattr(self, f"_{name}")(conn_str))
+        except RelqError as exc:
+            report.problems.append(f"{name}: {exc}")
+        except (ValueError, OSError) as exc:  # a harness bug, or the client's machine
+            report.problems.append(f"{name}: {type(exc).__name__}: {exc}")
 
     @contextmanager
     def _database(self) -> Iterator[str]:
@@ -124,18 +186,29 @@ class Runner:
                 # (Azure SQL Managed Instance refuses; its log is managed anyway.)
                 with suppress(db.SqlError):
                     db.run_batch(conn.cursor(), "ALTER DATABASE CURRENT SET RECOVERY SIMPLE;")
+                # Grown once, so that autogrowth does not fire during an arm. (Azure SQL
+                # Database refuses MODIFY FILE; it manages its files itself.)
+                with suppress(db.SqlError):
+                    db.query(conn.cursor(), PRESIZE, DATA_MB, LOG_MB, GROWTH_MB)
             finally:
                 conn.close()
             yield conn_str
 
     # -- loading and measuring ---------------------------------------------------------------------
 
-    def load(self, conn_str: str, what: str, sql: str, count: int) -> None:
+    def load(self, conn_str: str, what: str, sql: str, count: int, tables: Sequence[str],
+             empty_first: bool = False) -> None:
+        """Write ``count`` rows with the loader ``sql``, then update the statistics of the
+        ``tables`` (in dbo) it writes; ``empty_first``: truncate those tables first."""
         task = self.progress.add_task(f"loading {count:,} {what}", total=count)
         conn = db.connect(conn_str)
         conn.timeout = 0  # a million rows may take a while on a small server
         try:
+            cursor = conn.cursor()
+            if empty_first:
+                db.run_batch(cursor, truncate_sql(tables))
             backlog.load(conn, sql, count, progress=lambda n: self.progress.advance(task, n))
+            db.run_batch(cursor, statistics_sql(tables))
         finally:
             conn.close()
             self.progress.remove_task(task)
@@ -150,7 +223,7 @@ class Runner:
     def arm(self, label: str, workers: int | None = None, **kwargs: Any) -> Arm:
         s = self.settings
         return Arm(label=label, queue=kwargs.pop("queue", "SyncQueue"), workers=workers or s.workers,
-                   seconds=s.seconds, backlog=kwargs.pop("backlog", s.backlog), **kwargs)
+                   seconds=s.seconds, backlog=kwargs.pop("backlog", s.backlog), warmup=s.warmup, **kwargs)
 
     # -- the scenarios -----------------------------------------------------------------------------
 
@@ -159,14 +232,16 @@ class Runner:
         try:
             cursor = conn.cursor()
             procedures = [row[0] for row in db.query(cursor, NEXT_PROCEDURES)]
-            loaders = {}
+            loaders: dict[str, tuple[str, Sequence[str]]] = {}
             for queue in sorted({_queue_of(p) for p in procedures}):
-                if queue in PLAN_LOADERS:
-                    loaders[queue] = PLAN_LOADERS[queue]
+                if queue == "SyncQueue":
+                    loaders[queue] = (backlog.SYNC_QUEUE, ("SyncQueue",))
+                elif queue == "Notification":
+                    loaders[queue] = (backlog.NOTIFICATION, NOTIFICATION_TABLES)
                 elif db.query(cursor, IS_JOB_QUEUE, f"dbo.{queue}", f"dbo.{queue}Type")[0][0]:
-                    loaders[queue] = backlog.job_queue_sql(queue)
-            for queue, sql in loaders.items():
-                self.load(conn_str, f"{queue} items", sql, self.settings.plan_backlog)
+                    loaders[queue] = (backlog.job_queue_sql(queue), (queue,))
+            for queue, (sql, tables) in loaders.items():
+                self.load(conn_str, f"{queue} items", sql, self.settings.plan_backlog, tables)
             verdicts = []
             for procedure in procedures:
                 queue = _queue_of(procedure)
@@ -175,27 +250,37 @@ class Runner:
                         f"dbo.{procedure}", [f"dbo.{queue}"], limit=self.settings.scan_limit,
                         note=f"not judged: bench/backlog.py has no loader for dbo.{queue} (add one)"))
                     continue
-                params: dict[str, Any] = {"WaitMs": 0}
-                if db.query(cursor, HAS_BATCH_SIZE, f"dbo.{procedure}")[0][0]:
-                    params["BatchSize"] = self.settings.batch
-                # A call to compile and cache the plan first; each call under a name of its own,
-                # or the second would take the first one's items back as a restarted worker's.
-                db.call(conn, f"dbo.{procedure}", LockedBy=f"bench/{procedure}/warm-up", **params)
-                documents = plans.capture(conn, f"dbo.{procedure}", LockedBy=f"bench/{procedure}", **params)
-                filtered = [row[0] for row in db.query(cursor, FILTERED_INDEXES, f"dbo.{queue}")]
-                verdicts.append(plans.judge(f"dbo.{procedure}", documents, [f"dbo.{queue}"],
-                                            self.settings.scan_limit, filtered))
+                verdicts.append(self._judge(conn, cursor, procedure, queue))
             return verdicts
         finally:
             conn.close()
+
+    def _judge(self, conn: Any, cursor: Any, procedure: str, queue: str) -> plans.Verdict:
+        params: dict[str, Any] = {"WaitMs": 0}
+        if db.query(cursor, HAS_BATCH_SIZE, f"dbo.{procedure}")[0][0]:
+            params["BatchSize"] = self.settings.batch
+        # A call to compile and cache the plan first; each call under a name of its own, or
+        # the second would take the first one's items back as a restarted worker's. What a
+        # call claimed is completed before the next call: left in Processing, it would stay
+        # in the lease index, which every claim reads, and lengthen the next one's read.
+        warm = db.call(conn, f"dbo.{procedure}", LockedBy=f"bench/{procedure}/warm-up", **params)
+        if warm.return_code != 0:
+            raise RelqError(f"dbo.{procedure} returned {warm.return_code} (warming up for the plan check)")
+        complete(cursor, queue, warm.result_sets[0] if warm.result_sets else [])
+        captured = plans.capture(conn, f"dbo.{procedure}", LockedBy=f"bench/{procedure}", **params)
+        complete(cursor, queue, captured.rows)
+        filtered = [row[0] for row in db.query(cursor, FILTERED_INDEXES, f"dbo.{queue}")]
+        return plans.judge(f"dbo.{procedure}", captured.documents, [f"dbo.{queue}"], self.settings.scan_limit,
+                           filtered)
 
     def _backlog(self, conn_str: str) -> ScenarioResult:
         s = self.settings
         small = self.arm(f"backlog {s.small_backlog:,}", backlog=s.small_backlog)
         large = self.arm(f"backlog {s.large_backlog:,}", backlog=s.large_backlog)
-        self.load(conn_str, "SyncQueue items", backlog.SYNC_QUEUE, s.small_backlog)
+        self.load(conn_str, "SyncQueue items", backlog.SYNC_QUEUE, s.small_backlog, ("SyncQueue",))
         first = self.measure(conn_str, small)
-        self.load(conn_str, "SyncQueue items", backlog.SYNC_QUEUE, s.large_backlog - s.small_backlog)
+        self.load(conn_str, "SyncQueue items", backlog.SYNC_QUEUE, s.large_backlog - s.small_backlog,
+                  ("SyncQueue",))
         second = self.measure(conn_str, large)
         return ScenarioResult(
             "backlog", "Does a claim cost the same at a large backlog as at a small one?", [first, second],
@@ -204,17 +289,17 @@ class Runner:
 
     def _workers(self, conn_str: str) -> ScenarioResult:
         s = self.settings
-        self.load(conn_str, "SyncQueue items", backlog.SYNC_QUEUE, s.backlog)
-        one = self.measure(conn_str, self.arm("1 worker", workers=1))
-        many = self.measure(conn_str, self.arm(f"{s.workers} workers"))
+        self.load(conn_str, "SyncQueue items", backlog.SYNC_QUEUE, s.backlog, ("SyncQueue",))
+        arms = [self.measure(conn_str, self.arm(f"{n} worker{'s' if n > 1 else ''}", workers=n))
+                for n in s.worker_counts]
         return ScenarioResult(
-            "workers", "Do workers skip each other's rows (READPAST) instead of waiting?", [one, many],
-            [_throughput(f"items/s with {s.workers} workers over 1", many, one)])
+            "workers", "Do workers skip each other's rows (READPAST) instead of waiting?", arms,
+            [_throughput(f"items/s with {s.workers} workers over 1", arms[-1], arms[0])])
 
     def _batch(self, conn_str: str) -> ScenarioResult:
         s = self.settings
         size = max(s.backlog, 2 * s.workers * s.batch)  # enough for every worker's batch, twice
-        self.load(conn_str, "SyncQueue items", backlog.SYNC_QUEUE, size)
+        self.load(conn_str, "SyncQueue items", backlog.SYNC_QUEUE, size, ("SyncQueue",))
         single = self.measure(conn_str, self.arm("single claims", backlog=size))
         batched = self.measure(conn_str, self.arm(f"batches of {s.batch}", batch=s.batch, backlog=size))
         return ScenarioResult(
@@ -223,23 +308,25 @@ class Runner:
 
     def _purge(self, conn_str: str) -> ScenarioResult:
         s = self.settings
-        self.load(conn_str, "finished SyncQueue items", backlog.FINISHED_SYNC_QUEUE, s.purge_items)
-        self.load(conn_str, "SyncQueue items", backlog.SYNC_QUEUE, s.backlog)
+        self.load(conn_str, "finished SyncQueue items", backlog.FINISHED_SYNC_QUEUE, s.purge_items,
+                  ("SyncQueue", "SyncQueueAttempt"))
+        self.load(conn_str, "SyncQueue items", backlog.SYNC_QUEUE, s.backlog, ("SyncQueue",))
         quiet = self.measure(conn_str, self.arm("without a purge"))
         purging = self.measure(conn_str, self.arm("while a purge runs", purge=True))
-        return ScenarioResult(
-            "purge", "Does a purge leave the claims alone?", [quiet, purging],
-            [_p99("claim p99 while a purge runs over without", purging, quiet),
-             _throughput("items/s while a purge runs over without", purging, quiet)])
+        return purge_result(quiet, purging)
 
     def _queues(self, conn_str: str) -> ScenarioResult:
         s = self.settings
         arms: list[ArmResult] = []
         ratios = []
         for kind in backlog.MESSAGE_QUEUES:
-            self.load(conn_str, f"{kind} messages", backlog.message_sql(kind), s.backlog)
-            one = self.measure(conn_str, self.arm("1 consumer", workers=1, queue=kind))
-            many = self.measure(conn_str, self.arm(f"{s.workers} consumers", queue=kind))
+            measured = []
+            for label, workers in (("1 consumer", 1), (f"{s.workers} consumers", s.workers)):
+                # Afresh for each arm: the second does not inherit the table the first churned.
+                self.load(conn_str, f"{kind} messages", backlog.message_sql(kind), s.backlog, (kind,),
+                          empty_first=True)
+                measured.append(self.measure(conn_str, self.arm(label, workers=workers, queue=kind)))
+            one, many = measured
             arms += [one, many]
             ratios.append(_throughput(f"{kind}: receives/s with {s.workers} consumers over 1", many, one))
         return ScenarioResult("queues", "How do the message queues scale with consumers?", arms, ratios)
@@ -249,6 +336,43 @@ def _queue_of(procedure: str) -> str:
     """Next_SyncQueue_Batch_trx -> SyncQueue."""
     name = procedure.removeprefix("Next_").removesuffix("_trx")
     return name.removesuffix("_Batch")
+
+
+def _dbo(table: str) -> str:
+    if not table.isidentifier():
+        raise ValueError(f"not a table name: {table!r}")
+    return f"dbo.{table}"
+
+
+def statistics_sql(tables: Sequence[str]) -> str:
+    """UPDATE STATISTICS on each table (in dbo), after a load: the claims then compile on
+    what the tables hold, in the warm-up, instead of recompiling inside an arm."""
+    return "\n".join(f"UPDATE STATISTICS {_dbo(t)};" for t in tables)
+
+
+def truncate_sql(tables: Sequence[str]) -> str:
+    return "\n".join(f"TRUNCATE TABLE {_dbo(t)};" for t in tables)
+
+
+def client_warnings(workers: int, cpus: int | None) -> list[str]:
+    """What may bound the figures on the client's side: N worker processes and the parent
+    (the feeder) want N + 1 CPUs."""
+    if cpus is not None and workers + 1 > cpus:
+        return [f"the client has {cpus} CPUs for {workers} worker processes and the feeder: the figures "
+                f"with {workers} workers, and their ratios, may be bound by the client, not the server"]
+    return []
+
+
+def purge_result(quiet: ArmResult, purging: ArmResult) -> ScenarioResult:
+    """The purge scenario's ratios; when the purge ran out of finished items before the
+    arm's end, each says so (the arm then ran partly without a purge)."""
+    ratios = [_p99("claim p99 while a purge runs over without", purging, quiet),
+              _throughput("items/s while a purge runs over without", purging, quiet)]
+    if purging.purge_ran_dry_early:
+        dry = (f"the purge ran dry after {purging.purge_ran_dry_s:.1f} s of {purging.arm.seconds:g} s "
+               f"(raise --purge-items)")
+        ratios = [replace(r, note=f"{r.note}; {dry}" if r.note else dry) for r in ratios]
+    return ScenarioResult("purge", "Does a purge leave the claims alone?", [quiet, purging], ratios)
 
 
 def _throughput(name: str, top: ArmResult, bottom: ArmResult) -> Ratio:
@@ -276,4 +400,3 @@ def run(target: db.Target, settings: Settings, names: Sequence[str] = SCENARIOS,
     report = Runner(target, settings, console).run(names)
     report.seconds = round(clock() - started, 1)
     return report
-

@@ -73,8 +73,11 @@ class Ratio:
                 "value": self.value, "note": self.note}
 
     def shown(self) -> str:
-        """The value as the table shows it: 2 decimals and an x, or why there is none."""
-        return f"{self.value:.2f}x" if self.value is not None else f"n/a ({self.note})"
+        """The value as the table shows it: 2 decimals and an x (and the note, when the value
+        comes with one), or why there is none."""
+        if self.value is None:
+            return f"n/a ({self.note})"
+        return f"{self.value:.2f}x ({self.note})" if self.note else f"{self.value:.2f}x"
 
 
 def ratio(name: str, numerator: tuple[str, float | None], denominator: tuple[str, float | None]) -> Ratio:

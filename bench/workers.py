@@ -11,10 +11,16 @@ around the procedure call). A cycle is one claim and one report of what it claim
 Claims do not wait (@WaitMs = 0): an empty claim is counted, not timed. A deadlock
 victim (1205) is counted and its call repeated.
 
+Before the arm, each worker cycles untimed for ``Arm.warmup`` seconds (compiling the
+procedures, warming the caches and the connection), then waits at a barrier with the
+others and the parent; the timed arm starts when all have arrived. The DMV counters
+are read right after the barrier and right after the last worker's result.
+
 The feeder (a thread of the parent, with its own connection) writes as many new items
-as the workers took, set-based, in statements of at most bench.backlog.FEED_CHUNK
-rows, so the backlog stays near its size however fast the workers go: a run at a
-backlog of 1,000 measures claims at 1,000, not at a queue running dry.
+as the workers took, warm-up included, set-based, in statements of at most
+bench.backlog.FEED_CHUNK rows, so the backlog stays near its size however fast the
+workers go: a run at a backlog of 1,000 measures claims at 1,000, not at a queue
+running dry.
 """
 
 from __future__ import annotations
@@ -22,10 +28,10 @@ from __future__ import annotations
 import json
 import multiprocessing
 import queue as queues
+import signal
 import threading
 import time
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -41,15 +47,26 @@ FINISH_MARGIN_S = 300  # after an arm's seconds, for the last calls to end
 DEADLOCK = 1205
 RETRIES = 5
 PURGE_OLDER_THAN_MINUTES = 1440  # the purge fixture finished days ago; what an arm completes stays
+WARMUP_S = 1.0  # untimed cycles of each worker before the barrier
+STOP_GRACE_S = 5.0  # for a worker that sent its result to exit, before it is terminated
 
-BATCH_REPORT = """
+
+def batch_report_sql(queue: str) -> str:
+    """The batch that reports the items of a JSON array [{EnqueuedAt, UpdatedAt}] Completed in
+    one dbo.Modify_<Queue>_Batch_trx (every relational queue has it, and dbo.<Queue>OutcomeList)."""
+    if not queue.isidentifier():
+        raise ValueError(f"not a queue name: {queue!r}")
+    return f"""
 SET NOCOUNT ON;
-DECLARE @Outcomes dbo.SyncQueueOutcomeList;
+DECLARE @Outcomes dbo.{queue}OutcomeList;
 INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status], Response)
 SELECT j.EnqueuedAt, j.UpdatedAt, 'Completed', N'bench'
 FROM OPENJSON(?) WITH (EnqueuedAt DATETIME2(7), UpdatedAt DATETIME2(7)) AS j;
-EXEC dbo.Modify_SyncQueue_Batch_trx @Outcomes = @Outcomes;
+EXEC dbo.Modify_{queue}_Batch_trx @Outcomes = @Outcomes;
 """
+
+
+BATCH_REPORT = batch_report_sql("SyncQueue")
 PROCESSING = "SELECT COUNT_BIG(*) FROM dbo.SyncQueue WHERE [Status] = 'Processing';"
 COMPLETED_SINCE = "SELECT COUNT_BIG(*) FROM dbo.SyncQueue WHERE [Status] = 'Completed' AND UpdatedAt >= ?;"
 
@@ -65,6 +82,7 @@ class Arm:
     backlog: int = 10_000  # due items, kept at this level by the feeder
     purge: bool = False  # a purge of finished items runs throughout
     seconds: float = 10.0
+    warmup: float = WARMUP_S  # untimed seconds of cycles before the barrier
 
     @property
     def relational(self) -> bool:
@@ -72,7 +90,8 @@ class Arm:
 
     def as_dict(self) -> dict[str, Any]:
         return {"label": self.label, "queue": self.queue, "workers": self.workers, "batch": self.batch,
-                "backlog": self.backlog, "purge": self.purge, "seconds": self.seconds}
+                "backlog": self.backlog, "purge": self.purge, "seconds": self.seconds,
+                "warmup_s": self.warmup}
 
 
 @dataclass
@@ -86,7 +105,8 @@ class ArmResult:
     report_ms: Latency | None
     deadlock_retries: int  # deadlock victims among the workers' calls
     counters: counters.Snapshot  # server-wide, during the arm
-    fed: int  # items the feeder wrote during the arm
+    fed: int  # items the feeder wrote during the warm-up and the arm
+    warmup_items: int = 0  # completed (or received) in the untimed warm-up
     processing_left: int | None = None  # SyncQueue items still Processing afterwards
     completed_in_db: int | None = None  # SyncQueue items Completed during the arm
     purged: int | None = None
@@ -105,10 +125,16 @@ class ArmResult:
             "claim_ms": self.claim_ms.as_dict() if self.claim_ms else None,
             "report_ms": self.report_ms.as_dict() if self.report_ms else None,
             "deadlock_retries": self.deadlock_retries, "lock_waits": self.counters.lock_waits,
-            "deadlocks": self.counters.deadlocks, "fed": self.fed, "processing_left": self.processing_left,
+            "deadlocks": self.counters.deadlocks, "fed": self.fed,
+            "warmup_items": self.warmup_items, "processing_left": self.processing_left,
             "completed_in_db": self.completed_in_db, "purged": self.purged,
             "purge_ran_dry_s": self.purge_ran_dry_s, "problems": self.problems,
         }
+
+    @property
+    def purge_ran_dry_early(self) -> bool:
+        """The purge found nothing left before the arm's time was up: the arm ran partly without it."""
+        return self.purge_ran_dry_s is not None and self.purge_ran_dry_s < self.arm.seconds
 
 
 # -- the worker process --------------------------------------------------------------------------------------
@@ -162,49 +188,71 @@ def cycle(conn: Any, arm: Arm, name: str) -> tuple[Claim, Report | None]:
                                 WaitMs=0), "dbo.Next_SyncQueue_Batch_trx")
 
     cursor = conn.cursor()
+    return claim_batch, lambda rows: complete(cursor, "SyncQueue", rows)
 
-    def report_batch(rows: list[tuple]) -> None:
-        outcomes = json.dumps([{"EnqueuedAt": db.sql_value(key), "UpdatedAt": db.sql_value(token)}
-                               for key, token, *_ in rows])
-        done = db.query(cursor, BATCH_REPORT, outcomes)
-        if len(done) != len(rows) or any(status != "Completed" for _, _, status, _ in done):
-            raise RelqError(f"dbo.Modify_SyncQueue_Batch_trx completed {len(done)} of {len(rows)} items")
-    return claim_batch, report_batch
+
+def complete(cursor: Any, queue: str, rows: Sequence[tuple]) -> None:
+    """Report the claimed items ``rows`` (EnqueuedAt, UpdatedAt, ...) Completed, in one
+    dbo.Modify_<Queue>_Batch_trx; RelqError unless every one of them was."""
+    if not rows:
+        return
+    outcomes = json.dumps([{"EnqueuedAt": db.sql_value(key), "UpdatedAt": db.sql_value(token)}
+                           for key, token, *_ in rows])
+    done = db.query(cursor, batch_report_sql(queue), outcomes)
+    if len(done) != len(rows) or any(row[2] != "Completed" for row in done):
+        raise RelqError(f"dbo.Modify_{queue}_Batch_trx completed {len(done)} of {len(rows)} items")
+
+
+@dataclass
+class _Cycles:
+    """What a run of cycles did."""
+
+    elapsed: float = 0.0
+    items: int = 0
+    empty: int = 0
+    claim_s: list[float] = field(default_factory=list)
+    report_s: list[float] = field(default_factory=list)
+
+
+def _cycles(claim: Claim, report: Report | None, retrying: _Retrying, taken: Any, seconds: float) -> _Cycles:
+    """Claim and report for ``seconds``; every claimed item counts in ``taken`` (for the feeder)."""
+    done = _Cycles()
+    start = time.perf_counter()
+    end = start + seconds
+    while time.perf_counter() < end:
+        t0 = time.perf_counter()
+        rows = retrying(claim)
+        took = time.perf_counter() - t0
+        if not rows:
+            done.empty += 1
+            time.sleep(0.001)
+            continue
+        done.claim_s.append(took)
+        with taken.get_lock():
+            taken.value += len(rows)
+        if report is not None:
+            t0 = time.perf_counter()
+            retrying(lambda rows=rows: report(rows))
+            done.report_s.append(time.perf_counter() - t0)
+        done.items += len(rows)
+    done.elapsed = time.perf_counter() - start
+    return done
 
 
 def work(conn_str: str, arm: Arm, slot: int, barrier: Any, taken: Any, results: Any) -> None:
-    """A worker process: connect, wait for the others, then cycle for ``arm.seconds``.
-    Puts one dict on ``results``: its counts and call durations, or its error."""
+    """A worker process: connect, warm up (untimed), wait for the others, then cycle for
+    ``arm.seconds``. Puts one dict on ``results``: its counts and call durations, or its error."""
     out: dict[str, Any] = {"slot": slot}
     try:
         conn = db.connect(conn_str)
         conn.timeout = QUERY_TIMEOUT_S
         claim, report = cycle(conn, arm, f"bench/{slot}")
-        retrying = _Retrying()
-        claim_s: list[float] = []
-        report_s: list[float] = []
-        items = empty = 0
+        warm = _cycles(claim, report, _Retrying(), taken, arm.warmup)
+        retrying = _Retrying()  # only the timed arm's deadlocks count
         barrier.wait(START_TIMEOUT_S)
-        start = time.perf_counter()
-        end = start + arm.seconds
-        while time.perf_counter() < end:
-            t0 = time.perf_counter()
-            rows = retrying(claim)
-            took = time.perf_counter() - t0
-            if not rows:
-                empty += 1
-                time.sleep(0.001)
-                continue
-            claim_s.append(took)
-            with taken.get_lock():
-                taken.value += len(rows)
-            if report is not None:
-                t0 = time.perf_counter()
-                retrying(lambda rows=rows: report(rows))
-                report_s.append(time.perf_counter() - t0)
-            items += len(rows)
-        out.update(elapsed=time.perf_counter() - start, items=items, empty=empty, claim_s=claim_s,
-                   report_s=report_s, deadlocks=retrying.deadlocks)
+        timed = _cycles(claim, report, retrying, taken, arm.seconds)
+        out.update(elapsed=timed.elapsed, items=timed.items, empty=timed.empty, claim_s=timed.claim_s,
+                   report_s=timed.report_s, deadlocks=retrying.deadlocks, warmup_items=warm.items)
         conn.close()
     except threading.BrokenBarrierError:
         out["error"] = "another worker failed to start"
@@ -212,6 +260,14 @@ def work(conn_str: str, arm: Arm, slot: int, barrier: Any, taken: Any, results: 
         out["error"] = f"{type(exc).__name__}: {exc}"
         barrier.abort()
     results.put(out)
+
+
+def worker_main(conn_str: str, arm: Arm, slot: int, barrier: Any, taken: Any, results: Any) -> None:
+    """The worker process's entry: Ctrl-C goes to the whole process group, and the parent
+    alone answers it (it terminates the workers), so a worker ignores SIGINT instead of
+    printing a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    work(conn_str, arm, slot, barrier, taken, results)
 
 
 # -- the parent's helpers: the feeder and the purge ----------------------------------------------------------
@@ -296,13 +352,16 @@ def run_arm(conn_str: str, arm: Arm, tick: Callable[[float], None] | None = None
     barrier = ctx.Barrier(arm.workers + 1)
     taken = ctx.Value("q", 0)
     results = ctx.Queue()
-    go, stop = threading.Event(), threading.Event()
-    feeder = Feeder(conn_str, arm.queue, taken, go, stop)
+    feeding, go, stop = threading.Event(), threading.Event(), threading.Event()
+    feeding.set()  # the feeder refills what the warm-ups take too
+    feeder = Feeder(conn_str, arm.queue, taken, feeding, stop)
     purger = Purger(conn_str, go, stop) if arm.purge else None
-    helpers = [h for h in (feeder, purger) if h is not None]
-    processes = [ctx.Process(target=work, args=(conn_str, arm, slot, barrier, taken, results), daemon=True)
+    helpers: list[_Helper] = [h for h in (feeder, purger) if h is not None]
+    processes = [ctx.Process(target=worker_main, args=(conn_str, arm, slot, barrier, taken, results),
+                             daemon=True)
                  for slot in range(arm.workers)]
     monitor = db.connect(conn_str)
+    finished = False
     try:
         cursor = monitor.cursor()
         since: datetime = db.query(cursor, "SELECT SYSUTCDATETIME();")[0][0]
@@ -310,33 +369,80 @@ def run_arm(conn_str: str, arm: Arm, tick: Callable[[float], None] | None = None
             helper.start()
         for process in processes:
             process.start()
+        why = wait_at_barrier(barrier, processes, START_TIMEOUT_S)
         before = counters.snapshot(monitor)
-        with suppress(threading.BrokenBarrierError):  # the workers say why
-            barrier.wait(START_TIMEOUT_S)
         go.set()
         outs = _collect(results, processes, arm, tick)
-        stop.set()
-        for helper in helpers:
-            helper.join(QUERY_TIMEOUT_S)
         after = counters.snapshot(monitor)
+        if why is not None:  # the workers' own errors, when they sent some, came first
+            raise RelqError(f"{arm.label}: {why}")
+        stop.set()
+        _join(helpers)
         result = _result(arm, outs, counters.delta(before, after), feeder)
         if purger is not None:
             result.purged, result.purge_ran_dry_s = purger.removed, purger.ran_dry_s
         result.problems += [h.error for h in helpers if h.error]
         if arm.relational:
             _verify(cursor, result, since)
+        finished = True
         return result
     finally:
         stop.set()
         go.set()
-        for process in processes:
-            process.join(5)
-            if process.is_alive():
-                process.terminate()
+        stop_processes(processes, STOP_GRACE_S if finished else 0.0)
+        _join(helpers)
         monitor.close()
 
 
-def _collect(results: Any, processes: list[Any], arm: Arm,
+def wait_at_barrier(barrier: Any, processes: Sequence[Any], timeout: float) -> str | None:
+    """Wait at ``barrier`` with the worker processes; None when all arrived, else why not.
+    A process that exits before the start (it died before reaching its work, or failed
+    and left) aborts the barrier at once, instead of leaving the others to wait ``timeout``."""
+    passed = threading.Event()
+    gone: list[int] = []
+
+    def watch() -> None:
+        while not passed.wait(0.1):
+            exited = [p for p in processes if p.exitcode is not None]
+            if exited:
+                gone.append(len(exited))
+                barrier.abort()
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        barrier.wait(timeout)
+        return None
+    except threading.BrokenBarrierError:
+        if gone:
+            return f"{gone[0]} worker process(es) exited before the start"
+        return f"the workers did not all start within {timeout:.0f} s"
+    finally:
+        passed.set()
+        watcher.join()
+
+
+def stop_processes(processes: Sequence[Any], grace: float) -> None:
+    """Wait up to ``grace`` seconds for the started processes to exit, then terminate and
+    join the ones left."""
+    started = [p for p in processes if p.pid is not None]
+    deadline = time.monotonic() + grace
+    for process in started:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in started:
+        if process.is_alive():
+            process.terminate()
+            process.join(STOP_GRACE_S)
+
+
+def _join(helpers: Sequence[threading.Thread]) -> None:
+    for helper in helpers:
+        if helper.ident is not None:  # started
+            helper.join(QUERY_TIMEOUT_S)
+
+
+def _collect(results: Any, processes: Sequence[Any], arm: Arm,
              tick: Callable[[float], None] | None) -> list[dict]:
     """Every worker's dict, or a RelqError naming the ones that failed."""
     outs: list[dict] = []
@@ -361,22 +467,29 @@ def _collect(results: Any, processes: list[Any], arm: Arm,
 
 
 def _result(arm: Arm, outs: list[dict], during: counters.Snapshot, feeder: Feeder) -> ArmResult:
+    """The arm's figures from the workers' dicts: items over the slowest worker's time."""
     claim_s = [s for o in outs for s in o["claim_s"]]
     report_s = [s for o in outs for s in o["report_s"]]
-    return ArmResult(
+    result = ArmResult(
         arm=arm, elapsed=max(o["elapsed"] for o in outs), items=sum(o["items"] for o in outs),
         claims=len(claim_s), empty_claims=sum(o["empty"] for o in outs), claim_ms=latency(claim_s),
         report_ms=latency(report_s), deadlock_retries=sum(o["deadlocks"] for o in outs), counters=during,
-        fed=feeder.fed)
+        fed=feeder.fed, warmup_items=sum(o.get("warmup_items", 0) for o in outs))
+    if result.items == 0:
+        done = "completed" if arm.relational else "received"
+        result.problems.append(f"no item was {done} during the arm: it measured nothing")
+    return result
 
 
 def _verify(cursor: Any, result: ArmResult, since: datetime) -> None:
     """Every item claimed was completed: nothing left in Processing, and as many items
-    completed in the table as the workers reported."""
+    completed in the table since ``since`` as the workers reported, warm-up included."""
     result.processing_left = int(db.query(cursor, PROCESSING)[0][0])
     result.completed_in_db = int(db.query(cursor, COMPLETED_SINCE, since)[0][0])
     if result.processing_left:
         result.problems.append(f"{result.processing_left} item(s) left in Processing")
-    if result.completed_in_db != result.items:
-        result.problems.append(f"the workers completed {result.items} items, the table shows "
+    reported = result.items + result.warmup_items
+    if result.completed_in_db != reported:
+        result.problems.append(f"the workers completed {reported} items ({result.items} in the arm, "
+                               f"{result.warmup_items} in the warm-up), the table shows "
                                f"{result.completed_in_db} completed")

@@ -408,6 +408,15 @@ def query(cursor: Any, sql: str, *params: Any) -> list[tuple]:
                 return rows or []
 
 
+def result_sets(cursor: Any, sql: str, *params: Any,
+                context: str = "") -> tuple[list[list[tuple]], list[list[str]]]:
+    """Run a batch and keep every result set with its column names (a batch that returns
+    more than its procedure's rows, such as the actual plans of SET STATISTICS XML ON)."""
+    with _server_errors(context):
+        cursor.execute(sql, *[sql_value(p) for p in params])
+        return _collect(cursor)
+
+
 def _next_set(cursor: Any) -> bool:
     """cursor.nextset(), False when some drivers say "No results" instead."""
     try:

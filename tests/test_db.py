@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import datetime
 
 import pytest
 
@@ -287,6 +288,13 @@ def test_call_turns_pyodbc_errors_into_sql_errors():
         db.call(FakeConnection(FailingCursor([])), "dbo.Enqueue", Queue="q")
     assert info.value.number == 50001
     assert str(info.value) == "dbo.Enqueue: SQL Server error 50001: queue 'q' is full"
+
+
+def test_result_sets_keeps_every_set_with_its_columns_and_sends_datetimes_as_text():
+    cursor = FakeCursor([(["plan"], [("<x/>",)]), None, (["id"], [(1,), (2,)])])
+    sets, columns = db.result_sets(cursor, "EXEC dbo.X @At = ?;", datetime(2024, 1, 1, 0, 0, 0, 5))
+    assert cursor.executed == ("EXEC dbo.X @At = ?;", ("2024-01-01T00:00:00.000005",))
+    assert (sets, columns) == ([[("<x/>",)], [(1,), (2,)]], [["plan"], ["id"]])
 
 
 def test_run_batch_drains_every_set():

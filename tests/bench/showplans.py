@@ -24,7 +24,8 @@ def counters(rows: int, rows_read: int | None, executions: int = 1, threads: int
 
 def read(node: int, physical: str, table: str, index: str, *, kind: str = "NonClustered",
          filtered: bool = False, rows: int = 17, rows_read: int | None = 17, runtime: bool = True,
-         threads: int = 1, schema: str | None = "[dbo]", database: str | None = DATABASE) -> str:
+         threads: int = 1, schema: str | None = "[dbo]", database: str | None = DATABASE,
+         executions: int = 1) -> str:
     """A RelOp reading a table: an IndexScan element (seeks and index scans) or a TableScan."""
     logical = physical.replace("Clustered ", "")
     where = "".join(f' {name}="{value}"' for name, value in (("Database", database), ("Schema", schema))
@@ -32,6 +33,7 @@ def read(node: int, physical: str, table: str, index: str, *, kind: str = "NonCl
     obj = (f'<Object{where} Table="{table}"' + (f' Index="{index}"' if index else "")
            + (' Filtered="1"' if filtered else "") + f' Alias="[q]" IndexKind="{kind}" Storage="RowStore"/>')
     element = "TableScan" if physical == "Table Scan" else "IndexScan"
+    lookup = ' Lookup="1"' if "Lookup" in physical else ""
     seek = ('<SeekPredicates><SeekPredicateNew><SeekKeys><Prefix ScanType="EQ"><RangeColumns>'
             '<ColumnReference Column="EnqueuedAt"/></RangeColumns><RangeExpressions><ScalarOperator '
             'ScalarString="[c].[EnqueuedAt]"><Identifier><ColumnReference Column="EnqueuedAt"/></Identifier>'
@@ -43,10 +45,11 @@ def read(node: int, physical: str, table: str, index: str, *, kind: str = "NonCl
             f'TableCardinality="100000" Parallel="0" EstimateRebinds="0" EstimateRewinds="0" '
             f'EstimatedExecutionMode="Row"><OutputList><ColumnReference Database="{DATABASE}" Schema="[dbo]" '
             f'Table="{table}" Alias="[q]" Column="EnqueuedAt"/></OutputList>'
-            + (counters(rows, rows_read, threads=threads) if runtime else "")
-            + f'<{element} Ordered="1" ScanDirection="FORWARD" ForcedIndex="0" ForceSeek="0" ForceScan="0" '
-            f'NoExpandHint="0" Storage="RowStore"><DefinedValues><DefinedValue><ColumnReference '
-            f'Database="{DATABASE}" Schema="[dbo]" Table="{table}" Alias="[q]" Column="EnqueuedAt"/>'
+            + (counters(rows, rows_read, executions=executions, threads=threads) if runtime else "")
+            + f'<{element}{lookup} Ordered="1" ScanDirection="FORWARD" ForcedIndex="0" ForceSeek="0" '
+            f'ForceScan="0" NoExpandHint="0" Storage="RowStore"><DefinedValues><DefinedValue>'
+            f'<ColumnReference Database="{DATABASE}" Schema="[dbo]" Table="{table}" Alias="[q]" '
+            f'Column="EnqueuedAt"/>'
             f'</DefinedValue></DefinedValues>{obj}{seek}</{element}></RelOp>')
 
 
@@ -131,3 +134,11 @@ def ordered_scan_plan(rows_read: int, *, filtered: bool = True, index: str = "[I
     return document(statement(CANDIDATES_TEXT, insert_into_table_variable(0, top(1, read(
         2, "Index Scan", "[SyncQueue]", index, filtered=filtered, rows=17, rows_read=rows_read,
         runtime=runtime, threads=threads)))))
+
+
+def queue_read_plan(physical: str, index: str, *, rows_read: int | None, executions: int = 1,
+                    kind: str = "NonClustered", runtime: bool = True) -> str:
+    """One statement reading the queue table with ``physical`` (a seek, a lookup, a scan)."""
+    return document(statement("SELECT q.EnqueuedAt FROM dbo.SyncQueue AS q WHERE q.[Status] = @Status", read(
+        0, physical, "[SyncQueue]", index, kind=kind, rows=rows_read or 1, rows_read=rows_read,
+        executions=executions, runtime=runtime)))

@@ -4,15 +4,20 @@ and the SQL it sends (parsed with sqlfluff's T-SQL grammar, since no server is h
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from sqlfluff.core import FluffConfig, Linter
 
-from bench import backlog, counters, scenarios, workers
+from bench import backlog, cli, counters, scenarios, workers
 from bench.cli import NO_SERVER, main
-from bench.scenarios import Settings
+from bench.report import Report
+from bench.scenarios import Runner, Settings
+from relq import db
 from relq.errors import RelqError
 from tests.conftest import REPO
 
@@ -46,6 +51,8 @@ def test_an_unknown_scenario_is_refused_before_anything_connects(capsys: pytest.
     (Settings(batch=1001), "--batch"),
     (Settings(small_backlog=10, large_backlog=5), "the large one"),
     (Settings(plan_backlog=5_000), "--plan-backlog"),
+    (Settings(batch=1000, plan_backlog=20_000), "at --batch 1000 \\(20320\\)"),
+    (Settings(warmup=-1), "--warmup"),
 ])
 def test_settings_no_run_can_use_are_refused(settings: Settings, fragment: str) -> None:
     with pytest.raises(RelqError, match=fragment):
@@ -67,8 +74,67 @@ def test_a_backlog_loads_in_chunks() -> None:
         list(backlog.chunks(10, 0))
 
 
-def test_the_feeder_stays_below_lock_escalation() -> None:
-    assert backlog.FEED_CHUNK < 5_000
+def test_the_workers_scenario_measures_a_curve_from_1_to_n_workers() -> None:
+    assert Settings(workers=8).worker_counts == [1, 2, 4, 8]
+    assert Settings(workers=12).worker_counts == [1, 2, 4, 8, 12]
+    assert Settings(workers=2).worker_counts == [1, 2]
+    assert Settings(workers=1).worker_counts == [1]
+
+
+def test_the_report_carries_the_limit_the_plans_were_held_to() -> None:
+    shown = Settings(batch=985).as_dict()
+    assert shown["scan_limit"] == 2002 and shown["batch"] == 985 and shown["worker_counts"] == [1, 2, 4, 8]
+
+
+ENVIRON = {"RELQ_MSSQL": "DRIVER={No Such Driver};SERVER=nowhere;UID=u;PWD=secret"}
+
+
+@pytest.mark.parametrize("raised, code, line", [
+    (KeyboardInterrupt(), 130, "bench: interrupted"),
+    (OSError(28, "No space left on device"), 1, "bench: OSError: [Errno 28] No space left on device"),
+    (ValueError("a percentile is 0 to 100,\nnot 101"), 1,
+     "bench: ValueError: a percentile is 0 to 100, not 101"),
+    (RelqError("cannot reach SQL Server"), 2, "bench: cannot reach SQL Server"),
+])
+def test_whatever_stops_a_run_ends_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str], raised: BaseException,
+                                               code: int, line: str) -> None:
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise raised
+
+    monkeypatch.setattr(cli, "run", stopped)
+    assert main(["--scenarios", "workers"], environ=ENVIRON) == code
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == line
+    assert "Traceback" not in err and "secret" not in err
+
+
+class ScenarioRunner(Runner):
+    """A Runner whose database is a name and whose scenarios fail as the test says."""
+
+    def __init__(self, failure: BaseException) -> None:
+        super().__init__(db.Target("DRIVER=x", "RELQ_MSSQL"), Settings())
+        self.failure = failure
+
+    @contextmanager
+    def _database(self) -> Iterator[str]:
+        yield "DRIVER=x;DATABASE=relq_bench_test"
+
+    def _workers(self, conn_str: str) -> None:  # type: ignore[override]
+        raise self.failure
+
+
+def test_a_value_error_in_a_scenario_is_that_scenarios_problem() -> None:
+    report = Report(started_at="now", settings={}, client={})
+    ScenarioRunner(ValueError("not a table name: 'x y'")).scenario(report, "workers")
+    assert report.problems == ["workers: ValueError: not a table name: 'x y'"]
+    assert not report.ok
+
+
+def test_ctrl_c_in_a_scenario_stops_the_run() -> None:
+    report = Report(started_at="now", settings={}, client={})
+    with pytest.raises(KeyboardInterrupt):
+        ScenarioRunner(KeyboardInterrupt()).scenario(report, "workers")
 
 
 def test_every_message_queue_has_a_loader_and_nothing_else_does() -> None:
@@ -97,6 +163,10 @@ SQL = {
     "Notification backlog": backlog.NOTIFICATION,
     **{f"{kind} messages": backlog.message_sql(kind) for kind in backlog.MESSAGE_QUEUES},
     "batch report": workers.BATCH_REPORT,
+    "Notification batch report": workers.batch_report_sql("Notification"),
+    "presize": scenarios.PRESIZE,
+    "statistics": scenarios.statistics_sql(["SyncQueue", "SyncQueueAttempt"]),
+    "truncate": scenarios.truncate_sql(["HeapQueue"]),
     "processing left": workers.PROCESSING,
     "completed since": workers.COMPLETED_SINCE,
     "counters": counters.SNAPSHOT,
@@ -119,11 +189,89 @@ def test_the_sql_the_harness_sends_parses_as_t_sql(name: str) -> None:
     assert [v.desc() for v in parsed.violations] == []
 
 
-def test_the_loaders_write_rows_as_add_would() -> None:
-    """The columns dbo.Add_SyncQueue_utx sets, its enqueue lock and its key scheme."""
-    sql = backlog.SYNC_QUEUE
-    assert "@Resource = N'dbo.SyncQueue', @LockMode = 'Exclusive', @LockOwner = 'Transaction'" in sql
-    assert "dbo.QueueNextKey_fn(MAX(q.EnqueuedAt))" in sql
-    columns = "EnqueuedAt, [Type], EntityKey, Payload, ScheduledFor, UpdatedAt, [Priority], GroupKey, "
-    assert columns + "DedupKey" in sql
-    assert "k.EnqueuedAt, k.EnqueuedAt, 0, NULL, NULL" in sql  # ScheduledFor and UpdatedAt are the key
+def _split(text: str) -> list[str]:
+    """``text`` cut at its top-level commas (not those inside parentheses or quotes)."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for at, char in enumerate(text):
+        if char == "'":
+            quoted = not quoted
+        elif not quoted and char == "(":
+            depth += 1
+        elif not quoted and char == ")":
+            depth -= 1
+        elif not quoted and depth == 0 and char == ",":
+            parts.append(text[start:at].strip())
+            start = at + 1
+    return [*parts, text[start:].strip()]
+
+
+def _insert(sql: str, table: str) -> dict[str, str]:
+    """Column -> the expression the INSERT INTO dbo.<table> (...) SELECT ... FROM of ``sql`` writes."""
+    found = re.search(rf"INSERT INTO dbo\.{table} \((.*?)\)\s*SELECT(.*?)\sFROM\s", sql, re.S)
+    assert found is not None, f"no INSERT INTO dbo.{table} ... SELECT"
+    columns = [c.strip("[] \n") for c in _split(found.group(1))]
+    values = _split(found.group(2))
+    assert len(columns) == len(values)
+    return dict(zip(columns, values, strict=True))
+
+
+def _table_columns(path: str) -> tuple[list[str], set[str]]:
+    """The columns of the CREATE TABLE in ``path``, and those a row must be given (neither
+    NULL nor with a default)."""
+    text = (REPO / path).read_text(encoding="utf-8-sig")
+    body = text[text.index("CREATE TABLE"):text.index("CONSTRAINT PK_")]
+    columns, required = [], set()
+    for name, rest in re.findall(r"^\s+(\[?\w+\]?) (dbo\.\S+.*?),?$", body, re.M):
+        columns.append(name.strip("[]"))
+        if not re.search(r"\bNULL\b|\bDEFAULT\b", rest):
+            required.add(name.strip("[]"))
+    return columns, required
+
+
+def _meaning(expression: str) -> str:
+    """What an Add_ or loader expression writes: the item's key, a value the item gives, or a literal."""
+    expression = re.sub(r"\s+AS\s+\[?\w+\]?$", "", expression.strip())
+    default = re.fullmatch(r"ISNULL\(i\.\[?\w+\]?, (.*)\)", expression)  # the item's value, or this
+    if default:
+        expression = default.group(1)
+    if expression in ("p.EnqueuedAt", "k.EnqueuedAt"):
+        return "the key"
+    return "given by the item" if re.fullmatch(r"i\.\[?\w+\]?", expression) else expression
+
+
+ADD = (REPO / "database/procedures/dbo.Add_SyncQueue_utx.sql").read_text(encoding="utf-8-sig")
+
+
+def test_the_loader_inserts_the_columns_add_inserts_with_adds_defaults() -> None:
+    """An item that gives only its Type and EntityKey, written as dbo.Add_SyncQueue_utx writes it."""
+    added, loaded = _insert(ADD, "SyncQueue"), _insert(backlog.SYNC_QUEUE, "SyncQueue")
+    assert list(loaded) == list(added)
+    for column, expression in added.items():
+        if _meaning(expression) != "given by the item":
+            assert _meaning(loaded[column]) == _meaning(expression), column
+    keyed = {c for c, e in added.items() if _meaning(e) == "the key"}
+    assert keyed == {"EnqueuedAt", "ScheduledFor", "UpdatedAt"}
+    assert _meaning(loaded["GroupKey"]) == _meaning(loaded["DedupKey"]) == "NULL"
+
+
+@pytest.mark.parametrize("name", ["SyncQueue backlog", "finished SyncQueue items"])
+def test_every_loader_writes_columns_of_the_table_and_every_required_one(name: str) -> None:
+    columns, required = _table_columns("database/tables/dbo.SyncQueue.sql")
+    assert {"EnqueuedAt", "Type", "EntityKey", "ScheduledFor", "UpdatedAt"} <= required  # the parse works
+    written = set(_insert(SQL[name], "SyncQueue"))
+    assert written <= set(columns)
+    assert required <= written
+
+
+def _applock(sql: str) -> dict[str, str]:
+    call = re.search(r"sp_getapplock(.*?);", sql, re.S)
+    assert call is not None
+    return dict(re.findall(r"@(Resource|LockMode|LockOwner) = (N?'[^']*')", call.group(1)))
+
+
+def test_the_loaders_take_adds_enqueue_lock_and_its_key_scheme() -> None:
+    lock = _applock(ADD)
+    assert set(lock) == {"Resource", "LockMode", "LockOwner"}
+    for name in ("SyncQueue backlog", "finished SyncQueue items"):
+        assert _applock(SQL[name]) == lock, name
+    assert "dbo.QueueNextKey_fn(" in ADD and "dbo.QueueNextKey_fn(" in backlog.SYNC_QUEUE

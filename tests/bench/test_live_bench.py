@@ -1,6 +1,7 @@
-"""A tiny benchmark run against a real SQL Server, end to end: two scenarios of two
-seconds at a backlog of 1,000 with two workers. It checks the report's shape and that
-every item claimed was completed, never how fast anything went."""
+"""A tiny benchmark run against a real SQL Server, end to end: the plan check, then two
+scenarios of two-second arms at a backlog of 1,000 with two workers. It checks that the
+claims' plans pass, the report's shape and that every item claimed was completed, never
+how fast anything went."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def test_a_tiny_run_measures_completes_every_claim_and_reports(mssql, tmp_path: 
             assert arm.problems == [], (scenario.name, arm.arm.label, arm.problems)
             assert arm.items > 0
             assert arm.processing_left == 0
-            assert arm.completed_in_db == arm.items  # every claimed item got completed
+            assert arm.completed_in_db == arm.items + arm.warmup_items  # every claimed item got completed
             assert arm.claim_ms is not None and arm.report_ms is not None
             assert arm.claim_ms.p50 <= arm.claim_ms.p95 <= arm.claim_ms.p99 <= arm.claim_ms.max
         assert len(scenario.ratios) == 1 and scenario.ratios[0].value is not None
@@ -38,15 +39,18 @@ def test_a_tiny_run_measures_completes_every_claim_and_reports(mssql, tmp_path: 
     assert [a.arm.workers for a in workers.arms] == [1, 2]
     assert [a.arm.batch for a in result.scenarios[1].arms] == [1, 10]
 
-    # Every claim procedure's plans were captured and read the queue table.
+    # Every claim procedure's plans were captured, read the queue table, and passed: the plan
+    # check is a correctness gate (a claim that scans its queue fails here, not only in a report).
     judged = {v.procedure: v for v in result.plans}
     assert {"dbo.Next_SyncQueue_trx", "dbo.Next_SyncQueue_Batch_trx", "dbo.Next_Notification_trx",
             "dbo.Next_Notification_Batch_trx"} <= set(judged)
     assert all(v.documents > 0 and v.reads for v in judged.values())
+    assert {p: v.summary for p, v in judged.items() if not v.ok} == {}
+    assert result.ok, result.failures()
 
     json_path, png_path = reports.write(result, tmp_path)
     shown = json.loads(json_path.read_text(encoding="utf-8"))
-    assert shown["ok"] is result.ok
+    assert shown["ok"] is True and shown["failures"] == []
     assert shown["server"]["version"]
     assert [a["workers"] for a in shown["scenarios"][0]["arms"]] == [1, 2]
     assert png_path.read_bytes().startswith(b"\x89PNG")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench import plans
+from bench.scenarios import Settings
 from tests.bench import showplans as sp
 
 WATCHED = ["dbo.SyncQueue"]
@@ -24,7 +25,64 @@ def test_a_clustered_index_scan_of_the_queue_table_fails_and_says_what_it_read()
     assert not verdict.ok
     assert verdict.kinds() == ["scan"]
     assert verdict.summary == "SCAN: Clustered Index Scan of PK_SyncQueue read 100000 rows"
-    assert verdict.scans[0].statement.startswith("INSERT INTO @Candidates")
+    assert verdict.failing[0].statement.startswith("INSERT INTO @Candidates")
+
+
+def test_a_range_seek_that_reads_the_whole_table_fails() -> None:
+    plan = sp.queue_read_plan("Index Seek", "[IX_SyncQueue_Status]", rows_read=100_000)
+    verdict = plans.judge("dbo.Next_SyncQueue_trx", [plan], WATCHED, limit=1000)
+    assert verdict.kinds() == ["unbounded seek"]
+    assert not verdict.ok
+    assert verdict.summary == "SCAN: Index Seek of IX_SyncQueue_Status read 100000 rows"
+
+
+@pytest.mark.parametrize("physical, kind", [("Index Seek", "NonClustered"),
+                                            ("Clustered Index Seek", "Clustered")])
+def test_a_seek_passes_up_to_the_limit_and_not_beyond(physical: str, kind: str) -> None:
+    at = sp.queue_read_plan(physical, "[IX_SyncQueue_Due]", rows_read=1000, kind=kind)
+    over = sp.queue_read_plan(physical, "[IX_SyncQueue_Due]", rows_read=1001, kind=kind)
+    assert plans.judge("p", [at], WATCHED, limit=1000).kinds() == ["seek"]
+    assert plans.judge("p", [over], WATCHED, limit=1000).kinds() == ["unbounded seek"]
+
+
+def test_a_lookup_is_bounded_by_its_executions() -> None:
+    few = sp.queue_read_plan("Key Lookup", "[PK_SyncQueue]", rows_read=None, executions=117,
+                             kind="Clustered")
+    many = sp.queue_read_plan("Key Lookup", "[PK_SyncQueue]", rows_read=None, executions=5000,
+                              kind="Clustered")
+    assert plans.accesses(many)[0].executions == 5000
+    assert plans.judge("p", [few], WATCHED, limit=1000).ok
+    verdict = plans.judge("p", [many], WATCHED, limit=1000)
+    assert verdict.kinds() == ["unbounded seek"]
+    assert verdict.summary == "SCAN: Key Lookup of PK_SyncQueue ran 5000 times"
+
+
+def test_an_estimated_plan_cannot_prove_a_seek_bounded() -> None:
+    plan = sp.queue_read_plan("Index Seek", "[IX_SyncQueue_Due]", rows_read=17, runtime=False)
+    verdict = plans.judge("p", [plan], WATCHED)
+    assert not verdict.ok
+    assert verdict.summary == ("SCAN: Index Seek of IX_SyncQueue_Due read an unknown number of rows "
+                               "(no runtime counters)")
+
+
+def test_an_operator_the_check_does_not_know_fails_closed() -> None:
+    plan = sp.queue_read_plan("Columnstore Index Scan", "[NCCI_SyncQueue]", rows_read=5)
+    verdict = plans.judge("p", [plan], WATCHED, filtered=["ncci_syncqueue"])
+    assert verdict.kinds() == ["scan"]
+    assert not verdict.ok
+
+
+@pytest.mark.parametrize("batch", [1, 100, 500, 985, 1000])
+def test_the_limit_follows_the_batch_a_correct_claim_passes_a_full_read_fails(batch: int) -> None:
+    """A claim reads BatchSize + 16 candidates of the claim index; at batch 985 and up that
+    is over the 1,000 rows that smaller batches are held to."""
+    settings = Settings(batch=batch)
+    settings.check()
+    claim = sp.ordered_scan_plan(batch + plans.CLAIM_EXTRA)
+    assert plans.judge("p", [claim], WATCHED, settings.scan_limit).ok
+    everything = sp.ordered_scan_plan(settings.plan_backlog)
+    assert not plans.judge("p", [everything], WATCHED, settings.scan_limit).ok
+    assert settings.scan_limit == max(1000, 2 * (batch + 16))
 
 
 def test_a_scan_of_a_table_variable_does_not_count() -> None:
@@ -169,9 +227,10 @@ def test_capture_runs_the_procedure_with_statistics_xml_and_keeps_the_plans() ->
     cursor = FakeCursor([([plans.SHOWPLAN_COLUMN], [(sp.SEEK_PLAN,)]),
                          (["EnqueuedAt", "UpdatedAt", "LeaseUntil", "AttemptNum"], [(1, 2, 3, 1)]),
                          ([plans.SHOWPLAN_COLUMN], [(sp.SCAN_PLAN,)]), (["return_code"], [(0,)])])
-    documents = plans.capture(FakeConnection(cursor), "dbo.Next_SyncQueue_Batch_trx", LockedBy="bench/plans",
-                              BatchSize=100, WaitMs=0)
-    assert documents == [sp.SEEK_PLAN, sp.SCAN_PLAN]
+    captured = plans.capture(FakeConnection(cursor), "dbo.Next_SyncQueue_Batch_trx", LockedBy="bench/plans",
+                             BatchSize=100, WaitMs=0)
+    assert captured.documents == [sp.SEEK_PLAN, sp.SCAN_PLAN]
+    assert captured.rows == [(1, 2, 3, 1)]  # what it claimed, for the caller to complete
     sql, params = cursor.executed
     assert "SET STATISTICS XML ON; EXEC @rc = dbo.Next_SyncQueue_Batch_trx @LockedBy = ?, @BatchSize = ?, " \
            "@WaitMs = ?; SET STATISTICS XML OFF;" in sql

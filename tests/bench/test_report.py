@@ -8,6 +8,7 @@ from pathlib import Path
 from bench import plans
 from bench.counters import SCOPE, Snapshot
 from bench.report import Report, ScenarioResult, render, scaling_series, write
+from bench.scenarios import client_warnings, purge_result
 from bench.stats import latency, ratio
 from bench.workers import Arm, ArmResult
 from tests.bench import showplans as sp
@@ -49,7 +50,7 @@ def sample_report(*, problems: list[str] | None = None, scan: bool = False) -> R
 def test_the_json_carries_every_arm_ratio_and_plan() -> None:
     shown = json.loads(json.dumps(sample_report().as_dict()))
     assert set(shown) == {"format", "started_at", "finished_at", "seconds", "server", "client", "settings",
-                          "counters", "scenarios", "plans", "ok", "failures"}
+                          "counters", "scenarios", "plans", "ok", "failures", "warnings"}
     assert shown["format"] == 1 and shown["ok"] is True and shown["failures"] == []
     assert shown["counters"] == SCOPE and SCOPE.startswith("server-wide")
     workers = shown["scenarios"][0]
@@ -65,6 +66,7 @@ def test_the_json_carries_every_arm_ratio_and_plan() -> None:
     assert heap["arms"][0]["report_ms"] is None
     assert heap["ratios"][0]["value"] is None and heap["ratios"][0]["note"] == "1 consumer is 0"
     assert shown["plans"][0]["ok"] is True and shown["plans"][0]["procedure"] == "dbo.Next_SyncQueue_trx"
+    assert shown["warnings"] == []
 
 
 def test_an_arm_whose_items_were_not_all_completed_fails_the_run() -> None:
@@ -91,9 +93,11 @@ def test_the_terminal_table_shows_arms_ratios_plans_and_the_verdict() -> None:
     lines = text.splitlines()
     many = next(line for line in lines if "8 workers" in line and "SyncQueue" in line)
     assert "4,000" in many and "99.01" in many and "ok" in many
+    header = next(line for line in lines if "claim p50" in line)
+    assert all(f"{call} {p}" in header for call in ("claim", "report") for p in ("p50", "p95", "p99"))
     assert any("items/s with 8 workers over 1" in line and "4.00x" in line for line in lines)
     assert any("HeapQueue: receives/s" in line and "n/a (1 consumer is 0)" in line for line in lines)
-    assert any("dbo.Next_SyncQueue_trx" in line and "seek" in line for line in lines)
+    assert any("dbo.Next_SyncQueue_trx" in line and "ok" in line and "2 seeks" in line for line in lines)
     assert "server-wide" in text
     assert "server 16.0.4135.4 (Developer Edition (64-bit), 4 CPUs)" in text
     assert lines[-1].strip() == "bench ok"
@@ -126,3 +130,42 @@ def test_a_run_without_scaling_arms_still_gets_a_chart(tmp_path: Path) -> None:
     report.scenarios = []
     _, png_path = write(report, tmp_path)
     assert png_path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_verdict_passed_on_a_bounded_scan_is_not_called_a_seek() -> None:
+    report = sample_report()
+    report.plans = [plans.judge("dbo.Next_SyncQueue_trx", [sp.ordered_scan_plan(116)], ["dbo.SyncQueue"])]
+    line = next(line for line in render(report).splitlines() if "dbo.Next_SyncQueue_trx" in line)
+    assert "ok" in line and "1 bounded scan" in line and "seek" not in line
+
+
+def test_a_client_short_of_cpus_is_warned_about_in_the_table_and_the_json() -> None:
+    assert client_warnings(8, 16) == [] and client_warnings(8, 9) == [] and client_warnings(8, None) == []
+    report = sample_report()
+    report.warnings += client_warnings(8, 4)
+    assert report.ok  # a warning does not fail the run
+    assert report.as_dict()["warnings"] == [
+        "the client has 4 CPUs for 8 worker processes and the feeder: the figures with 8 workers, and their "
+        "ratios, may be bound by the client, not the server"]
+    assert "warning: the client has 4 CPUs for 8 worker processes" in render(report, width=400)
+
+
+def purge_arms(ran_dry_s: float | None) -> ScenarioResult:
+    quiet = arm_result("without a purge", 8, 40_000)
+    purging = arm_result("while a purge runs", 8, 36_000)
+    purging.purged, purging.purge_ran_dry_s = 120_000, ran_dry_s
+    return purge_result(quiet, purging)
+
+
+def test_a_purge_that_ran_dry_early_is_noted_on_its_ratios_in_the_table_too() -> None:
+    scenario = purge_arms(3.2)
+    note = "the purge ran dry after 3.2 s of 10 s (raise --purge-items)"
+    assert [(r.value, r.note) for r in scenario.ratios] == [(1.0, note), (0.9, note)]
+    report = sample_report()
+    report.scenarios = [scenario]
+    assert any("0.90x (" + note + ")" in line for line in render(report, width=400).splitlines())
+
+
+def test_a_purge_that_lasted_the_arm_has_no_note() -> None:
+    assert [r.note for r in purge_arms(None).ratios] == ["", ""]
+    assert [r.note for r in purge_arms(10.3).ratios] == ["", ""]  # dry only after the arm's 10 s
