@@ -56,7 +56,8 @@ def _project(tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     root = _project(tmp_path_factory.mktemp("new-queue"))
-    return root, new_queue(root, "PaymentCapture", ["CardPayment", "BankPayment"])
+    # the longest name and noun there may be
+    return root, new_queue(root, "PaymentCapture", ["CardPayment", "BankPayment"], "card payment capture")
 
 
 def test_a_new_queue_builds_right_after(scaffolded: tuple[Path, list[str]]) -> None:
@@ -74,7 +75,7 @@ def test_a_new_queue_gets_its_own_names_everywhere(scaffolded: tuple[Path, list[
     assert "database/security/PaymentCapture.grants.sql" in own
     for path in own:
         text = (root / path).read_text()
-        assert "SyncQueue" not in text and "CustomerSync" not in text and "{{" not in text, path
+        assert "SyncQueue" not in text and "CustomerSync" not in text, path
     assert "'CardPayment'" in (root / "database/data/dbo.PaymentCaptureType.sql").read_text()
     assert "dbo.PaymentCapture AS" in (root / "database/views/dbo.QueueHealth_V.sql").read_text()
 
@@ -83,7 +84,6 @@ def test_a_new_queue_of_the_longest_name_keeps_within_the_line_lengths(
         scaffolded: tuple[Path, list[str]]) -> None:
     """The lines sqlfluff's LT05 would measure (`invoke lint`), for a name of 14 characters."""
     root, written = scaffolded
-    assert len("PaymentCapture") == 14
     for path in written:
         limit = 200 if path.startswith("tests_tsqlt/") else 120  # .sqlfluff and tests_tsqlt/.sqlfluff
         long = [n for n, line in enumerate((root / path).read_text().splitlines(), 1) if len(line) > limit]
@@ -95,27 +95,62 @@ def test_a_new_queue_is_in_the_catalogue_and_renders_again_unchanged(
     root, _ = scaffolded
     queue = next(q for q in load(root) if q.name == "PaymentCapture")
     assert (queue.prefix, queue.alias, queue.shape, queue.noun) == ("paymentcapture", "q", "job",
-                                                                   "payment capture job")
+                                                                   "card payment capture")
     assert write(root) == []
 
 
-@pytest.mark.parametrize(("name", "types", "problem"), [
-    ("SyncQueue", ["A", "B"], "lists it already"),
-    ("syncqueue2", ["A", "B"], "PascalCase"),
-    ("AVeryLongQueueNameIndeed", ["A", "B"], "2 to 14"),
-    ("Invoice", ["OnlyOne"], "at least two job types"),
-    ("Invoice", ["Send", "it's"], "job types are letters"),
-    ("HeapQueue", ["A", "B"], "exists already"),  # the message queue's table
+@pytest.mark.parametrize(("name", "types", "noun", "problem"), [
+    ("SyncQueue", ["A", "B"], None, "lists it already"),
+    ("Syncqueue", ["A", "B"], None, "lists it already"),
+    ("syncqueue2", ["A", "B"], None, "PascalCase"),
+    ("AVeryLongQueueNameIndeed", ["A", "B"], None, "2 to 14"),
+    ("Invoice\n", ["A", "B"], None, "PascalCase"),
+    ("Order", ["A", "B"], None, "reserved word"),
+    ("Invoice", ["OnlyOne"], None, "at least two job types"),
+    ("Invoice", ["Send", "send"], None, "differ in more than case"),
+    ("Invoice", ["Send", "it's"], None, "job types are 1 to 50"),
+    ("Invoice", ["Send", "B" * 51], None, "job types are 1 to 50"),
+    ("Invoice", ["Send", "Bb\n"], None, "job types are 1 to 50"),
+    ("Invoice", ["A", "B"], "invoice job\n", "lower-case words"),
+    ("Invoice", ["A", "B"], "a very long noun for a job", "20 characters at most"),
+    ("HeapQueue", ["A", "B"], None, "exists already"),  # the message queue's table
+    ("Heapqueue", ["A", "B"], None, "exists already"),  # the same name to SQL Server
 ])
 def test_new_queue_refuses_bad_input_and_writes_nothing(tmp_path: Path, name: str, types: list[str],
-                                                          problem: str) -> None:
+                                                          noun: str | None, problem: str) -> None:
     root = _project(tmp_path)
     catalogue = (root / CATALOGUE).read_text()
     files = sorted(p for p in root.rglob("*") if p.is_file())
     with pytest.raises(RelqError, match=problem):
-        new_queue(root, name, types)
+        new_queue(root, name, types, noun)
     assert (root / CATALOGUE).read_text() == catalogue
     assert sorted(p for p in root.rglob("*") if p.is_file()) == files
+
+
+def test_a_catalogue_alias_may_not_be_one_the_templates_use(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    (root / CATALOGUE).write_text((root / CATALOGUE).read_text().replace('alias = "n"', 'alias = "s"'))
+    with pytest.raises(RelqError, match="alias is one lower-case letter the templates do not use"):
+        load(root)
+
+
+def test_new_queue_leaves_the_other_queues_files_alone(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    sync = next(q for q in QUEUES if q.name == "SyncQueue")
+    path, text = queue_renders(sync)[0]
+    (root / path).write_text(text + "-- a change in progress\n")
+    new_queue(root, "Invoice", ["InvoicePdf", "InvoiceXml"])
+    assert (root / path).read_text().endswith("-- a change in progress\n")
+
+
+def test_every_queue_has_the_lifecycle_defaults(scaffolded: tuple[Path, list[str]]) -> None:
+    """Without its defaults a queue's leases never expire and its items never fail."""
+    root, _ = scaffolded
+    function = (root / "database/functions/dbo.AppSettingInt_fn.sql").read_text()
+    for queue in load(root):
+        for setting in ("maxAttempts", "leaseSeconds", "backoffBaseMs", "backoffFactorPct", "backoffCapMs",
+                        "backoffJitterPct"):
+            assert f"('{queue.prefix}.{setting}', " in function, f"{queue.prefix}.{setting}"
 
 
 def test_writing_the_templates_repairs_a_copy_that_drifted(tmp_path: Path) -> None:

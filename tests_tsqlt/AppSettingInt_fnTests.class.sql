@@ -4,21 +4,8 @@ GO
 EXEC tSQLt.NewTestClass 'AppSettingInt_fnTests';
 GO
 -- tSQLt runs the procedures whose names start with "test ": the spaces are required.
-CREATE PROCEDURE AppSettingInt_fnTests.[test AppSettingInt_fn returns the documented defaults when no row exists]
-AS
-BEGIN
-    DECLARE @Notification INT;
-    DECLARE @SyncQueue INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
-
-    SET @Notification = dbo.AppSettingInt_fn('notification.maxAttempts');
-    SET @SyncQueue = dbo.AppSettingInt_fn('syncqueue.maxAttempts');
-
-    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @Notification, @Message = N'notification.maxAttempts';
-    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @SyncQueue, @Message = N'syncqueue.maxAttempts';
-END;
-GO
--- Every setting of the worker lifecycle, for both queues, as the header documents it.
+-- Every setting of the worker lifecycle, for every queue, as the header documents it
+-- (stated here again, so that a changed default fails this test).
 CREATE PROCEDURE AppSettingInt_fnTests.[test AppSettingInt_fn returns the documented lifecycle defaults when no row exists]
 AS
 BEGIN
@@ -29,11 +16,13 @@ BEGIN
     INTO #Actual
     FROM (
         VALUES
+        ('notification.maxAttempts'),
         ('notification.leaseSeconds'),
         ('notification.backoffBaseMs'),
         ('notification.backoffFactorPct'),
         ('notification.backoffCapMs'),
         ('notification.backoffJitterPct'),
+        ('syncqueue.maxAttempts'),
         ('syncqueue.leaseSeconds'),
         ('syncqueue.backoffBaseMs'),
         ('syncqueue.backoffFactorPct'),
@@ -47,11 +36,13 @@ BEGIN
     FROM #Actual AS a;
     INSERT INTO #Expected (Param, ValInt)
     VALUES
+    ('notification.maxAttempts', 3),
     ('notification.leaseSeconds', 300),
     ('notification.backoffBaseMs', 1000),
     ('notification.backoffFactorPct', 200),
     ('notification.backoffCapMs', 3600000),
     ('notification.backoffJitterPct', 10),
+    ('syncqueue.maxAttempts', 3),
     ('syncqueue.leaseSeconds', 300),
     ('syncqueue.backoffBaseMs', 1000),
     ('syncqueue.backoffFactorPct', 200),

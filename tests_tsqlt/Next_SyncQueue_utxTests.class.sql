@@ -1139,7 +1139,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
-CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx sets LeaseUntil to StartedAt plus leaseSeconds when syncqueueleaseSeconds is 60]
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx sets LeaseUntil to StartedAt plus leaseSeconds when its leaseSeconds setting is 60]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';

@@ -4,8 +4,8 @@ GO
 /* dbo.AppSettingInt_fn: a whole-number setting: the row of dbo.AppSettings, or the
    documented default when the row is absent (or NULL, or the name unknown).
    @Param: the setting's name.
-   Settings and their defaults, the same for each queue (<queue> is notification
-   or syncqueue):
+   Settings and their defaults, the same for each queue (<queue> is its prefix
+   in database/queues.toml; an unknown prefix has no defaults):
      <queue>.maxAttempts            3  claims an item may take before it is Failed
      <queue>.leaseSeconds         300  how long a claim holds an item before another
                                        worker may take it over (Extend_ renews it)

@@ -39,10 +39,12 @@ GROUPS = {"every_queue": SHAPES, "job_queues": ("job",)}
 ONCE = "all_queues"
 # At most 14 characters: the templates' longest lines then stay within the house
 # style's 120 columns (sqlfluff LT05), and every transaction name within SQL Server's 32.
-_QUEUE_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{1,13}$")
-_TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,99}$")
-_ALIAS = re.compile(r"^[a-z]$")
-_WORDS = re.compile(r"^[a-z][a-z -]{0,40}$")
+_QUEUE_NAME = re.compile(r"[A-Z][A-Za-z0-9]{1,13}")
+_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,49}")  # dbo.[_Type] is VARCHAR(50)
+_PREFIX = re.compile(r"[a-z][a-z0-9]*")
+_ALIAS = re.compile(r"[a-z]")
+_WORDS = re.compile(r"[a-z][a-z -]{0,19}")  # short enough to keep the comments' lines in the style
+_LITERAL_ALIAS = re.compile(r"\bAS ([a-z])\b")  # a template's own one-letter aliases
 
 
 @dataclass(frozen=True)
@@ -86,24 +88,44 @@ def load(root: Path) -> list[Queue]:
 
 def _check(queue: Queue, where: str) -> None:
     problems = []
-    if not _QUEUE_NAME.match(queue.name):
+    if not _QUEUE_NAME.fullmatch(queue.name):
         problems.append("its name is PascalCase, 2 to 14 letters and digits")
-    if not re.match(r"^[a-z][a-z0-9]*$", queue.prefix):
+    elif queue.name.upper() in _reserved():
+        problems.append(f"{queue.name} is a T-SQL reserved word")
+    if not _PREFIX.fullmatch(queue.prefix):
         problems.append("its prefix is lower-case letters and digits")
-    if not _ALIAS.match(queue.alias):
-        problems.append("its alias is one lower-case letter")
+    if not _ALIAS.fullmatch(queue.alias) or queue.alias in _taken_aliases(queue.shape):
+        problems.append(f"its alias is one lower-case letter the templates do not use themselves "
+                        f"({', '.join(sorted(_taken_aliases(queue.shape)))})")
     if queue.shape not in SHAPES:
         problems.append(f"its shape is one of {', '.join(SHAPES)}")
-    if len(queue.verb) != 2 or not all(_WORDS.match(w) for w in (queue.noun, *queue.verb)):
-        problems.append("its noun and verb pair are lower-case words")
-    if queue.shape == "job" and len(set(queue.types)) < 2:
+    if len(queue.verb) != 2 or not all(_WORDS.fullmatch(w) for w in (queue.noun, *queue.verb)):
+        problems.append("its noun and verb pair are lower-case words, 20 characters at most")
+    if queue.shape == "job" and len({t.casefold() for t in queue.types}) < 2:
         # Its tSQLt classes prove that a worker of one type leaves the other types alone.
         problems.append("a job queue lists at least two job types")
-    bad = [t for t in queue.types if not _TYPE_NAME.match(t)]
+    if len({t.casefold() for t in queue.types}) != len(queue.types):
+        problems.append("its job types differ in more than case (SQL Server compares them without)")
+    bad = [t for t in queue.types if not _TYPE_NAME.fullmatch(t)]
     if bad:
-        problems.append(f"job types are letters, digits and _ (not {', '.join(bad)})")
+        problems.append(f"job types are 1 to 50 letters, digits and _ (not {', '.join(map(repr, bad))})")
     if problems:
         raise RelqError(f"{where}: " + "; ".join(problems))
+
+
+def _reserved() -> frozenset[str]:
+    """T-SQL's reserved words (sqlfluff's tsql dialect): the templates write names unbracketed."""
+    from sqlfluff.core import dialect_selector
+
+    return frozenset(dialect_selector("tsql").sets("reserved_keywords"))
+
+
+def _taken_aliases(shape: str) -> set[str]:
+    """The one-letter aliases the templates a queue of ``shape`` gets use for other tables
+    (a job queue's own alias, q, is written literally in its templates)."""
+    groups = [g for g, shapes in GROUPS.items() if shape in shapes] + [ONCE]
+    found = {a for g in groups for t in templates(g) for a in _LITERAL_ALIAS.findall(t.read_text())}
+    return found - {"q"} if shape == "job" else found
 
 
 def _environment() -> Environment:
@@ -153,8 +175,12 @@ def renders(queues: list[Queue]) -> list[tuple[str, str]]:
 def write(root: Path, queues: list[Queue] | None = None) -> list[str]:
     """Render every queue of ``root``'s catalogue into its database/ and tests_tsqlt/;
     returns the paths whose text changed (a second run changes nothing)."""
+    return _write(root, renders(load(root) if queues is None else queues))
+
+
+def _write(root: Path, files: list[tuple[str, str]]) -> list[str]:
     changed = []
-    for path, text in renders(load(root) if queues is None else queues):
+    for path, text in files:
         target = root / path
         if not target.exists() or target.read_text(encoding="utf-8") != text:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -165,21 +191,35 @@ def write(root: Path, queues: list[Queue] | None = None) -> list[str]:
 
 def new_queue(root: Path, name: str, types: list[str], noun: str | None = None,
               verb: tuple[str, str] = ("process", "processed")) -> list[str]:
-    """Add a queue of the job shape to ``root``'s catalogue and write its files.
-    Nothing is written when the name, a type or an existing file says no."""
+    """Add a queue of the job shape to ``root``'s catalogue and write its files and the
+    files over every queue (the health views, the settings' defaults); other queues'
+    files are left as they are. Nothing is written when the name, a type or an existing
+    object says no."""
     queues = load(root)
-    queue = Queue(name, name.lower(), "q", "job", noun or f"{_words(name)} job", verb, tuple(types))
-    _check(queue, f"new queue {name}")
+    default_noun = f"{_words(name)} job"
+    noun = noun or (default_noun if _WORDS.fullmatch(default_noun) else "job")
+    queue = Queue(name, name.lower(), "q", "job", noun, verb, tuple(types))
+    where = f"new queue {name}"
+    _check(queue, where)
     if any(q.name.casefold() == name.casefold() for q in queues):
-        raise RelqError(f"new queue {name}: {CATALOGUE} lists it already")
+        raise RelqError(f"{where}: {CATALOGUE} lists it already")
     if any(q.prefix == queue.prefix for q in queues):
-        raise RelqError(f"new queue {name}: another queue's settings use the prefix {queue.prefix}")
-    taken = [path for path, _ in queue_renders(queue) if (root / path).exists()]
-    if taken:
-        raise RelqError(f"new queue {name}: {taken[0]} exists already; pick another name")
-    with (root / CATALOGUE).open("a", encoding="utf-8") as catalogue:
-        catalogue.write(_entry(queue))
-    return write(root)
+        raise RelqError(f"{where}: another queue's settings use the prefix {queue.prefix}")
+    own = queue_renders(queue)
+    existing = {p.name.casefold(): p.relative_to(root).as_posix()
+                for folder in ("database", "tests_tsqlt") for p in (root / folder).rglob("*.sql")}
+    names = [Path(path).name.casefold() for path, _ in own]
+    taken = [existing[n] for n in names if n in existing]
+    if taken:  # SQL Server's default collation compares names without case
+        raise RelqError(f"{where}: {taken[0]} exists already; pick another name")
+    catalogue = (root / CATALOGUE).read_text(encoding="utf-8") + _entry(queue)
+    try:
+        tomllib.loads(catalogue)  # the entry is checked above; the file must stay TOML too
+    except tomllib.TOMLDecodeError as exc:
+        raise RelqError(f"{where}: {CATALOGUE} would not be TOML any more ({exc})") from None
+    written = _write(root, own + [render_once(t, [*queues, queue]) for t in templates(ONCE)])
+    (root / CATALOGUE).write_text(catalogue, encoding="utf-8")
+    return written
 
 
 def _words(name: str) -> str:
