@@ -99,17 +99,22 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Actual, @Message = @Message;
 END;
 GO
--- Calls the purge with a bad parameter and asserts that it raised 50007.
+-- Calls the purge with one bad parameter and asserts that it raised 50007 with a message
+-- LIKE @ExpectedMessage: every check raises 50007, so only the message tells which one
+-- refused the call. The other parameters' defaults are valid, so that a case fails only
+-- on what it names.
 CREATE PROCEDURE Purge_Notification_trxTests.AssertRefused
     @OlderThanMinutes INT,
-    @BatchSize INT = 2000,
+    @BatchSize INT = 1000,
     @Archive BIT = 0,
     @MaxBatches INT = NULL,
     @Keys NVARCHAR(MAX) = NULL,
+    @ExpectedMessage NVARCHAR(400),
     @Case NVARCHAR(200)
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
     BEGIN TRY
         EXEC dbo.Purge_Notification_trx
             @OlderThanMinutes = @OlderThanMinutes,
@@ -119,10 +124,13 @@ BEGIN
             @Keys = @Keys;
     END TRY
     BEGIN CATCH
-        SET @ErrorNumber = ERROR_NUMBER();
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
     EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertLike @ExpectedPattern = @ExpectedMessage, @Actual = @ErrorMessage, @Message = @Case;
 END;
 GO
 -- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
@@ -138,7 +146,9 @@ CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx raises
 AS
 BEGIN
     EXEC Purge_Notification_trxTests.FakeQueue;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException
+        @ExpectedErrorNumber = 50001,
+        @ExpectedMessagePattern = N'dbo.Purge_Notification_trx owns its transaction%';
 
     EXEC dbo.Purge_Notification_trx @OlderThanMinutes = 60;
 END;
@@ -397,11 +407,12 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx raises 50007 and removes nothing when the age is missing or below 1]
+CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx raises 50007 and removes nothing when the age is missing or out of range]
 AS
 BEGIN
     DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
     DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
     EXEC Purge_Notification_trxTests.FakeQueue;
     EXEC Purge_Notification_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
 
@@ -409,13 +420,24 @@ BEGIN
         EXEC dbo.Purge_Notification_trx;
     END TRY
     BEGIN CATCH
-        SET @ErrorNumber = ERROR_NUMBER();
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
     EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = N'left out';
-    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = NULL, @Case = N'NULL';
-    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = 0, @Case = N'0';
-    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = -1, @Case = N'-1';
+    EXEC tSQLt.AssertLike
+        @ExpectedPattern = N'%: @OlderThanMinutes is required: 1 to 52560000',
+        @Actual = @ErrorMessage,
+        @Message = N'left out';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = NULL, @ExpectedMessage = N'%: @OlderThanMinutes is required%', @Case = N'NULL';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = 0, @ExpectedMessage = N'%: @OlderThanMinutes is required%', @Case = N'0';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = -1, @ExpectedMessage = N'%: @OlderThanMinutes is required%', @Case = N'-1';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = 52560001, @ExpectedMessage = N'%: @OlderThanMinutes is required%', @Case = N'52560001';
 
     EXEC Purge_Notification_trxTests.AssertRemaining @Expected = '1', @Message = N'the finished item remains';
 END;
@@ -428,9 +450,21 @@ BEGIN
     EXEC Purge_Notification_trxTests.FakeQueue;
     EXEC Purge_Notification_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
 
-    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = 60, @BatchSize = NULL, @Case = N'NULL';
-    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = 60, @BatchSize = 0, @Case = N'0';
-    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = 60, @BatchSize = 1501, @Case = N'1501';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = 60,
+        @BatchSize = NULL,
+        @ExpectedMessage = N'%: @BatchSize must be 1 to 1500',
+        @Case = N'NULL';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = 60,
+        @BatchSize = 0,
+        @ExpectedMessage = N'%: @BatchSize must be 1 to 1500',
+        @Case = N'0';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = 60,
+        @BatchSize = 1501,
+        @ExpectedMessage = N'%: @BatchSize must be 1 to 1500',
+        @Case = N'1501';
 
     EXEC Purge_Notification_trxTests.AssertRemaining @Expected = '1', @Message = N'the finished item remains';
 END;
@@ -443,8 +477,16 @@ BEGIN
     EXEC Purge_Notification_trxTests.FakeQueue;
     EXEC Purge_Notification_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
 
-    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = 60, @MaxBatches = 0, @Case = N'@MaxBatches 0';
-    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = 60, @Archive = NULL, @Case = N'@Archive NULL';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = 60,
+        @MaxBatches = 0,
+        @ExpectedMessage = N'%: @MaxBatches must be 1 or more, or NULL for no limit',
+        @Case = N'@MaxBatches 0';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = 60,
+        @Archive = NULL,
+        @ExpectedMessage = N'%: @Archive must be 0 or 1',
+        @Case = N'@Archive NULL';
 
     EXEC Purge_Notification_trxTests.AssertRemaining @Expected = '1', @Message = N'the finished item remains';
 END;
@@ -533,6 +575,88 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx takes the listed items in key order and passes none over when some listed stay]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @Keys NVARCHAR(MAX);
+    DECLARE @RetCode INT;
+    DECLARE @Removed INT;
+    EXEC Purge_Notification_trxTests.FakeQueue;
+    -- 1 to 7 listed, newest first; 2 and 4 changed since (listed with another UpdatedAt), so
+    -- each batch of two passes one of them over: 1, 3 | 5, 6 | 7. 8 is not listed.
+    EXEC Purge_Notification_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 2, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 3, @Status = 'Failed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 4, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 5, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 6, @Status = 'Cancelled', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 7, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 8, @Status = 'Completed', @UpdatedAt = @Old;
+    SET @Keys = (
+        SELECT
+            n.EnqueuedAt,
+            CASE WHEN DATEPART(SECOND, n.EnqueuedAt) IN (2, 4) THEN DATEADD(SECOND, -1, @Old) ELSE n.UpdatedAt END
+                AS UpdatedAt
+        FROM dbo.Notification AS n
+        WHERE DATEPART(SECOND, n.EnqueuedAt) <= 7
+        ORDER BY n.EnqueuedAt DESC
+        FOR JSON PATH
+    );
+
+    EXEC @RetCode = dbo.Purge_Notification_trx
+        @Keys = @Keys,
+        @BatchSize = 2,
+        @MaxBatches = 1,
+        @Removed = @Removed OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code, one batch';
+    EXEC Purge_Notification_trxTests.AssertRemaining
+        @Expected = '2,4,5,6,7,8', @Message = N'the first batch takes the oldest keys, not the first listed';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Removed, @Message = N'@Removed, one batch';
+
+    EXEC @RetCode = dbo.Purge_Notification_trx
+        @Keys = @Keys,
+        @BatchSize = 2,
+        @Removed = @Removed OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Purge_Notification_trxTests.AssertRemaining
+        @Expected = '2,4,8', @Message = N'each batch goes on after the items the one before passed over';
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @Removed, @Message = N'@Removed';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx removes the listed items when Keys starts with white space]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @Keys NVARCHAR(MAX);
+    DECLARE @RetCode INT;
+    DECLARE @Removed INT;
+    EXEC Purge_Notification_trxTests.FakeQueue;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 2, @Status = 'Completed', @UpdatedAt = @Old;
+    -- A tab, a line break and a space before the array, as a pretty-printer may write it.
+    SET @Keys = NCHAR(9) + NCHAR(13) + NCHAR(10) + N' ' + (
+        SELECT
+            n.EnqueuedAt,
+            n.UpdatedAt
+        FROM dbo.Notification AS n
+        WHERE DATEPART(SECOND, n.EnqueuedAt) = 1
+        FOR JSON PATH
+    );
+
+    EXEC @RetCode = dbo.Purge_Notification_trx
+        @Keys = @Keys,
+        @Removed = @Removed OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Purge_Notification_trxTests.AssertRemaining @Expected = '2';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Removed, @Message = N'@Removed';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx raises 50007 and removes nothing when Keys is not a list of keys or comes with an age]
 AS
 BEGIN
@@ -548,26 +672,58 @@ BEGIN
         FOR JSON PATH
     );
 
-    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = 60, @Keys = @Listed, @Case = N'an age too';
-    EXEC Purge_Notification_trxTests.AssertRefused @OlderThanMinutes = NULL, @Keys = N'not json', @Case = N'not JSON';
+    -- Each case's message names the check that refused it, and for an entry its number (from 1).
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = 60,
+        @Keys = @Listed,
+        @ExpectedMessage = N'%: give @OlderThanMinutes or @Keys, not both',
+        @Case = N'an age too';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = NULL,
+        @Keys = N'not json',
+        @ExpectedMessage = N'%: @Keys must be JSON: an array of {EnqueuedAt, UpdatedAt}',
+        @Case = N'not JSON';
     EXEC Purge_Notification_trxTests.AssertRefused
         @OlderThanMinutes = NULL,
         @Keys = N'{"EnqueuedAt": "2024-03-01T08:00:01", "UpdatedAt": "2024-03-01T08:00:01"}',
+        @ExpectedMessage = N'%: @Keys must be an array of {EnqueuedAt, UpdatedAt}, not an object',
         @Case = N'an object, not an array';
     EXEC Purge_Notification_trxTests.AssertRefused
-        @OlderThanMinutes = NULL, @Keys = N'["2024-03-01T08:00:01"]', @Case = N'an entry not an object';
+        @OlderThanMinutes = NULL,
+        @Keys = N'[{"EnqueuedAt": "2024-03-01T08:00:01", "UpdatedAt": "2024-03-01T08:00:01"}, "2024-03-01T08:00:02"]',
+        @ExpectedMessage = N'%: @Keys entry 2 is not an object',
+        @Case = N'an entry not an object';
     EXEC Purge_Notification_trxTests.AssertRefused
         @OlderThanMinutes = NULL,
         @Keys = N'[{"EnqueuedAt": "2024-03-01T08:00:01"}]',
+        @ExpectedMessage = N'%: @Keys entry 1 lacks EnqueuedAt or UpdatedAt',
         @Case = N'an entry without UpdatedAt';
     EXEC Purge_Notification_trxTests.AssertRefused
         @OlderThanMinutes = NULL,
         @Keys = N'[{"EnqueuedAt": "yesterday", "UpdatedAt": "2024-03-01T08:00:01"}]',
+        @ExpectedMessage = N'%: @Keys entry 1 has a time that is not ISO 8601',
         @Case = N'a time that is not ISO 8601';
+    -- SQL Server would read each of these as 08:00:01, dropping the offset without a word.
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = NULL,
+        @Keys = N'[{"EnqueuedAt": "2024-03-01T08:00:01Z", "UpdatedAt": "2024-03-01T08:00:01"}]',
+        @ExpectedMessage = N'%: @Keys entry 1 has a time with an offset or Z: give it in UTC without one',
+        @Case = N'a time in Z';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = NULL,
+        @Keys = N'[{"EnqueuedAt": "2024-03-01T08:00:01", "UpdatedAt": "2024-03-01T08:00:01+02:00"}]',
+        @ExpectedMessage = N'%: @Keys entry 1 has a time with an offset or Z: give it in UTC without one',
+        @Case = N'a time with a positive offset';
+    EXEC Purge_Notification_trxTests.AssertRefused
+        @OlderThanMinutes = NULL,
+        @Keys = N'[{"EnqueuedAt": "2024-03-01T08:00:01.1234567-05:00", "UpdatedAt": "2024-03-01T08:00:01"}]',
+        @ExpectedMessage = N'%: @Keys entry 1 has a time with an offset or Z: give it in UTC without one',
+        @Case = N'a time with a negative offset';
     EXEC Purge_Notification_trxTests.AssertRefused
         @OlderThanMinutes = NULL,
         @Keys = N'[{"EnqueuedAt": "2024-03-01T08:00:01", "UpdatedAt": "2024-03-01T08:00:01"},
             {"EnqueuedAt": "2024-03-01T08:00:01", "UpdatedAt": "2024-03-01T09:00:00"}]',
+        @ExpectedMessage = N'%: @Keys entry 2 lists an item that an entry before it lists',
         @Case = N'an item listed twice';
 
     EXEC Purge_Notification_trxTests.AssertRemaining @Expected = '1', @Message = N'the finished item remains';
@@ -580,6 +736,7 @@ CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx raises
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
     EXEC Purge_Notification_trxTests.FakeQueue;
 
     SET IMPLICIT_TRANSACTIONS ON;
@@ -587,11 +744,15 @@ BEGIN
         EXEC dbo.Purge_Notification_trx @OlderThanMinutes = 60;
     END TRY
     BEGIN CATCH
-        SET @ErrorNumber = ERROR_NUMBER();
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
     EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike
+        @ExpectedPattern = N'dbo.Purge_Notification_trx owns its transaction%', @Actual = @ErrorMessage;
 END;
 GO

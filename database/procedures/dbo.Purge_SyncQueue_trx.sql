@@ -23,8 +23,8 @@ GO
    caller listed, such as those relq.pipeline has just copied into a Parquet
    archive: each one only if it is still finished and its UpdatedAt is still the
    one listed (an item an operator retried since then stays), whatever its age,
-   in the same short transactions and with the same READPAST: an item another
-   session holds stays too. The caller compares Removed with what it listed.
+   in the same short transactions (oldest key first) and with the same READPAST:
+   an item another session holds stays too. The caller compares Removed with what it listed.
    @OlderThanMinutes: 1 to 52560000 (100 years), required without @Keys: a
      finished item goes once its UpdatedAt (when it finished) is older than this.
    @BatchSize: items per transaction, 1 to 1500 (default 1000), below the 5,000
@@ -38,16 +38,19 @@ GO
      (INSERT ... EXEC cannot capture the row: it would open the transaction that
      a _trx refuses).
    @Keys: the exact mode, instead of @OlderThanMinutes: a JSON array of
-     {"EnqueuedAt": ..., "UpdatedAt": ...} objects, ISO 8601 UTC (as FOR JSON
-     writes them), each item at most once; NULL (default): the age mode. JSON
+     {"EnqueuedAt": ..., "UpdatedAt": ...} objects, ISO 8601 in UTC without an
+     offset or Z (as FOR JSON writes a DATETIME2: SQL Server would drop an offset
+     without a word), each item at most once; NULL (default): the age mode. JSON
      rather than a table-valued parameter, so that every driver can send it
      (FreeTDS before 1.4 and jTDS cannot send a TVP) and the age mode's callers
      need not change.
    Returns 0 with one row (Removed, Archived): how many items it deleted and how
    many of them it archived; 1 on error: 50001 inside a transaction or with
-   IMPLICIT_TRANSACTIONS ON, 50007 a bad parameter (an age and @Keys together,
-   @Keys not such a list), 50003 an item that vanished
-   between its pick and its delete (nothing of that batch is kept). */
+   IMPLICIT_TRANSACTIONS ON, 50007 a bad parameter (its message names it; for
+   @Keys: not JSON, not an array, or the first bad entry, counted from 1: not an
+   object, a time missing, with an offset or not ISO 8601, an item listed again),
+   50003 an item that vanished between its pick and its delete (nothing of that
+   batch is kept). */
 CREATE OR ALTER PROCEDURE dbo.Purge_SyncQueue_trx
     @OlderThanMinutes INT = NULL,
     @BatchSize INT = 1000,
@@ -67,12 +70,14 @@ BEGIN
     DECLARE @Proc NVARCHAR(128) = N'dbo.Purge_SyncQueue_trx';
     DECLARE @FinishedBefore dbo.[_Timestamp];
     DECLARE @Batch TABLE (EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY);
-    -- The exact mode's items, as listed in @Keys (NULL where an entry did not convert).
+    -- The exact mode's items, as listed in @Keys, once checked. Keyed on EnqueuedAt: the pick
+    -- reads them in that order from where the batch before it stopped (@ListedFrom).
     DECLARE @Listed TABLE (
-        EntryNo INT NOT NULL PRIMARY KEY,
-        EnqueuedAt DATETIME2(7) NULL,
-        UpdatedAt DATETIME2(7) NULL
+        EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY,
+        UpdatedAt DATETIME2(7) NOT NULL
     );
+    DECLARE @ListedFrom DATETIME2(7) = '0001-01-01';
+    DECLARE @Problem NVARCHAR(200);
     DECLARE @Batches INT = 0;
     DECLARE @Picked INT;
     DECLARE @BatchArchived INT;
@@ -114,41 +119,67 @@ BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@MaxBatches must be 1 or more, or NULL for no limit');
             GOTO EXIT_ERROR;
         END;
-    -- Every entry an object (OPENJSON's type 5) with both times in ISO 8601, each item once.
-    IF (@Keys IS NOT NULL AND (ISJSON(@Keys) = 0 OR LTRIM(@Keys) NOT LIKE N'[[]%'))
+    IF (@Keys IS NOT NULL AND ISJSON(@Keys) = 0)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Keys must be a JSON array of {EnqueuedAt, UpdatedAt}');
+            RAISERROR (50007, 16, 1, @Proc, N'@Keys must be JSON: an array of {EnqueuedAt, UpdatedAt}');
             GOTO EXIT_ERROR;
         END;
+    -- ISJSON takes an object as well. Wrapped in [ ], any JSON text is one element, whose type
+    -- tells an array (4) from an object (5), whatever white space comes before it.
+    IF (@Keys IS NOT NULL AND (SELECT j.[type] FROM OPENJSON(N'[' + @Keys + N']') AS j) <> 4)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Keys must be an array of {EnqueuedAt, UpdatedAt}, not an object');
+            GOTO EXIT_ERROR;
+        END;
+    -- The first bad entry, if any, before @Listed takes one: its key would refuse an item
+    -- listed twice with error 2627, not 50007. An entry is an object (OPENJSON's type 5) with
+    -- both times in ISO 8601 (style 126) and no offset or Z, each item once.
     IF (@Keys IS NOT NULL)
         BEGIN
-            INSERT INTO @Listed (EntryNo, EnqueuedAt, UpdatedAt)
+            SELECT TOP (1) @Problem = N'@Keys entry ' + CAST(k.EntryNo + 1 AS NVARCHAR(10)) + k.Problem
+            FROM (
+                SELECT
+                    CAST(j.[key] AS INT) AS EntryNo,
+                    CASE
+                        WHEN j.[type] <> 5 THEN N' is not an object'
+                        WHEN t.EnqueuedAtText IS NULL OR t.UpdatedAtText IS NULL
+                            THEN N' lacks EnqueuedAt or UpdatedAt'
+                        WHEN
+                            t.EnqueuedAtText LIKE N'%[+Zz]%' OR CHARINDEX(N'-', t.EnqueuedAtText, 11) > 0
+                            OR t.UpdatedAtText LIKE N'%[+Zz]%' OR CHARINDEX(N'-', t.UpdatedAtText, 11) > 0
+                            THEN N' has a time with an offset or Z: give it in UTC without one'
+                        WHEN c.EnqueuedAt IS NULL OR c.UpdatedAt IS NULL THEN N' has a time that is not ISO 8601'
+                        WHEN ROW_NUMBER() OVER (PARTITION BY c.EnqueuedAt ORDER BY CAST(j.[key] AS INT)) > 1
+                            THEN N' lists an item that an entry before it lists'
+                    END AS Problem
+                FROM OPENJSON(@Keys) AS j
+                CROSS APPLY (
+                    SELECT
+                        CASE WHEN j.[type] = 5 THEN JSON_VALUE(j.[value], '$.EnqueuedAt') END AS EnqueuedAtText,
+                        CASE WHEN j.[type] = 5 THEN JSON_VALUE(j.[value], '$.UpdatedAt') END AS UpdatedAtText
+                ) AS t
+                CROSS APPLY (
+                    SELECT
+                        TRY_CONVERT(DATETIME2(7), t.EnqueuedAtText, 126) AS EnqueuedAt,
+                        TRY_CONVERT(DATETIME2(7), t.UpdatedAtText, 126) AS UpdatedAt
+                ) AS c
+            ) AS k
+            WHERE k.Problem IS NOT NULL
+            ORDER BY k.EntryNo ASC;
+            IF (@Problem IS NOT NULL)
+                BEGIN
+                    RAISERROR (50007, 16, 1, @Proc, @Problem);
+                    GOTO EXIT_ERROR;
+                END;
+            INSERT INTO @Listed (EnqueuedAt, UpdatedAt)
             SELECT
-                CAST(j.[key] AS INT) AS EntryNo,
                 TRY_CONVERT(DATETIME2(7), JSON_VALUE(j.[value], '$.EnqueuedAt'), 126) AS EnqueuedAt,
                 TRY_CONVERT(DATETIME2(7), JSON_VALUE(j.[value], '$.UpdatedAt'), 126) AS UpdatedAt
-            FROM OPENJSON(@Keys) AS j
-            WHERE j.[type] = 5;
+            FROM OPENJSON(@Keys) AS j;
             SELECT
                 @RowCnt = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-            IF (
-                @RowCnt <> (SELECT COUNT(*) FROM OPENJSON(@Keys))
-                OR EXISTS (
-                    SELECT 1 FROM @Listed AS l
-                    WHERE l.EnqueuedAt IS NULL OR l.UpdatedAt IS NULL
-                )
-            )
-                BEGIN
-                    RAISERROR (50007, 16, 1, @Proc, N'@Keys must be a JSON array of {EnqueuedAt, UpdatedAt}');
-                    GOTO EXIT_ERROR;
-                END;
-            IF ((SELECT COUNT(DISTINCT l.EnqueuedAt) FROM @Listed AS l) <> @RowCnt)
-                BEGIN
-                    RAISERROR (50007, 16, 1, @Proc, N'@Keys lists an item more than once');
-                    GOTO EXIT_ERROR;
-                END;
         END;
     IF (@Keys IS NULL) SET @FinishedBefore = DATEADD(MINUTE, -@OlderThanMinutes, SYSUTCDATETIME());
 
@@ -180,18 +211,32 @@ BEGIN
                 END;
             IF (@Keys IS NOT NULL)
                 BEGIN
-                    -- A listed item is a seek on the key; one deleted by an earlier batch is gone.
+                    -- One seek on the queue's key per listed item, pinned by FORCESEEK on PK_SyncQueue:
+                    -- from compatibility level 150 the optimizer sees @Listed's row count (table
+                    -- variable deferred compilation), and for a large list it could pick a hash or
+                    -- merge join that scans the queue under UPDLOCK, a lock per row read, up to an
+                    -- escalation to a table lock that stops every claim; a seek on
+                    -- IX_SyncQueue_Finished instead would lock that index's rows, not the items' keys.
+                    -- @Listed is read in its key order (no sort) from where the batch before stopped:
+                    -- at that batch's last item, deleted since, which >= reads again and finds gone.
+                    -- So no batch reads again the items the ones before it passed over.
                     INSERT INTO @Batch (EnqueuedAt)
                     SELECT TOP (@BatchSize) q.EnqueuedAt
                     FROM @Listed AS l
-                    INNER JOIN dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST)
+                    INNER JOIN
+                        dbo.SyncQueue AS q WITH (
+                            UPDLOCK, ROWLOCK, READPAST, FORCESEEK (PK_SyncQueue (EnqueuedAt))
+                        )
                         ON l.EnqueuedAt = q.EnqueuedAt AND l.UpdatedAt = q.UpdatedAt
-                    WHERE q.[Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted')
+                    WHERE
+                        l.EnqueuedAt >= @ListedFrom
+                        AND q.[Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted')
                     ORDER BY l.EnqueuedAt ASC;
                     SELECT
                         @Picked = @@ROWCOUNT,
                         @ErrNo = @@ERROR;
                     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+                    SET @ListedFrom = (SELECT MAX(b.EnqueuedAt) FROM @Batch AS b);
                 END;
 
             IF (@Archive = 1)
