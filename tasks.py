@@ -271,6 +271,32 @@ def pipeline_archive(c, older_than_minutes, archive=None, queue="SyncQueue", mas
     _pipeline(c, argv, conn)
 
 
+@task(help={
+    "archive": "the archive's root (default: relq.pipeline.archive in invoke.yaml)",
+    "out": "folder for report.html, report.json and the charts (default reports/pipeline)",
+    "master": "Spark master (default local[*])",
+    "conn": "ODBC connection string whose health views to add (RELQ_MSSQL, when set, takes precedence)",
+})
+def pipeline_report(c, archive=None, out=None, master=None, conn=None):
+    """What the queues did, from the archive: throughput, waits, durations, retries, failures."""
+    from relq.db import resolve_target
+    from relq.errors import RelqError
+    from relq.pipeline import report
+
+    try:
+        archive, out, master = report.settings(c.config, archive, out, master)
+        try:
+            conn_str = resolve_target(conn, c.config).conn_str
+        except RelqError:
+            conn_str = None  # no server configured: the report says so
+        paths = report.run(archive, out, master, conn_str)
+    except RelqError as exc:
+        raise _fail(exc, "pipeline.report") from None
+    print(f"pipeline.report: {paths.html} and {paths.json}", file=sys.stderr)
+    if paths.health == "failed":
+        print(f"pipeline.report: {paths.health_note}", file=sys.stderr)
+
+
 def _pipeline(c, argv: list[str], conn: str | None) -> None:
     from relq.pipeline.cli import main
 
@@ -307,6 +333,6 @@ def bench(c, scenarios=None, seconds=10.0, workers=8, batch=100, backlog=10000, 
 
 
 tsqlt = Collection("tsqlt", install=tsqlt_install)
-pipeline = Collection("pipeline", enqueue=pipeline_enqueue, archive=pipeline_archive)
+pipeline = Collection("pipeline", enqueue=pipeline_enqueue, archive=pipeline_archive, report=pipeline_report)
 ns = Collection(build, lint, fix, render_queues, new_queue, deploy, status, worker, test, bench, tsqlt,
                 pipeline)

@@ -1,0 +1,215 @@
+"""Benchmark of the pipeline's archive layout and report on generated history rows.
+
+    .venv/bin/python bench/pipeline_bench.py                      # 1 and 5 million rows, local[*]
+    .venv/bin/python bench/pipeline_bench.py --rows 200000 --master 'local[2]' --driver-memory 2g
+
+For each size, in a fresh Python process (so that each size's peaks are its own):
+
+1. archive layout: relq.pipeline.history generates the rows in Spark (spark.range and column
+   expressions) and relq.pipeline.layout.write writes them as Parquet, partitioned by queue,
+   type and day. Generation is lazy, so its cost is inside this step.
+2. report: relq.pipeline.report.run on that archive: read, figures (exact percentiles),
+   charts, report.json and report.html. The Spark session is already running.
+
+It prints, per step, rows per second and the peak memory of the two processes that do the
+work, each measured on its own:
+
+- driver: this Python process's peak resident set (VmHWM in /proc/self/status);
+- JVM: the Spark JVM PySpark starts as a child process (in local mode it is the driver and
+  the executors), its peak resident set (VmHWM of that process): the heap it touched plus
+  metaspace, thread stacks, code and off-heap buffers. Its heap limit is --driver-memory.
+
+Both peaks are reset before each step (writing 5 to /proc/<pid>/clear_refs, Linux 4.0 and
+later); where that is refused, a step's peak is the process's peak so far, and the table
+says so. Linux only (/proc). Never part of the tests: speed goals are measured, not asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # runnable as `python bench/pipeline_bench.py` from a checkout
+    sys.path.insert(0, str(REPO))
+
+
+# -- memory, from /proc --------------------------------------------------------------------------------------
+
+
+def peak_kib(pid: int | str) -> int | None:
+    """VmHWM (peak resident set) of a process in KiB, None if unreadable."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def reset_peak(pid: int | str) -> bool:
+    """Set a process's VmHWM back to its current resident set; False where refused."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def jvm_pid() -> int | None:
+    """The Java process among this process's descendants (PySpark's gateway JVM)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    todo = list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "java":
+                return pid
+        except OSError:
+            pass
+        todo.extend(children.get(pid, []))
+    return None
+
+
+# -- one size, in its own process ----------------------------------------------------------------------------
+
+
+def one(rows: int, master: str, workdir: Path, driver_memory: str | None) -> None:
+    """Run both steps for ``rows`` rows; print one JSON line per step."""
+    from relq.pipeline import history, layout, report
+    from relq.pipeline.spark import session
+
+    conf = {"spark.driver.memory": driver_memory} if driver_memory else {}
+    started = time.perf_counter()
+    spark = session(master, app="relq-pipeline-bench", **conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    startup_s = time.perf_counter() - started
+    jvm = jvm_pid()
+    archive, out = workdir / f"archive-{rows}", workdir / f"report-{rows}"
+    shutil.rmtree(archive, ignore_errors=True)
+
+    def measure(step: str, work) -> None:
+        resets = [reset_peak("self"), jvm is not None and reset_peak(jvm)]
+        began = time.perf_counter()
+        work()
+        seconds = time.perf_counter() - began
+        load = os.getloadavg()[0]
+        print(json.dumps({
+            "rows": rows, "step": step, "seconds": seconds, "rows_per_s": rows / seconds,
+            "driver_peak_mib": (peak_kib("self") or 0) / 1024,
+            "jvm_peak_mib": None if jvm is None else (peak_kib(jvm) or 0) / 1024,
+            "peaks_reset": all(resets), "spark_start_s": startup_s, "load_1min_after": load,
+            "master": spark.sparkContext.master, "cores": spark.sparkContext.defaultParallelism,
+            "jvm_heap_max_mib": spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**20,
+        }), flush=True)
+
+    measure("archive layout (generate + layout.write)",
+            lambda: layout.write(history.generate(spark, rows), str(archive), mode="overwrite"))
+    measure("report (read, figures, charts, files)",
+            lambda: report.run(str(archive), out, spark=spark, console=_quiet()))
+    spark.stop()
+
+
+def _quiet():
+    from rich.console import Console
+
+    return Console(file=open(os.devnull, "w"))  # lives as long as the run
+
+
+# -- the driver of the runs ----------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        memory = int(Path("/proc/meminfo").read_text().split()[1]) / 2**20
+    except (OSError, ValueError, IndexError):
+        memory = float("nan")
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr
+    import pyspark
+
+    return (f"{cpu}, {os.cpu_count()} cores, {memory:.1f} GiB RAM, {platform.system()} "
+            f"{platform.release()}, Python {platform.python_version()}, PySpark {pyspark.__version__}, "
+            f"{java.splitlines()[0] if java else 'java ?'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--driver-memory", default=None,
+                        help="the JVM's heap (spark.driver.memory; Spark's default is 1g)")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="where the archives go (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the archives and reports")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.one is not None:
+        one(args.one, args.master, args.workdir, args.driver_memory)
+        return 0
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="relq-pipeline-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {machine()}", flush=True)
+    print(f"master {args.master}, driver memory {args.driver_memory or 'Spark default (1g)'}, "
+          f"work in {workdir}", flush=True)
+    results = []
+    try:
+        for rows in args.rows:
+            command = [sys.executable, __file__, "--one", str(rows), "--master", args.master,
+                       "--workdir", str(workdir)]
+            if args.driver_memory:
+                command += ["--driver-memory", args.driver_memory]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+            results += lines
+            if done.returncode:
+                print(f"{rows:,} rows failed (exit {done.returncode}):\n{done.stderr[-3000:]}",
+                      file=sys.stderr)
+                return 1
+            for r in lines:
+                print(_line(r), flush=True)
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if results and not all(r["peaks_reset"] for r in results):
+        print("note: peaks could not be reset between steps: a step's peak is its process's peak so far")
+    return 0
+
+
+def _line(r: dict) -> str:
+    jvm = "?" if r["jvm_peak_mib"] is None else f"{r['jvm_peak_mib']:,.0f}"
+    return (f"{r['rows']:>10,} rows  {r['step']:<42} {r['seconds']:8.1f} s  "
+            f"{r['rows_per_s']:>10,.0f} rows/s  "
+            f"peak RSS: driver (Python) {r['driver_peak_mib']:,.0f} MiB, JVM {jvm} MiB "
+            f"(heap max {r['jvm_heap_max_mib']:,.0f} MiB; {r['master']}, {r['cores']} cores; "
+            f"Spark start {r['spark_start_s']:.1f} s; load average after {r['load_1min_after']:.1f})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""The report's charts: PNGs drawn with matplotlib's Agg backend (no display needed) from the
+figures of relq.pipeline.figures. Each function writes one file and returns its name."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+CHARTS = ("throughput.png", "wait.png", "duration.png", "rates.png")
+_DPI = 100
+
+
+def draw(figures: dict[str, Any], out: Path) -> list[str]:
+    """Every chart of the report into ``out``; the file names, in CHARTS order."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    return [throughput(figures, out / CHARTS[0]),
+            percentiles(figures, "wait_ms", "wait for a worker (last attempt)", out / CHARTS[1]),
+            percentiles(figures, "duration_ms", "duration (last attempt)", out / CHARTS[2]),
+            rates(figures, out / CHARTS[3])]
+
+
+def label(group: dict[str, Any]) -> str:
+    """How a group is named in charts and tables: queue / type [/ step]."""
+    parts = [group["queue"], group["type"]]
+    if group["level"] == "step":
+        parts.append(group["step"] if group["step"] is not None else "(first step)")
+    return " / ".join(p for p in parts if p is not None)
+
+
+def throughput(figures: dict[str, Any], path: Path) -> str:
+    """Finished items per hour, a line per queue, and below it the failed ones."""
+    from matplotlib import pyplot as plt
+
+    done: dict[str, dict[datetime, int]] = defaultdict(lambda: defaultdict(int))
+    failed: dict[str, dict[datetime, int]] = defaultdict(lambda: defaultdict(int))
+    for row in figures["throughput"]:
+        hour = datetime.fromisoformat(row["hour"].rstrip("Z"))
+        done[row["queue"]][hour] += row["items"]
+        if row["status"] == "Failed":
+            failed[row["queue"]][hour] += row["items"]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 1]})
+    for queue in sorted(done):
+        hours = _every_hour(done[queue])
+        top.plot(hours, [done[queue].get(h, 0) for h in hours], label=_text(queue), linewidth=1)
+        bottom.plot(hours, [failed[queue].get(h, 0) for h in hours], linewidth=1)
+    top.set_title("finished items per hour (UTC)")
+    top.set_ylabel("items")
+    bottom.set_ylabel("failed")
+    if done:
+        top.legend(loc="upper right")
+    fig.autofmt_xdate()
+    return _save(fig, path)
+
+
+def percentiles(figures: dict[str, Any], key: str, title: str, path: Path) -> str:
+    """p50, p95 and p99 of ``key`` per queue and type: a marker each on a line from p50 to p99,
+    on a log scale (bars would start at the axis' arbitrary left end)."""
+    from matplotlib import pyplot as plt
+
+    groups = [g for g in figures["groups"] if g["level"] == "type" and g[key]["count"]]
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.5 * max(len(groups), 1)))
+    rows = range(len(groups))
+    ax.hlines(list(rows), [_positive(g[key]["p50"]) for g in groups],
+              [_positive(g[key]["p99"]) for g in groups], color="#bbb", linewidth=2)
+    for name, marker in (("p50", "o"), ("p95", "s"), ("p99", "D")):
+        ax.plot([_positive(g[key][name]) for g in groups], list(rows), marker, label=name, markersize=7)
+    ax.set_yticks(list(rows), [_text(label(g)) for g in groups])
+    ax.set_ylim(len(groups) - 0.5, -0.5)
+    if groups:
+        ax.set_xscale("log")
+        ax.legend(loc="best")
+    ax.grid(axis="x", which="both", alpha=0.3)
+    ax.set_xlabel("milliseconds (log scale)")
+    ax.set_title(title)
+    return _save(fig, path)
+
+
+def _positive(value: float) -> float:
+    """A log scale cannot show 0 ms: it is drawn at 0.001 ms."""
+    return max(value, 1e-3)
+
+
+def rates(figures: dict[str, Any], path: Path) -> str:
+    """Retry and failure rates per queue, type and step."""
+    from matplotlib import pyplot as plt
+
+    groups = [g for g in figures["groups"] if g["level"] == "step"]
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.5 * max(len(groups), 1)))
+    height = 0.38
+    positions = range(len(groups))
+    ax.barh([i - height / 2 for i in positions], [100 * g["retry_rate"] for g in groups],
+            height=height, label="retried (AttemptNum > 1)")
+    ax.barh([i + height / 2 for i in positions], [100 * g["failure_rate"] for g in groups],
+            height=height, label="failed")
+    ax.set_yticks(list(positions), [_text(label(g)) for g in groups])
+    ax.invert_yaxis()
+    ax.set_xlabel("% of items")
+    ax.set_title("retry and failure rates per queue, type and step")
+    if groups:
+        ax.legend(loc="best")
+    return _save(fig, path)
+
+
+def _text(name: str) -> str:
+    """A name from the data as literal text: matplotlib reads $...$ as mathematics."""
+    return name.replace("$", r"\$")
+
+
+def _every_hour(counts: dict[datetime, int]) -> list[datetime]:
+    """Every hour from the first to the last, so that an hour without items shows as 0."""
+    from datetime import timedelta
+
+    first, last = min(counts), max(counts)
+    hours = int((last - first).total_seconds() // 3600) + 1
+    return [first + timedelta(hours=i) for i in range(hours)]
+
+
+def _save(fig: Any, path: Path) -> str:
+    from matplotlib import pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=_DPI)
+    plt.close(fig)
+    return path.name

@@ -1,0 +1,216 @@
+"""`invoke pipeline.report`: what the queues did, from the archive (relq.pipeline.layout) and,
+when a server is configured, the live health views.
+
+``run(archive, out, master, conn)`` writes into ``out``:
+
+- ``report.json``: the figures (relq.pipeline.figures says exactly how each is computed);
+- ``report.html``: one self-contained page of tables, with the charts beside it;
+- ``throughput.png``, ``wait.png``, ``duration.png``, ``rates.png`` (relq.pipeline.charts).
+
+report.json, schema_version 1 (a field is only ever added within a version; a change of
+meaning or a removal is a new version):
+
+    {"schema": "relq.pipeline.report", "schema_version": 1,
+     "generated_at": "2024-06-03T10:00:00.000000Z",          # UTC
+     "input": {"archive": str, "master": str},
+     "definitions": {name: sentence, ...},                      # figures.DEFINITIONS
+     "figures": {
+       "summary": GROUP-FIGURES + {"first_enqueued", "first_finished", "last_finished"},
+       "groups": [{"level": "queue" | "type" | "step", "queue": str, "type": str | null,
+                   "step": str | null, **GROUP-FIGURES}, ...],    # queue, its types, their steps
+       "throughput": [{"queue": str, "hour": "...T13:00:00.000000Z", "status": str,
+                       "items": int}, ...]},
+     "health": {"state": "read" | "not configured" | "failed", "note": str,
+                "source": "dbo.QueueHealth_V, dbo.QueueThroughput_V",
+                "server": str | null,                           # never a password
+                "read_at": str | null,
+                "queues": [relq.status.QueueHealth as a dict, ...]},
+     "charts": ["throughput.png", "wait.png", "duration.png", "rates.png"]}
+
+    GROUP-FIGURES: {"items": int, "statuses": {"Completed": int, "Failed": int,
+        "Cancelled": int, "Terminated": int, "PartiallyCompleted": int, "other": int},
+        "retried": int, "retry_rate": float, "failed": int, "failure_rate": float,
+        "wait_ms": {"count": int, "p50": float | null, "p95": ..., "p99": ...},
+        "duration_ms": {"count": int, "p50": ..., "p95": ..., "p99": ...}}
+
+A group level "step" whose step is null holds the items that finished at their first step.
+A percentile is null when the group has no value for it (count 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from relq.errors import RelqError
+
+SCHEMA = "relq.pipeline.report"
+SCHEMA_VERSION = 1
+DEFAULT_OUT = "reports/pipeline"
+HEALTH_SOURCE = "dbo.QueueHealth_V, dbo.QueueThroughput_V"
+NO_SERVER = ("no SQL Server configured (pass --conn, set RELQ_MSSQL or relq.mssql in invoke.yaml): "
+             "the live health views were not read; the figures are the archive's only")
+
+
+@dataclass(frozen=True)
+class Paths:
+    """What a report wrote."""
+
+    html: Path
+    json: Path
+    charts: tuple[Path, ...]
+    health: str  # the health section's state: "read", "not configured" or "failed"
+    health_note: str  # one line saying what was read, or why not
+
+
+def settings(config: Mapping[str, Any] | None, archive: str | None = None, out: str | None = None,
+             master: str | None = None) -> tuple[str, str, str | None]:
+    """(archive, out, master) from the arguments, else invoke.yaml's ``relq: {pipeline: {archive,
+    report, master}}``; out defaults to reports/pipeline, master to Spark's local[*]."""
+    section = _section(config)
+    archive = archive or section.get("archive")
+    if not archive:
+        raise RelqError("no archive: pass --archive or set relq.pipeline.archive in invoke.yaml")
+    return str(archive), str(out or section.get("report") or DEFAULT_OUT), master or section.get("master")
+
+
+def run(archive: str, out: str | os.PathLike[str], master: str | None = None, conn: str | None = None, *,
+        spark: Any = None, console: Any = None) -> Paths:
+    """Write the report of the archive under ``archive`` into the folder ``out``.
+
+    ``master``: the Spark master (default local[*]); ``spark``: a session to use instead of
+    starting one (it is left running). ``conn``: an ODBC connection string whose database's
+    health views to include; None: the report says that none was read. A problem with the
+    archive is a RelqError (one line); a server that cannot be read is not: the report is
+    written without it and says why."""
+    from relq.pipeline import charts, figures, html, layout
+    from relq.pipeline.spark import DEFAULT_MASTER, session
+
+    out = Path(out)
+    _check_local(archive)
+    started_here = spark is None
+    with _steps(console) as step:
+        try:
+            with step("starting Spark"):
+                spark = spark or session(master, app="relq-pipeline-report")
+            with step(f"reading the archive and computing the figures ({archive})"):
+                numbers = _figures(spark, layout, figures, archive)
+            with step("reading the live health views" if conn else "no server: skipping the health views"):
+                health = _health(conn)
+            out.mkdir(parents=True, exist_ok=True)
+            with step("drawing the charts"):
+                drawn = charts.draw(numbers, out)
+            with step(f"writing {out / 'report.json'} and report.html"):
+                report = {
+                    "schema": SCHEMA,
+                    "schema_version": SCHEMA_VERSION,
+                    "generated_at": _now(),
+                    "input": {"archive": str(archive),
+                              "master": spark.sparkContext.master if spark else master or DEFAULT_MASTER},
+                    "definitions": figures.DEFINITIONS,
+                    "figures": numbers,
+                    "health": health,
+                    "charts": drawn,
+                }
+                json_path, html_path = out / "report.json", out / "report.html"
+                json_path.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+                html_path.write_text(html.render(report), encoding="utf-8")
+        finally:
+            if started_here and spark is not None:
+                spark.stop()
+    return Paths(html_path, json_path, tuple(out / name for name in drawn), health["state"], health["note"])
+
+
+def _figures(spark: Any, layout: Any, figures: Any, archive: str) -> dict[str, Any]:
+    from pyspark.errors import AnalysisException
+
+    try:
+        numbers = figures.compute(layout.read(spark, archive))
+    except AnalysisException as exc:
+        raise RelqError(f"cannot read the archive {archive}: {_first_line(exc)}") from None
+    except figures.Empty:
+        raise RelqError(f"the archive {archive} holds no rows: nothing to report") from None
+    return numbers
+
+
+def _check_local(archive: str) -> None:
+    """A local archive that is missing or holds no Parquet file is named as such, before Spark
+    would say "Unable to infer schema"; other file systems (hdfs://, s3a://) are Spark's to read."""
+    parsed = urlparse(archive)
+    if parsed.scheme not in ("", "file") or (len(parsed.scheme) == 1 and os.name == "nt"):
+        return
+    root = Path(parsed.path if parsed.scheme == "file" else archive)
+    if not root.is_dir():
+        raise RelqError(f"no archive at {archive}: pass the folder pipeline.archive writes to")
+    for _, _, files in os.walk(root):
+        if any(name.endswith(".parquet") for name in files):
+            return
+    raise RelqError(f"the archive {archive} holds no rows (no Parquet file under it): nothing to report")
+
+
+def _health(conn: str | None) -> dict[str, Any]:
+    """The health views' rows through relq.status (the same SQL as `invoke status`)."""
+    from relq import db, status
+
+    empty = {"source": HEALTH_SOURCE, "server": None, "read_at": None, "queues": []}
+    if not conn:
+        return {**empty, "state": "not configured", "note": NO_SERVER}
+    server = db.describe(conn)
+    try:
+        connection = db.connect(conn)
+        try:
+            queues = status.read(connection)
+        finally:
+            connection.close()
+    except RelqError as exc:
+        return {**empty, "server": server, "state": "failed",
+                "note": f"the live health views could not be read from {server}: {exc}"}
+    return {**empty, "server": server, "read_at": _now(), "state": "read",
+            "note": f"read from {server}", "queues": [asdict(q) for q in queues]}
+
+
+@contextmanager
+def _steps(console: Any) -> Iterator[Any]:
+    """Progress on stderr: a spinner per step while it runs, its time once it is done."""
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                        console=console or Console(stderr=True))
+
+    @contextmanager
+    def step(description: str) -> Iterator[None]:
+        task = progress.add_task(description, total=1)
+        try:
+            yield
+        finally:
+            progress.update(task, completed=1)
+            progress.stop_task(task)
+
+    with progress:
+        yield step
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def _section(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """invoke's ``relq.pipeline`` section as a dict ({} when any level is missing)."""
+    try:
+        section = config["relq"]["pipeline"]  # type: ignore[index]
+        return {key: section[key] for key in ("archive", "report", "master") if key in section}
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return {}

@@ -1,0 +1,347 @@
+"""pipeline.report: every figure checked against pandas/NumPy computed independently from the
+same archive files (read with pyarrow, not Spark), and the files it writes.
+
+Percentiles are exact in both (Spark's percentile(), NumPy's method "linear"), so the only
+tolerance is floating-point rounding (relative 1e-9); counts and rates must be equal."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from relq.errors import RelqError
+from relq.pipeline import figures, history, layout, report
+
+ROWS = 20_000
+FINISHED = ["Completed", "Failed", "Cancelled", "Terminated", "PartiallyCompleted"]
+ENDED_BY_ATTEMPT = ["Completed", "Failed", "PartiallyCompleted", "Terminated"]
+PERCENT = (50, 95, 99)
+EVIL = "<script>alert('relq')</script> $\\evil{$"
+
+
+# -- the independent computation ----------------------------------------------------------------------
+
+
+def read_archive(root: Path) -> pd.DataFrame:
+    """The archive's rows through pyarrow's Hive partitioning, times as naive UTC."""
+    import pyarrow.dataset as ds
+
+    frame = ds.dataset(str(root), format="parquet", partitioning="hive").to_table().to_pandas()
+    for column in ("EnqueuedAt", "ScheduledFor", "StartedAt", "UpdatedAt"):
+        values = pd.to_datetime(frame[column])
+        frame[column] = values.dt.tz_convert("UTC").dt.tz_localize(None) if values.dt.tz else values
+    return frame
+
+
+def micros(values: pd.Series) -> pd.Series:
+    """Timestamps as integer microseconds since 1970 (NaN where missing)."""
+    out = pd.Series(np.nan, index=values.index, dtype="float64")
+    present = values.notna()
+    out[present] = values[present].astype("datetime64[us]").astype("int64").astype("float64")
+    return out
+
+
+def with_measures(frame: pd.DataFrame) -> pd.DataFrame:
+    """wait_ms and duration_ms as figures.py's docstring defines them, in pandas."""
+    frame = frame.copy()
+    scheduled = frame["ScheduledFor"].fillna(frame["EnqueuedAt"])
+    due = np.maximum(micros(frame["EnqueuedAt"]), micros(scheduled))
+    backing_off = (frame["Status"] == "Cancelled") & (scheduled > frame["StartedAt"])
+    waited = frame["StartedAt"].notna() & ~backing_off
+    frame["wait_ms"] = np.where(waited, np.maximum(0.0, micros(frame["StartedAt"]) - due) / 1000.0, np.nan)
+    elapsed = (micros(frame["UpdatedAt"]) - micros(frame["StartedAt"])) / 1000.0
+    fallback = frame["StartedAt"].notna() & frame["Status"].isin(ENDED_BY_ATTEMPT)
+    frame["duration_ms"] = np.where(frame["Duration"].notna(), frame["Duration"].astype("float64"),
+                                    np.where(fallback, elapsed, np.nan))
+    return frame
+
+
+def expected_group(rows: pd.DataFrame) -> dict[str, Any]:
+    items = len(rows)
+    statuses = {s: int((rows["Status"] == s).sum()) for s in FINISHED}
+    statuses["other"] = items - sum(statuses.values())
+    retried = int((rows["AttemptNum"] > 1).sum())
+
+    def spread(column: str) -> dict[str, Any]:
+        values = rows[column].dropna().to_numpy()
+        if not len(values):
+            return {"count": 0, **{f"p{p}": None for p in PERCENT}}
+        found = np.percentile(values, PERCENT, method="linear")
+        return {"count": len(values), **{f"p{p}": float(v) for p, v in zip(PERCENT, found, strict=True)}}
+
+    return {"items": items, "statuses": statuses, "retried": retried, "retry_rate": retried / items,
+            "failed": statuses["Failed"], "failure_rate": statuses["Failed"] / items,
+            "wait_ms": spread("wait_ms"), "duration_ms": spread("duration_ms")}
+
+
+def expected_groups(frame: pd.DataFrame) -> dict[tuple, dict[str, Any]]:
+    """Every (level, queue, type, step) the report must hold, with its figures."""
+    frame = frame.assign(StepKey=frame["Step"].astype("object").where(frame["Step"].notna(), None))
+    found: dict[tuple, dict[str, Any]] = {}
+    for queue, rows in frame.groupby("Queue"):
+        found[("queue", queue, None, None)] = expected_group(rows)
+        for type_, of_type in rows.groupby("Type"):
+            found[("type", queue, type_, None)] = expected_group(of_type)
+            for step, of_step in of_type.groupby("StepKey", dropna=False):
+                step = None if step is None or (isinstance(step, float) and np.isnan(step)) else step
+                found[("step", queue, type_, step)] = expected_group(of_step)
+    return found
+
+
+def assert_same(found: dict[str, Any], expected: dict[str, Any], where: Any) -> None:
+    for key in ("items", "statuses", "retried", "failed"):
+        assert found[key] == expected[key], (where, key)
+    for key in ("retry_rate", "failure_rate"):
+        assert found[key] == pytest.approx(expected[key], rel=1e-12), (where, key)
+    for measure in ("wait_ms", "duration_ms"):
+        assert found[measure]["count"] == expected[measure]["count"], (where, measure)
+        for p in PERCENT:
+            want = expected[measure][f"p{p}"]
+            got = found[measure][f"p{p}"]
+            assert (got is None) == (want is None), (where, measure, p)
+            if want is not None:
+                assert got == pytest.approx(want, rel=1e-9, abs=1e-9), (where, measure, p)
+
+
+# -- fixtures ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def made(spark, tmp_path_factory) -> dict[str, Any]:
+    """One archive of ROWS generated rows, its report, and the rows as pandas read them."""
+    base = tmp_path_factory.mktemp("report")
+    archive = base / "archive"
+    layout.write(history.generate(spark, ROWS, seed=11, days=3), str(archive))
+    paths = report.run(str(archive), base / "out", spark=spark)
+    return {"archive": archive, "paths": paths, "json": json.loads(paths.json.read_text(encoding="utf-8")),
+            "rows": with_measures(read_archive(archive))}
+
+
+def _run(spark, frame, tmp_path: Path) -> dict[str, Any]:
+    layout.write(frame, str(tmp_path / "archive"))
+    paths = report.run(str(tmp_path / "archive"), tmp_path / "out", spark=spark)
+    return {"paths": paths, "json": json.loads(paths.json.read_text(encoding="utf-8"))}
+
+
+# -- the figures ---------------------------------------------------------------------------------------------
+
+
+def test_every_group_figure_matches_pandas(made) -> None:
+    expected = expected_groups(made["rows"])
+    found = {(g["level"], g["queue"], g["type"], g["step"]): g for g in made["json"]["figures"]["groups"]}
+    assert set(found) == set(expected)
+    assert any(key[0] == "step" and key[3] is None for key in found)  # first-step items, kept apart
+    for key, want in expected.items():
+        assert_same(found[key], want, key)
+
+
+def test_the_summary_matches_pandas(made) -> None:
+    rows = made["rows"]
+    summary = made["json"]["figures"]["summary"]
+    assert_same(summary, expected_group(rows), "summary")
+    assert summary["items"] == ROWS
+    iso = "%Y-%m-%dT%H:%M:%S.%fZ"
+    assert summary["first_enqueued"] == rows["EnqueuedAt"].min().strftime(iso)
+    assert summary["first_finished"] == rows["UpdatedAt"].min().strftime(iso)
+    assert summary["last_finished"] == rows["UpdatedAt"].max().strftime(iso)
+
+
+def test_the_data_exercises_every_rule_of_the_definitions(made) -> None:
+    """The comparison above means something only if the generated rows hit each rule."""
+    rows = made["rows"]
+    assert (rows["AttemptNum"] == 0).any() and (rows["AttemptNum"] > 1).any()
+    assert (rows["ScheduledFor"] > rows["StartedAt"]).any()  # cancelled while backing off: no wait
+    ahead = (rows["StartedAt"] < rows["EnqueuedAt"]) & (rows["Status"] != "Cancelled")
+    assert ahead.any() and (rows.loc[ahead, "wait_ms"] == 0).all()  # keys ahead of the clock: 0
+    assert (rows["ScheduledFor"] > rows["EnqueuedAt"]).any()  # scheduled for later
+    assert rows["wait_ms"].notna().sum() < len(rows)
+    assert set(rows["Status"]) == set(FINISHED)
+
+
+def test_throughput_per_hour_matches_pandas(made) -> None:
+    rows = made["rows"]
+    finished = rows[rows["Status"].isin(FINISHED)]
+    counts = finished.groupby(["Queue", finished["UpdatedAt"].dt.floor("h"), "Status"]).size()
+    expected = sorted((q, h.strftime("%Y-%m-%dT%H:%M:%S.000000Z"), s, int(n))
+                      for (q, h, s), n in counts.items())
+    found = sorted((r["queue"], r["hour"], r["status"], r["items"])
+                   for r in made["json"]["figures"]["throughput"])
+    assert found == expected
+    assert sum(r[3] for r in found) == len(finished)
+
+
+def test_each_rule_of_the_definitions_on_rows_made_by_hand(spark, tmp_path) -> None:
+    """One queue per rule, so each figure is one row's, worked out from the definitions."""
+    from pyspark.sql import functions as F
+
+    day = "2024-05-01 10:00:"
+    rows = [  # Queue, Status, AttemptNum, EnqueuedAt, ScheduledFor, StartedAt, UpdatedAt, Duration
+        ("Ahead", "Completed", 1, day + "00.000050", day + "00.000050", day + "00.000020", day + "01", 5),
+        ("Backoff", "Cancelled", 1, day + "00", day + "10", day + "02", day + "05", 1000),
+        ("Later", "Completed", 1, day + "00", "2024-05-01 10:05:00", "2024-05-01 10:05:01.5",
+         "2024-05-01 10:05:03.5", None),
+        ("Never", "Cancelled", 0, day + "00", day + "00", None, day + "30", None),
+        ("Stopped", "Terminated", 2, day + "00", day + "00", day + "01", "2024-05-01 10:01:01", None),
+        ("Retried", "Failed", 3, day + "00", day + "20", day + "20.25", day + "21", 750),
+    ]
+    times = ("EnqueuedAt", "ScheduledFor", "StartedAt", "UpdatedAt")
+    columns = ["Queue", "Status", "AttemptNum", *times, "Duration"]
+    kinds = {"AttemptNum": "INT", "Duration": "BIGINT"}
+    frame = spark.createDataFrame(rows, ", ".join(f"{c} {kinds.get(c, 'STRING')}" for c in columns))
+    frame = frame.select(
+        "Queue", "Status", "AttemptNum", "Duration",
+        *(F.col(c).cast("timestamp").alias(c) for c in times),
+        F.lit("Job").alias("Type"), F.lit(None).cast("string").alias("Step"), F.lit(0).alias("Priority"),
+        F.lit(None).cast("string").alias("GroupKey"), F.lit(None).cast("string").alias("DedupKey"),
+        F.lit("").alias("Error"), F.col("UpdatedAt").cast("timestamp").alias("ArchivedAt"))
+    groups = {g["queue"]: g for g in _run(spark, frame, tmp_path)["json"]["figures"]["groups"]
+              if g["level"] == "queue"}
+    want = {  # queue: (wait ms, duration ms, retry rate, failure rate)
+        "Ahead": (0.0, 5.0, 0.0, 0.0),  # started 30 us before its key: 0, not -0.03
+        "Backoff": (None, 1000.0, 0.0, 0.0),  # ScheduledFor is a retry that never ran
+        "Later": (1500.0, 2000.0, 0.0, 0.0),  # due at ScheduledFor; no Duration: Updated - Started
+        "Never": (None, None, 0.0, 0.0),
+        "Stopped": (1000.0, 60000.0, 1.0, 0.0),
+        "Retried": (250.0, 750.0, 1.0, 1.0),  # the last attempt's wait, after its backoff
+    }
+    for queue, (wait, duration, retry, failure) in want.items():
+        g = groups[queue]
+        assert (g["wait_ms"]["p50"], g["wait_ms"]["p99"]) == (wait, wait), queue
+        assert (g["duration_ms"]["p50"], g["duration_ms"]["p99"]) == (duration, duration), queue
+        assert (g["retry_rate"], g["failure_rate"]) == (retry, failure), queue
+
+
+def test_durations_fall_back_to_updated_minus_started(spark, tmp_path) -> None:
+    """dbo.SyncQueueArchive has no Duration: an archive without it still has durations."""
+    from pyspark.sql import functions as F
+
+    frame = history.generate(spark, 400, seed=2).withColumn("Duration", F.lit(None).cast("bigint"))
+    found = _run(spark, frame, tmp_path)["json"]["figures"]["summary"]
+    rows = with_measures(read_archive(tmp_path / "archive"))
+    assert rows["Duration"].isna().all()
+    assert_same(found, expected_group(rows), "summary")
+    assert found["duration_ms"]["count"] == int((rows["StartedAt"].notna()
+                                                 & rows["Status"].isin(ENDED_BY_ATTEMPT)).sum())
+
+
+# -- the files -----------------------------------------------------------------------------------------------
+
+
+def test_the_json_has_its_documented_shape(made) -> None:
+    data = made["json"]
+    assert data["schema"] == "relq.pipeline.report" and data["schema_version"] == 1
+    assert set(data) == {"schema", "schema_version", "generated_at", "input", "definitions", "figures",
+                         "health", "charts"}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", data["generated_at"])
+    assert data["input"] == {"archive": str(made["archive"]), "master": "local[2]"}
+    assert set(data["figures"]) == {"summary", "groups", "throughput"}
+    assert {g["level"] for g in data["figures"]["groups"]} == {"queue", "type", "step"}
+    group_keys = {"level", "queue", "type", "step", "items", "statuses", "retried", "retry_rate", "failed",
+                  "failure_rate", "wait_ms", "duration_ms"}
+    assert all(set(g) == group_keys for g in data["figures"]["groups"])
+    assert all(set(g["wait_ms"]) == {"count", "p50", "p95", "p99"} for g in data["figures"]["groups"])
+    assert data["health"]["state"] == "not configured" and data["health"]["queues"] == []
+    assert "no SQL Server configured" in data["health"]["note"]
+    assert data["charts"] == ["throughput.png", "wait.png", "duration.png", "rates.png"]
+    assert set(data["definitions"]) >= {"wait_ms", "duration_ms", "percentiles", "retry_rate", "failure_rate",
+                                        "throughput"}
+
+
+def test_the_html_shows_the_figures_and_its_pictures_exist(made) -> None:
+    paths = made["paths"]
+    page = paths.html.read_text(encoding="utf-8")
+    sources = re.findall(r'<img src="([^"]+)"', page)
+    assert sources == made["json"]["charts"]
+    for name in sources:
+        picture = paths.html.parent / name
+        assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert picture.stat().st_size > 5000, name  # something was drawn
+    assert [p.name for p in paths.charts] == sources
+    assert "no SQL Server configured" in page
+    assert f"{ROWS:,}" in page
+    summary = made["json"]["figures"]["summary"]
+    assert f"{100 * summary['failure_rate']:.2f} %" in page
+
+
+def test_names_from_the_data_are_escaped_in_the_html(spark, tmp_path) -> None:
+    from pyspark.sql import functions as F
+
+    frame = history.generate(spark, 300, seed=4).withColumn(
+        "Type", F.when(F.col("Type") == "CustomerSync", F.lit(EVIL)).otherwise(F.col("Type")))
+    made = _run(spark, frame, tmp_path)
+    assert any(g["type"] == EVIL for g in made["json"]["figures"]["groups"])  # the name as it was
+    page = made["paths"].html.read_text(encoding="utf-8")
+    assert "<script>" not in page and "alert('relq')" not in page
+    assert "&lt;script&gt;alert(&#x27;relq&#x27;)&lt;/script&gt;" in page
+    assert all(p.exists() for p in made["paths"].charts)  # matplotlib drew "$...$" as text
+
+
+def test_a_queue_with_one_row_has_its_own_figures(spark, tmp_path) -> None:
+    from pyspark.sql import functions as F
+
+    frame = history.generate(spark, 200, seed=8)
+    frame = frame.withColumn("Queue", F.when(F.col("EnqueuedAt") == frame.agg(F.min("EnqueuedAt")).first()[0],
+                                             F.lit("Lonely")).otherwise(F.col("Queue")))
+    made = _run(spark, frame, tmp_path)
+    rows = with_measures(read_archive(tmp_path / "archive"))
+    lonely = rows[rows["Queue"] == "Lonely"]
+    assert len(lonely) == 1
+    group = next(g for g in made["json"]["figures"]["groups"]
+                 if g["level"] == "queue" and g["queue"] == "Lonely")
+    assert_same(group, expected_group(lonely), "Lonely")
+    if lonely["wait_ms"].notna().all():
+        assert group["wait_ms"]["p50"] == group["wait_ms"]["p99"] == pytest.approx(lonely["wait_ms"].iloc[0])
+
+
+# -- problems a user can cause ------------------------------------------------------------------------------
+
+
+def _one_line(exc: pytest.ExceptionInfo) -> str:
+    text = str(exc.value)
+    assert "\n" not in text
+    return text
+
+
+def test_a_missing_archive_is_one_line(spark, tmp_path) -> None:
+    with pytest.raises(RelqError) as exc:
+        report.run(str(tmp_path / "nowhere"), tmp_path / "out", spark=spark)
+    assert "no archive at" in _one_line(exc)
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_empty_archive_is_one_line(spark, tmp_path) -> None:
+    (tmp_path / "archive").mkdir()
+    (tmp_path / "archive" / "_SUCCESS").write_text("")
+    with pytest.raises(RelqError) as exc:
+        report.run(str(tmp_path / "archive"), tmp_path / "out", spark=spark)
+    assert "holds no rows" in _one_line(exc)
+
+
+def test_no_rows_is_its_own_error_in_the_figures(spark) -> None:
+    """Files without rows (another file system, where the folder is not looked into first)."""
+    empty = spark.createDataFrame([], layout.ddl() + ", Queue STRING, Type STRING")
+    with pytest.raises(figures.Empty):
+        figures.compute(empty)
+
+
+def test_a_folder_that_is_not_an_archive_is_one_line(spark, tmp_path) -> None:
+    (tmp_path / "archive").mkdir()
+    spark.range(3).write.parquet(str(tmp_path / "archive" / "Queue=X"))
+    with pytest.raises(RelqError) as exc:
+        report.run(str(tmp_path / "archive"), tmp_path / "out", spark=spark)
+    assert "cannot read the archive" in _one_line(exc)
+
+
+def test_settings_come_from_arguments_then_configuration() -> None:
+    config = {"relq": {"pipeline": {"archive": "/data/archive", "report": "/data/report", "master": "spark://m:7077"}}}
+    assert report.settings(config) == ("/data/archive", "/data/report", "spark://m:7077")
+    assert report.settings(config, "a", "b", "local[4]") == ("a", "b", "local[4]")
+    assert report.settings({}, "a") == ("a", report.DEFAULT_OUT, None)
+    with pytest.raises(RelqError, match="pass --archive"):
+        report.settings({"relq": {"mssql": "x"}})
