@@ -3,8 +3,8 @@ SET QUOTED_IDENTIFIER ON;
 GO
 /* QueueAdmin: controls items and keeps the tables small: the item controls, the
    drain for T-SQL jobs, purges, and the worker views to find the items.
-   Least privilege: no grant on a table, so a member reads and writes queue
-   rows only through the procedures and views (their owner's rights carry the
+   Least privilege: no grant on a queue table, so a member reads and writes
+   queue rows only through the procedures and views (their owner's rights carry the
    access: ownership chaining). GRANT is idempotent: deploying twice changes nothing. */
 IF DATABASE_PRINCIPAL_ID(N'QueueAdmin') IS NULL
     BEGIN

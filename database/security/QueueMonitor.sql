@@ -2,8 +2,8 @@ SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
 /* QueueMonitor: reads the health of the queues and nothing else.
-   Least privilege: no grant on a table, so a member reads and writes queue
-   rows only through the procedures and views (their owner's rights carry the
+   Least privilege: no grant on a queue table, so a member reads and writes
+   queue rows only through the procedures and views (their owner's rights carry the
    access: ownership chaining). GRANT is idempotent: deploying twice changes nothing. */
 IF DATABASE_PRINCIPAL_ID(N'QueueMonitor') IS NULL
     BEGIN

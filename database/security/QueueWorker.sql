@@ -3,8 +3,8 @@ SET QUOTED_IDENTIFIER ON;
 GO
 /* QueueWorker: works on items: claims, leases, reports, receives, the worker
    views, the outcome list types, and declaring its transport queues.
-   Least privilege: no grant on a table, so a member reads and writes queue
-   rows only through the procedures and views (their owner's rights carry the
+   Least privilege: no grant on a queue table, so a member reads and writes
+   queue rows only through the procedures and views (their owner's rights carry the
    access: ownership chaining). GRANT is idempotent: deploying twice changes nothing. */
 IF DATABASE_PRINCIPAL_ID(N'QueueWorker') IS NULL
     BEGIN

@@ -1,12 +1,17 @@
 """pipeline.archive: finished items out of a queue table into the Parquet archive
 (relq.pipeline.layout), then out of the database, never neither.
 
-1. Pick the cutoff once (UTC now less the age) and ask the database for the key
-   span of the finished items that finished before it.
-2. Split that span into key ranges (:func:`split`) and read each range in its
-   own Spark partition, on its own connection, at READ COMMITTED (a row someone
-   holds is waited for, not skipped as READPAST would: a skipped row would not
-   be lost, since only rows read are purged, but it would be left for a later run).
+0. Take the session-owned application lock 'relq.pipeline.archive:<Queue>' on
+   the driver's connection, held for the whole run: a second run of the same
+   queue fails at once, in one line, instead of archiving the same rows twice.
+1. Pick the cutoff once, on the database's clock (SYSUTCDATETIME() less the
+   age), and ask the database how many finished items finished before it.
+2. Split them into key ranges of equal row counts (the database numbers them in
+   key order and returns every n-th key: :func:`ranges`) and read each range in
+   its own Spark partition, on its own connection, streamed, at READ COMMITTED
+   (a row someone holds is waited for, not skipped as READPAST would: a skipped
+   row would not be lost, since only rows read are purged, but it would be left
+   for a later run).
 3. Leave out the rows the archive already holds (same queue, EnqueuedAt and
    UpdatedAt: written by an earlier run that failed before its purge), write the
    others with layout.write, and read the archive back: every row read must be
@@ -17,6 +22,14 @@
    operator's Retry_) or held by another session stays in the database; it is
    in the archive too, which is allowed: never neither. Such items are reported
    as kept.
+5. Count, read-only, how many of the purged keys are still in the database:
+   those are kept, the others purged. Counting after the fact keeps the figures
+   right when Spark runs a purge task twice (a retry after a lost executor: the
+   second run finds the first one's items gone and would report fewer).
+
+The Spark session must be in UTC (spark.sql.session.timeZone; relq's own
+sessions are): keys are formatted and days taken in the session's time zone.
+The caller's session settings are never changed.
 
 A failure at any point leaves every row in the database, in the archive, or in
 both: nothing is purged before the archive holds it. A re-run after a failure
@@ -27,6 +40,7 @@ purged this time. An item that finished again after a retry is a new row
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
@@ -36,20 +50,20 @@ from rich.console import Console
 
 from relq.errors import RelqError
 from relq.pipeline import layout
-from relq.pipeline.enqueue import exists
+from relq.pipeline.enqueue import exists, require_utc
 from relq.pipeline.progress import tracked
 from relq.pipeline.queues import spec
 from relq.pipeline.store import PURGE_LIMIT, Store
 
-EPOCH = datetime(1970, 1, 1)
 MICROSECOND = timedelta(microseconds=1)
-RANGE_ROWS = 50_000  # a key range's expected rows, at most: one partition holds a range in memory
+RANGE_ROWS = 50_000  # a key range's rows, at most: a Spark task's worth (a retry reads one range again)
 ISO_MICROS = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"
+LOCK_PREFIX = "relq.pipeline.archive:"
 
 
 @dataclass(frozen=True)
 class ArchiveResult:
-    cutoff: datetime  # UTC: items that finished before it
+    cutoff: datetime  # UTC, the database's clock: items that finished before it
     read: int  # finished items read from the database
     written: int  # rows written to the archive by this run
     already: int  # rows an earlier run had archived already
@@ -57,18 +71,15 @@ class ArchiveResult:
     kept: int  # archived, but changed or held since they were read: still in the database
 
 
-def split(first: datetime, last: datetime, parts: int) -> list[tuple[datetime, datetime]]:
-    """``parts`` half-open key ranges [start, end) covering first..last (both included),
-    in order, contiguous, none empty; fewer when the span has fewer microseconds."""
-    if parts < 1:
-        raise ValueError("parts must be 1 or more")
-    if last < first:
-        raise ValueError("last is before first")
-    low = (first - EPOCH) // MICROSECOND
-    high = (last - EPOCH) // MICROSECOND + 1
-    parts = min(parts, high - low)
-    bounds = [low + (high - low) * i // parts for i in range(parts + 1)]
-    return [(EPOCH + bounds[i] * MICROSECOND, EPOCH + bounds[i + 1] * MICROSECOND) for i in range(parts)]
+def ranges(starts: list[datetime], last: datetime) -> list[tuple[datetime, datetime]]:
+    """Half-open key ranges [start, end) from the keys where each starts (ascending) to
+    ``last`` (included): contiguous, in order, none empty."""
+    if not starts:
+        return []
+    if any(b <= a for a, b in itertools.pairwise(starts)) or last < starts[-1]:
+        raise ValueError("range starts must ascend, and last must not precede the last start")
+    ends = [*starts[1:], last + MICROSECOND]
+    return list(zip(starts, ends, strict=True))
 
 
 def _utc(value: Any) -> Any:
@@ -85,9 +96,9 @@ def _reader(store: Store, queue: str, cutoff: datetime, archived_at: datetime
     names = ["Queue", *(name for name, _ in layout.COMMON), *(name for name, _ in s.own)]
     names.insert(1, "Type")
 
-    def read(ranges: Iterable[tuple[int, tuple[datetime, datetime]]]) -> Iterator[tuple]:
+    def read(key_ranges: Iterable[tuple[int, tuple[datetime, datetime]]]) -> Iterator[tuple]:
         with store.session() as session:
-            for index, (first, end) in ranges:
+            for index, (first, end) in key_ranges:
                 for row in session.read_range(queue, first, end, cutoff):
                     values = {**row, "Queue": queue, "ArchivedAt": archived_at}
                     yield (*(_utc(values[name]) for name in names), index)
@@ -95,55 +106,87 @@ def _reader(store: Store, queue: str, cutoff: datetime, archived_at: datetime
     return read
 
 
-def _purger(store: Store, queue: str) -> Callable[[Iterable[Any]], Iterator[int]]:
-    def purge(keys: Iterable[Any]) -> Iterator[int]:
+def _batched(store: Store, work: Callable[[Any, list[Any]], int]) -> Callable[[Iterable[Any]], Iterator[int]]:
+    """What a Spark partition runs: ``work(session, batch)`` for its rows, PURGE_LIMIT at a time."""
+
+    def run(rows: Iterable[Any]) -> Iterator[int]:
         with store.session() as session:
-            batch: list[tuple[str, str]] = []
-            for key in keys:
-                batch.append((key[0], key[1]))
+            batch: list[Any] = []
+            for row in rows:
+                batch.append(row)
                 if len(batch) == PURGE_LIMIT:
-                    yield session.purge(queue, batch)
+                    yield work(session, batch)
                     batch = []
             if batch:
-                yield session.purge(queue, batch)
+                yield work(session, batch)
 
-    return purge
+    return run
+
+
+def _purger(store: Store, queue: str) -> Callable[[Iterable[Any]], Iterator[int]]:
+    """Purge a partition's keys (EnqueuedAt, UpdatedAt): how many each call removed."""
+    return _batched(store, lambda session, batch: session.purge(queue, [(k[0], k[1]) for k in batch]))
+
+
+def _counter(store: Store, queue: str) -> Callable[[Iterable[Any]], Iterator[int]]:
+    """How many of a partition's keys are still in the queue: read only, so a retried task
+    counts the same."""
+    return _batched(store, lambda session, batch: session.remaining(queue, [k[0] for k in batch]))
 
 
 def archived_keys(spark: Any, root: str, queue: str, days: list[date]) -> Any | None:
     """(EnqueuedAt, UpdatedAt) of ``queue``'s archived rows of those UTC days (the
-    archive's Day partitions: only those are read), or None when there are none yet."""
+    archive's Day partitions: only those are read), or None when there are none yet.
+    The partition columns are in the schema given, so nothing is inferred from the
+    paths and no session setting is touched."""
     from pyspark.sql import functions as F
 
     path = layout.queue_path(root, queue)
     if not days or not exists(spark, path):
         return None
-    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-    frame = spark.read.option("basePath", root).parquet(path)
+    frame = (spark.read.option("basePath", root)
+             .schema("EnqueuedAt TIMESTAMP, UpdatedAt TIMESTAMP, Queue STRING, Type STRING, Day STRING")
+             .parquet(path))
     wanted = [d.isoformat() for d in days]
-    return frame.where(F.col("Day").cast("string").isin(wanted)).select("EnqueuedAt", "UpdatedAt")
+    return frame.where(F.col("Day").isin(wanted)).select("EnqueuedAt", "UpdatedAt")
 
 
 def archive(spark: Any, store: Store, queue: str, root: str, *, older_than_minutes: int, partitions: int = 8,
             now: datetime | None = None, console: Console | None = None,
             range_rows: int = RANGE_ROWS) -> ArchiveResult:
     """Archive ``queue``'s items finished over ``older_than_minutes`` ago under ``root``,
-    then purge them. ``now``: naive UTC (default: the clock)."""
+    then purge them. ``now``: naive UTC (default: the database's clock)."""
+    require_utc(spark, "archive")
+    s = spec(queue)
+    if older_than_minutes < 1 or partitions < 1 or range_rows < 1:
+        raise RelqError("--older-than-minutes and --partitions must be 1 or more")
+    resource = LOCK_PREFIX + s.name
+    with store.session() as driver:
+        if not driver.try_lock(resource):
+            raise RelqError(f"another pipeline.archive of {s.name} is running (it holds the application lock "
+                            f"{resource}); nothing was done")
+        try:
+            return _archive(spark, store, driver, s.name, root, older_than_minutes, partitions,
+                            now or driver.now(), console, range_rows)
+        finally:
+            driver.unlock(resource)
+
+
+def _archive(spark: Any, store: Store, driver: Any, queue: str, root: str, older_than_minutes: int,
+             partitions: int, now: datetime, console: Console | None, range_rows: int) -> ArchiveResult:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    spec(queue)
-    if older_than_minutes < 1 or partitions < 1:
-        raise RelqError("--older-than-minutes and --partitions must be 1 or more")
-    now = now or datetime.now(timezone.utc).replace(tzinfo=None)
     cutoff = now - timedelta(minutes=older_than_minutes)
-    with store.session() as session:
-        span = session.finished_span(queue, cutoff)
+    span = driver.finished_span(queue, cutoff)
     if span is None:
         return ArchiveResult(cutoff, 0, 0, 0, 0, 0)
+    parts = max(partitions, -(-span.count // range_rows))
+    key_ranges = ranges(driver.range_starts(queue, cutoff, -(-span.count // parts)), span.last)
+    if not key_ranges:
+        return ArchiveResult(cutoff, 0, 0, 0, 0, 0)
 
-    ranges = split(span.first, span.last, max(partitions, -(-span.count // range_rows)))
-    rdd = spark.sparkContext.parallelize(list(enumerate(ranges)), len(ranges))
+    rdd = spark.sparkContext.parallelize(list(enumerate(key_ranges)), len(key_ranges))
     rows = rdd.mapPartitions(_reader(store, queue, cutoff, _utc(now)))
     read = spark.createDataFrame(rows, schema=f"{spec(queue).ddl()}, Range INT")
     read = read.persist(StorageLevel.MEMORY_AND_DISK)
@@ -176,12 +219,18 @@ def archive(spark: Any, store: Store, queue: str, root: str, *, older_than_minut
                 r, (n, got) = sorted(short.items())[0]
                 raise RelqError(f"{root}: the archive holds {got} of the {n} rows read in key range {r} "
                                 f"({len(short)} ranges short); nothing was purged")
-            keys = confirmed.select(F.date_format("EnqueuedAt", ISO_MICROS),
-                                    F.date_format("UpdatedAt", ISO_MICROS))
-            with tracked(spark, "purge", console):
-                purged = sum(keys.repartition(partitions).rdd.mapPartitions(_purger(store, queue)).collect())
+            keys = confirmed.select(F.date_format("EnqueuedAt", ISO_MICROS).alias("EnqueuedAt"),
+                                    F.date_format("UpdatedAt", ISO_MICROS).alias("UpdatedAt"))
+            keys = keys.repartition(partitions).persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                with tracked(spark, "purge", console):
+                    keys.rdd.mapPartitions(_purger(store, queue)).collect()
+                with tracked(spark, "count", console):
+                    kept = sum(keys.rdd.mapPartitions(_counter(store, queue)).collect())
+            finally:
+                keys.unpersist()
         finally:
             confirmed.unpersist()
     finally:
         read.unpersist()
-    return ArchiveResult(cutoff, total, written, total - written, purged, total - purged)
+    return ArchiveResult(cutoff, total, written, total - written, total - kept, kept)

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from relq import db
 from relq.errors import RelqError
-from relq.pipeline.queues import ENQUEUE_QUEUES, QUEUES
+from relq.pipeline.queues import CUSTOM, JOB, spec
 
 _PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(?:RelqError|SqlError|ItemRejected|\w+Error|\w+Exception): .+$",
                            re.MULTILINE)
@@ -49,16 +49,18 @@ def parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentParser:
     e.add_argument("--format", default="parquet", choices=("parquet", "csv", "json"))
     e.add_argument("--rejects", default=_configured(config, "rejects"),
                    help="where the rejected rows go, with their reason (Parquet; replaced)")
-    e.add_argument("--queue", default="SyncQueue", choices=ENQUEUE_QUEUES)
+    e.add_argument("--queue", default="SyncQueue",
+                   help=f"a job queue (default SyncQueue) or {', '.join(CUSTOM)}")
     e.add_argument("--archive", default=_configured(config, "archive"),
                    help="the archive root: rows whose DedupKey it holds are not enqueued again")
     e.add_argument("--types", default=None,
-                   help="the queue's job types, comma-separated (default: read from the database)")
+                   help="a job queue's job types, comma-separated (default: read from the database)")
     common(e)
 
     a = commands.add_parser("archive", help="move finished items into the Parquet archive")
     a.add_argument("--archive", default=_configured(config, "archive"), help="the archive root")
-    a.add_argument("--queue", default="SyncQueue", choices=tuple(QUEUES))
+    a.add_argument("--queue", default="SyncQueue",
+                   help=f"a job queue (default SyncQueue) or {', '.join(CUSTOM)}")
     a.add_argument("--older-than-minutes", type=int, required=True,
                    help="archive items that finished longer ago than this")
     common(a)
@@ -102,6 +104,7 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
     from relq.pipeline.spark import session
     from relq.pipeline.store import SqlStore
 
+    queue = spec(args.queue).name  # an unknown name is refused before Spark starts
     target = db.resolve_target(args.conn or conn, config)
     store = SqlStore(target.conn_str)
     console.print(f"pipeline {args.command}: {target}")  # masked
@@ -111,15 +114,16 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
         if not args.rejects:
             raise RelqError("--rejects is required (or relq.pipeline.rejects in invoke.yaml)")
         spark = session(args.master, app="relq pipeline.enqueue")
-        if args.types:
+        types: list[str] = []  # a notification has no job type to check
+        if spec(queue).kind == JOB and args.types:
             types = [t.strip() for t in args.types.split(",") if t.strip()]
-        else:
+        elif spec(queue).kind == JOB:
             with store.session() as s:
-                types = s.job_types(args.queue)
-        frame = read_input(spark, args.input, args.format)
-        result = enqueue(spark, store, args.queue, frame, known_types=types, rejects=args.rejects,
+                types = s.job_types(queue)
+        frame = read_input(spark, args.input, args.format, queue)
+        result = enqueue(spark, store, queue, frame, known_types=types, rejects=args.rejects,
                          archive=args.archive, partitions=args.partitions, console=console)
-        console.print(_table(f"relq pipeline.enqueue: {args.queue}", {
+        console.print(_table(f"relq pipeline.enqueue: {queue}", {
             "rows": result.rows, "rejected": result.rejected, "already archived": result.skipped,
             "enqueued": result.enqueued, "duplicates": result.duplicates}))
         if result.rejected:
@@ -130,9 +134,9 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
     if not args.archive:
         raise RelqError("--archive is required (or relq.pipeline.archive in invoke.yaml)")
     spark = session(args.master, app="relq pipeline.archive")
-    result = archive(spark, store, args.queue, args.archive, older_than_minutes=args.older_than_minutes,
+    result = archive(spark, store, queue, args.archive, older_than_minutes=args.older_than_minutes,
                      partitions=args.partitions, console=console)
-    console.print(_table(f"relq pipeline.archive: {args.queue}", {
+    console.print(_table(f"relq pipeline.archive: {queue}", {
         "finished before (UTC)": result.cutoff.isoformat(sep=" ", timespec="seconds"), "read": result.read,
         "written": result.written, "archived before": result.already, "purged": result.purged,
         "kept": result.kept}))

@@ -1,4 +1,6 @@
-"""pipeline.enqueue: work items from Parquet, CSV or JSON into a queue.
+"""pipeline.enqueue: work items from Parquet, CSV or JSON into a queue: any job
+queue (dbo.Add_<Queue>_trx), or Notification (password-reset notifications,
+dbo.Add_Notification_ResetPassword_Batch_trx).
 
 1. Read the input with Spark and validate every row with DataFrame expressions:
    the rules of dbo.Add_SyncQueue_utx and the sizes of dbo.SyncQueueItemList's
@@ -11,15 +13,31 @@
    dataset (Parquet). Nothing is dropped silently: a row the database refuses
    after all (a rule the validation does not know) lands there too.
 3. Enqueue the valid rows from N Spark partitions in parallel, each on its own
-   connection, in calls of up to 4,000 items to dbo.Add_SyncQueue_trx (set-based:
-   one statement per call; the limit is the procedure's own).
+   connection, in calls of up to 4,000 items to dbo.Add_<Queue>_trx (set-based:
+   one statement per call; the limit is the procedure's own). The partitions
+   overlap validation, conversion and network I/O, not the inserts: each call
+   takes the queue's exclusive enqueue lock, so calls of one queue insert one
+   after another. A call that waited too long for that lock (50009) or lost a
+   deadlock (1205) wrote nothing and is sent again (relq.pipeline.store).
+
+Notifications (--queue Notification) are password-reset notifications, one per
+row: UserID (a positive integer), Username (at most 128), OTP (4 to 10 letters
+or digits), EmailTo (an e-mail address, as dbo.EmailIsValid_fn accepts it) and
+PreferredLanguage (a tag such as en or en-GB), PhoneNumber (E.164, as
+dbo.PhoneIsValid_fn accepts it), at least one of the two channels, and the
+optional ScheduledFor, Priority, GroupKey and DedupKey of every queue. The
+validation is as strict as the database's rules or stricter (ASCII only, where
+a collation could let SQL Server's LIKE admit a look-alike character); a row
+the database refuses all the same lands in the rejects with its reason.
 
 Deduplication. A row without a DedupKey gets one derived from its content,
 ``relq:sha256:`` and the SHA-256 of its normalised fields (Type, EntityKey,
-Payload as given, ScheduledFor in UTC microseconds, Priority, GroupKey): the
+Payload as given, ScheduledFor in UTC microseconds, Priority, GroupKey; for a
+notification UserID, Username, OTP, EmailTo, PreferredLanguage, PhoneNumber,
+ScheduledFor, Priority, GroupKey): the
 ``relq:`` prefix is the pipeline's, so an application's own keys must not start
 with it. Identical rows of one input are therefore one item. The database's
-rule (dbo.Add_SyncQueue_utx) holds a key only while an unfinished item carries
+rule (dbo.Add_<Queue>_utx) holds a key only while an unfinished item carries
 it, so:
 
 - a re-run while the first run's items are unfinished (Pending, Processing,
@@ -44,15 +62,28 @@ from rich.console import Console
 from relq.errors import RelqError
 from relq.pipeline import layout
 from relq.pipeline.progress import tracked
-from relq.pipeline.queues import ENQUEUE_QUEUES
+from relq.pipeline.queues import JOB, spec
 from relq.pipeline.store import ENQUEUE_LIMIT, ItemRejected, Store
 
 FORMATS = ("parquet", "csv", "json")
 DERIVED_PREFIX = "relq:sha256:"
 FIELDS = ("Type", "EntityKey", "Payload", "ScheduledFor", "Priority", "GroupKey", "DedupKey")
 REQUIRED = ("Type", "EntityKey")
+NOTIFICATION_FIELDS = ("UserID", "Username", "OTP", "EmailTo", "PreferredLanguage", "PhoneNumber",
+                       "ScheduledFor", "Priority", "GroupKey", "DedupKey")
+NOTIFICATION_REQUIRED = ("UserID", "Username", "OTP")
 REASON = "Reason"
-ISO_MICROS = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"  # in the session's time zone, which is UTC
+ISO_MICROS = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"  # in the session's time zone, which must be UTC
+TIME_ZONE = "spark.sql.session.timeZone"
+UTC_NAMES = frozenset({"UTC", "ETC/UTC", "GMT", "ETC/GMT", "Z", "+00:00", "UCT", "ETC/UCT", "ZULU",
+                       "UNIVERSAL"})
+# dbo.EmailIsValid_fn, as patterns: its LIKE tests one by one (see _email_ok).
+EMAIL_SHAPE = r"(?s)^.+@.+\..+\z"  # NOT LIKE N'_%@_%._%'
+EMAIL_FORBIDDEN = r"[ ,;:<>()\"\t\n\r]|@.*@|\.\.|^\.|\.$|\.@|@\."
+PHONE = r"^\+[1-9][0-9]{7,14}\z"  # dbo.PhoneIsValid_fn: +, a non-zero digit, 7 to 14 more
+OTP = r"^[0-9A-Za-z]{4,10}\z"  # \z: Java's $ also matches before a final line break
+LANGUAGE = r"^[A-Za-z-]{2,12}\z"
+INT_MAX = 2_147_483_647
 
 
 @dataclass(frozen=True)
@@ -64,11 +95,23 @@ class EnqueueResult:
     duplicates: int  # rows whose item existed already (unfinished, same DedupKey), or repeated in the input
 
 
-def read_input(spark: Any, path: str, fmt: str) -> Any:
+def require_utc(spark: Any, command: str) -> None:
+    """Refuse a Spark session whose time zone is not UTC: keys are formatted, days taken and
+    times without an offset read in the session's time zone, and the database's are UTC.
+    relq.pipeline.spark.session makes UTC sessions; the caller's is left as it is."""
+    zone = spark.conf.get(TIME_ZONE)
+    if str(zone).strip().upper() not in UTC_NAMES:
+        raise RelqError(f"pipeline {command} needs a Spark session in UTC ({TIME_ZONE} is {zone}): "
+                        f"set it to UTC, as relq.pipeline.spark.session does")
+
+
+def read_input(spark: Any, path: str, fmt: str, queue: str = "SyncQueue") -> Any:
     """The input as Spark reads it: Parquet with its types, CSV with a header row and
     every field as text (the validation parses them), JSON lines."""
     if fmt not in FORMATS:
         raise RelqError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    required, fields = (REQUIRED, FIELDS) if spec(queue).kind == JOB else (NOTIFICATION_REQUIRED,
+                                                                            NOTIFICATION_FIELDS)
     reader = spark.read
     if fmt == "csv":
         # RFC 4180: a quote inside a quoted field is doubled (Spark's default escape is \).
@@ -78,10 +121,10 @@ def read_input(spark: Any, path: str, fmt: str) -> Any:
         frame = reader.format(fmt).load(path)
     except Exception as exc:  # Spark's AnalysisException: the path is missing or unreadable
         raise RelqError(f"{path}: cannot read it as {fmt} ({_first_line(exc)})") from None
-    missing = [c for c in REQUIRED if c not in frame.columns]
+    missing = [c for c in required if c not in frame.columns]
     if missing:
-        raise RelqError(f"{path}: no column {', '.join(missing)} (an item needs {', '.join(REQUIRED)}; "
-                        f"optional: {', '.join(f for f in FIELDS if f not in REQUIRED)})")
+        raise RelqError(f"{path}: no column {', '.join(missing)} (an item needs {', '.join(required)}; "
+                        f"optional: {', '.join(f for f in fields if f not in required)})")
     return frame
 
 
@@ -89,48 +132,103 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def validate(frame: Any, known_types: Sequence[str]) -> Any:
-    """``frame`` with the normalised item columns (prefixed ``_``) and ``Reason``: NULL for
-    a valid row, else the first rule it breaks."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import DateType, NumericType, StringType, TimestampNTZType, TimestampType
+class _Columns:
+    """The input's columns as the validation reads them, whatever their Spark types."""
 
-    types = {f.name: f.dataType for f in frame.schema.fields}
+    def __init__(self, frame: Any) -> None:
+        self.types = {f.name: f.dataType for f in frame.schema.fields}
 
-    def text(name: str) -> Any:
-        if name not in types:
+    def text(self, name: str) -> Any:
+        from pyspark.sql import functions as F
+
+        if name not in self.types:
             return F.lit(None).cast("string")
         return F.col(f"`{name}`").cast("string")
 
-    def utf16(column: Any) -> Any:  # NVARCHAR(n) counts UTF-16 code units, not characters
-        return F.octet_length(F.encode(column, "UTF-16LE")) / 2
+    def given(self, name: str) -> Any:
+        return self.text(name).isNotNull()
 
-    def blank(column: Any) -> Any:  # LTRIM(RTRIM(x)) = N'': spaces only, as SQL Server trims
-        return F.trim(column) == ""
+    def integer(self, name: str) -> Any:
+        """A whole number (BIGINT), NULL when absent or not one ("1.5", "high")."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import NumericType
 
-    def scheduled() -> Any:
-        kind = types.get("ScheduledFor")
+        kind = self.types.get(name)
+        if kind is None:
+            return F.lit(None).cast("bigint")
+        if isinstance(kind, NumericType):
+            return F.expr(f"try_cast(try_cast(`{name}` AS STRING) AS BIGINT)")
+        return F.expr(f"try_cast(trim(`{name}`) AS BIGINT)")
+
+    def timestamp(self, name: str) -> Any:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import DateType, StringType, TimestampNTZType, TimestampType
+
+        kind = self.types.get(name)
         if kind is None:
             return F.lit(None).cast("timestamp")
         if isinstance(kind, (TimestampType, TimestampNTZType, DateType)):
-            return F.col("ScheduledFor").cast("timestamp")
+            return F.col(f"`{name}`").cast("timestamp")
         if isinstance(kind, StringType):
-            return F.try_to_timestamp(F.col("ScheduledFor"))
-        return F.lit(None).cast("timestamp")  # anything else cannot be a time: refused below
+            return F.try_to_timestamp(F.col(f"`{name}`"))
+        return F.lit(None).cast("timestamp")  # anything else cannot be a time: refused
 
-    def priority() -> Any:
-        kind = types.get("Priority")
-        if kind is None:
-            return F.lit(None).cast("bigint")
-        if isinstance(kind, NumericType) and not isinstance(kind, StringType):
-            return F.expr("try_cast(try_cast(`Priority` AS STRING) AS BIGINT)")
-        return F.expr("try_cast(trim(`Priority`) AS BIGINT)")
 
-    type_, entity, payload = text("Type"), text("EntityKey"), text("Payload")
-    group, dedup = text("GroupKey"), text("DedupKey")
-    when, prio = scheduled(), priority()
-    given_when = text("ScheduledFor").isNotNull()
-    given_prio = text("Priority").isNotNull()
+def utf16(column: Any) -> Any:
+    """NVARCHAR(n) counts UTF-16 code units, not characters."""
+    from pyspark.sql import functions as F
+
+    return F.octet_length(F.encode(column, "UTF-16LE")) / 2
+
+
+def blank(column: Any) -> Any:
+    """LTRIM(RTRIM(x)) = N'': spaces only, as SQL Server trims."""
+    from pyspark.sql import functions as F
+
+    return F.trim(column) == ""
+
+
+def _common_rules(cols: _Columns, reason: Any) -> tuple[Any, dict[str, Any]]:
+    """The rules of the columns every queue has (ScheduledFor, Priority, GroupKey, DedupKey)
+    added to ``reason``, and those columns normalised."""
+    when, prio = cols.timestamp("ScheduledFor"), cols.integer("Priority")
+    group, dedup = cols.text("GroupKey"), cols.text("DedupKey")
+    reason = (
+        reason
+        .when(cols.given("ScheduledFor") & when.isNull(),
+              "ScheduledFor is not a timestamp (ISO 8601; UTC unless it says)")
+        .when(cols.given("Priority") & prio.isNull(), "Priority is not an integer")
+        .when(cols.given("Priority") & ~prio.between(-32768, 32767), "Priority must be -32768 to 32767")
+        .when(blank(group), "GroupKey must not be blank: leave it empty for none")
+        .when(utf16(group) > 100, "GroupKey is longer than 100 characters")
+        .when(blank(dedup), "DedupKey must not be blank: leave it empty for none")
+        .when(utf16(dedup) > 200, "DedupKey is longer than 200 characters")
+    )
+    from pyspark.sql import functions as F
+
+    return reason, {"ScheduledFor": F.date_format(when, ISO_MICROS), "Priority": prio,
+                    "GroupKey": group, "DedupKey": dedup}
+
+
+def _finish(frame: Any, fields: Sequence[str], values: dict[str, Any], reason: Any) -> Any:
+    """``frame`` with the normalised ``fields`` (prefixed ``_``), the DedupKey derived where
+    none is given, and ``Reason``."""
+    from pyspark.sql import functions as F
+
+    content = F.to_json(F.struct(*[values[f].alias(f) for f in fields if f != "DedupKey"]))
+    derived = F.concat(F.lit(DERIVED_PREFIX), F.sha2(content, 256))
+    out = {**values, "DedupKey": F.coalesce(values["DedupKey"], derived),
+           "Priority": values["Priority"].cast("int")}
+    return frame.select("*", *[out[f].alias(f"_{f}") for f in fields], reason.alias(REASON))
+
+
+def validate(frame: Any, known_types: Sequence[str]) -> Any:
+    """``frame`` (job items) with the normalised item columns (prefixed ``_``) and ``Reason``:
+    NULL for a valid row, else the first rule it breaks."""
+    from pyspark.sql import functions as F
+
+    cols = _Columns(frame)
+    type_, entity, payload = cols.text("Type"), cols.text("EntityKey"), cols.text("Payload")
     json_ok = F.try_parse_json(payload).isNotNull() & F.ltrim(payload).rlike(r"^[\[{]")
     reason = (
         F.when(type_.isNull() | blank(type_), "Type is required")
@@ -138,26 +236,48 @@ def validate(frame: Any, known_types: Sequence[str]) -> Any:
         .when(entity.isNull() | blank(entity), "EntityKey is required")
         .when(utf16(entity) > 200, "EntityKey is longer than 200 characters")
         .when(payload.isNotNull() & ~json_ok, "Payload is not a JSON object or array")
-        .when(given_when & when.isNull(), "ScheduledFor is not a timestamp (ISO 8601; UTC unless it says)")
-        .when(given_prio & prio.isNull(), "Priority is not an integer")
-        .when(given_prio & ~prio.between(-32768, 32767), "Priority must be -32768 to 32767")
-        .when(blank(group), "GroupKey must not be blank: leave it empty for none")
-        .when(utf16(group) > 100, "GroupKey is longer than 100 characters")
-        .when(blank(dedup), "DedupKey must not be blank: leave it empty for none")
-        .when(utf16(dedup) > 200, "DedupKey is longer than 200 characters")
     )
-    when_text = F.date_format(when, ISO_MICROS)
-    content = F.to_json(F.struct(type_.alias("Type"), entity.alias("EntityKey"), payload.alias("Payload"),
-                                 when_text.alias("ScheduledFor"), prio.alias("Priority"),
-                                 group.alias("GroupKey")))
-    derived = F.concat(F.lit(DERIVED_PREFIX), F.sha2(content, 256))
-    return frame.select(
-        "*",
-        type_.alias("_Type"), entity.alias("_EntityKey"), payload.alias("_Payload"),
-        when_text.alias("_ScheduledFor"), prio.cast("int").alias("_Priority"), group.alias("_GroupKey"),
-        F.coalesce(dedup, derived).alias("_DedupKey"),
-        reason.alias(REASON),
+    reason, common = _common_rules(cols, reason)
+    values = {"Type": type_, "EntityKey": entity, "Payload": payload, **common}
+    return _finish(frame, FIELDS, values, reason)
+
+
+def _email_ok(email: Any) -> Any:
+    """dbo.EmailIsValid_fn in Spark: at most 254 (UTF-16 units), one @ with something on
+    both sides and a dot after it, no spaces, list separators or line breaks, no empty
+    labels. (SQL Server's LIKE may also match look-alikes under a width-insensitive
+    collation; these patterns do not, so they refuse at least what it refuses.)"""
+    return (utf16(email) <= 254) & email.rlike(EMAIL_SHAPE) & ~email.rlike(EMAIL_FORBIDDEN)
+
+
+def validate_notifications(frame: Any) -> Any:
+    """``frame`` (password-reset notifications) with the normalised item columns (prefixed
+    ``_``) and ``Reason``: the rules of dbo.Add_Notification_ResetPassword_Batch_utx and the
+    sizes of its list type's columns."""
+    from pyspark.sql import functions as F
+
+    cols = _Columns(frame)
+    user_id, username, otp = cols.integer("UserID"), cols.text("Username"), cols.text("OTP")
+    email, language, phone = cols.text("EmailTo"), cols.text("PreferredLanguage"), cols.text("PhoneNumber")
+    reason = (
+        F.when(~cols.given("UserID"), "UserID is required")
+        .when(user_id.isNull(), "UserID is not an integer")
+        .when(~user_id.between(1, INT_MAX), "UserID must be a positive integer (at most 2147483647)")
+        .when(username.isNull() | blank(username), "Username is required")
+        .when(utf16(username) > 128, "Username is longer than 128 characters")
+        .when(otp.isNull() | ~otp.rlike(OTP), "OTP must be 4 to 10 letters or digits")
+        .when(email.isNull() & phone.isNull(), "EmailTo or PhoneNumber is required: a notification needs a "
+                                               "channel")
+        .when(email.isNotNull() & ~_email_ok(email), "EmailTo is not an e-mail address")
+        .when(phone.isNotNull() & ~phone.rlike(PHONE), "PhoneNumber is not an E.164 number such as "
+                                                       "+14155550123")
+        .when(language.isNotNull() & ~language.rlike(LANGUAGE),
+              "PreferredLanguage must be a language tag such as en or en-GB")
     )
+    reason, common = _common_rules(cols, reason)
+    values = {"UserID": user_id, "Username": username, "OTP": otp, "EmailTo": email,
+              "PreferredLanguage": language, "PhoneNumber": phone, **common}
+    return _finish(frame, NOTIFICATION_FIELDS, values, reason)
 
 
 def archived_dedup_keys(spark: Any, archive: str, queue: str) -> Any | None:
@@ -177,7 +297,8 @@ def exists(spark: Any, path: str) -> bool:
     return bool(hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path))
 
 
-def _sender(store: Store, queue: str, limit: int) -> Callable[[Iterable[Any]], Iterator[tuple]]:
+def _sender(store: Store, queue: str, fields: Sequence[str], limit: int
+            ) -> Callable[[Iterable[Any]], Iterator[tuple]]:
     """What each Spark partition runs: its rows, in calls of up to ``limit`` items on one
     connection. Yields ("enqueued", n), ("duplicates", n) and ("rejected", row JSON, reason)."""
 
@@ -187,19 +308,19 @@ def _sender(store: Store, queue: str, limit: int) -> Callable[[Iterable[Any]], I
             for row in rows:
                 batch.append(row.asDict())
                 if len(batch) == limit:
-                    yield from _call(session, queue, batch)
+                    yield from _call(session, queue, fields, batch)
                     batch = []
             if batch:
-                yield from _call(session, queue, batch)
+                yield from _call(session, queue, fields, batch)
 
     return send
 
 
-def _call(session: Any, queue: str, rows: list[dict[str, Any]]) -> Iterator[tuple]:
+def _call(session: Any, queue: str, fields: Sequence[str], rows: list[dict[str, Any]]) -> Iterator[tuple]:
     """One call; an item the database refuses is taken out (and reported) and the rest
     is sent again: a call writes all of its items or none."""
     while rows:
-        items = [{"ItemNo": n, **{f: row[f"_{f}"] for f in FIELDS}} for n, row in enumerate(rows, start=1)]
+        items = [{"ItemNo": n, **{f: row[f"_{f}"] for f in fields}} for n, row in enumerate(rows, start=1)]
         try:
             outcome = session.enqueue(queue, items)
         except ItemRejected as exc:
@@ -214,21 +335,25 @@ def _call(session: Any, queue: str, rows: list[dict[str, Any]]) -> Iterator[tupl
         return
 
 
-def enqueue(spark: Any, store: Store, queue: str, frame: Any, *, known_types: Sequence[str], rejects: str,
-            archive: str | None = None, partitions: int = 8, console: Console | None = None,
+def enqueue(spark: Any, store: Store, queue: str, frame: Any, *, known_types: Sequence[str] = (),
+            rejects: str, archive: str | None = None, partitions: int = 8, console: Console | None = None,
             limit: int = ENQUEUE_LIMIT) -> EnqueueResult:
     """Validate ``frame`` (as :func:`read_input` gives it), write the rejects to ``rejects``
-    (Parquet, replaced), and enqueue the valid rows into ``queue``."""
+    (Parquet, replaced), and enqueue the valid rows into ``queue``: a job queue (whose job
+    types are ``known_types``) or Notification."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    if queue not in ENQUEUE_QUEUES:
-        raise RelqError(f"pipeline.enqueue fills {', '.join(ENQUEUE_QUEUES)}; {queue} has no set-based "
-                        f"enqueue procedure yet")
+    require_utc(spark, "enqueue")
+    s = spec(queue)
     if not 1 <= limit <= ENQUEUE_LIMIT or partitions < 1:
         raise RelqError(f"--partitions must be 1 or more (and a call takes 1 to {ENQUEUE_LIMIT} items)")
+    if s.kind == JOB:
+        fields, checked = FIELDS, validate(frame, known_types)
+    else:
+        fields, checked = NOTIFICATION_FIELDS, validate_notifications(frame)
     input_columns = frame.columns
-    checked = validate(frame, known_types).persist(StorageLevel.MEMORY_AND_DISK)
+    checked = checked.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with tracked(spark, "validate", console):
             rows = checked.count()
@@ -238,16 +363,17 @@ def enqueue(spark: Any, store: Store, queue: str, frame: Any, *, known_types: Se
 
         valid = checked.where(F.col(REASON).isNull()).select(
             F.to_json(F.struct(*[F.col(f"`{c}`") for c in input_columns])).alias("_input"),
-            *[f"_{f}" for f in FIELDS])
+            *[f"_{f}" for f in fields])
         skipped = 0
-        done = archived_dedup_keys(spark, archive, queue) if archive else None
+        done = archived_dedup_keys(spark, archive, s.name) if archive else None
         if done is not None:
             fresh = valid.join(done, valid["_DedupKey"] == done["DedupKey"], "left_anti")
             skipped = valid.count() - fresh.count()
             valid = fresh
 
         with tracked(spark, "enqueue", console):
-            outcomes = valid.repartition(partitions).rdd.mapPartitions(_sender(store, queue, limit)).collect()
+            outcomes = valid.repartition(partitions).rdd.mapPartitions(
+                _sender(store, s.name, fields, limit)).collect()
     finally:
         checked.unpersist()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 PARTITIONS = ("Queue", "Type", "Day")
+_INFERENCE = "spark.sql.sources.partitionColumnTypeInference.enabled"
 
 # Spark DDL: (name, type) in file order; Duration is milliseconds of the last attempt.
 COMMON = (
@@ -56,8 +57,17 @@ def read(spark: Any, root: str) -> Any:
     (partition values are never guessed: a job type named "2024" stays a string)."""
     from pyspark.sql import functions as F
 
-    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-    frame = spark.read.option("mergeSchema", "true").parquet(root)
+    # Partition types are inferred when the reader resolves the files, so the setting is
+    # switched off for that call only and the caller's session gets its own value back.
+    before = spark.conf.get(_INFERENCE, None)
+    spark.conf.set(_INFERENCE, "false")
+    try:
+        frame = spark.read.option("mergeSchema", "true").parquet(root)
+    finally:
+        if before is None:
+            spark.conf.unset(_INFERENCE)
+        else:
+            spark.conf.set(_INFERENCE, before)
     return frame.withColumn("Day", F.to_date(F.col("Day")))
 
 

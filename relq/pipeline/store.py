@@ -21,30 +21,43 @@ table-valued parameters only from 1.4 on, jTDS never, and JSON text converts to
 DATETIME2 exactly.
 
 The connection string is shipped to the executors inside the store and never
-printed: the store's repr masks the password (relq.db.mask).
+printed: the store's repr masks the password (relq.db.mask). On a cluster it
+travels in Spark's task closures: see the README for the Spark settings that
+authenticate and encrypt that traffic.
+
+Object names come from relq.pipeline.queues.spec, which admits only names of
+letters and digits; every value is a parameter. Everything is read through
+dbo.Worker_<Queue>_V (QueueAdmin may read it; no role reads a queue table).
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
+import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from relq import db
 from relq.errors import RelqError
-from relq.pipeline.queues import spec
+from relq.pipeline.queues import JOB, spec
 
 FINISHED = ("Failed", "Completed", "Cancelled", "Terminated", "PartiallyCompleted")
-ENQUEUE_LIMIT = 4000  # items per call: dbo.Add_SyncQueue_utx's @MaxItems
+ENQUEUE_LIMIT = 4000  # items per call: the Add_ procedures' @MaxItems
 PURGE_LIMIT = 1000  # keys per call: one purge transaction (@BatchSize, at most 1500)
 QUERY_TIMEOUT_S = 600
+FETCH_ROWS = 1000  # rows a read fetches at a time: a key range is streamed, never held whole
 DEADLOCK = 1205
+ENQUEUE_LOCK = 50009  # an Add_ procedure did not get its enqueue lock within its 10 s
+NO_OBJECT = (208, 2715, 2812)  # invalid object name, unknown type, unknown procedure
 RETRIES = 5
+BACKOFF_S = 0.2
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -75,17 +88,38 @@ class Session(Protocol):
         (ItemNo, IsDuplicate) for each. Raises ItemRejected."""
         ...
 
+    def now(self) -> datetime:
+        """The database's clock: SYSUTCDATETIME(), naive UTC."""
+        ...
+
+    def try_lock(self, resource: str) -> bool:
+        """Take the exclusive application lock ``resource``, owned by this session (held until
+        :meth:`unlock` or the connection closes), without waiting: whether it was granted."""
+        ...
+
+    def unlock(self, resource: str) -> None: ...
+
     def finished_span(self, queue: str, cutoff: datetime) -> Span | None: ...
 
+    def range_starts(self, queue: str, cutoff: datetime, rows: int) -> list[datetime]:
+        """The keys of the 1st, (rows + 1)th, (2 rows + 1)th ... finished items with UpdatedAt
+        < cutoff, in key order: where key ranges of ``rows`` items each start."""
+        ...
+
     def read_range(self, queue: str, first: datetime, end: datetime,
-                   cutoff: datetime) -> list[dict[str, Any]]:
+                   cutoff: datetime) -> Iterator[dict[str, Any]]:
         """The finished items with first <= EnqueuedAt < end and UpdatedAt < cutoff, as
-        dicts of the queue's read columns (QueueSpec.read_columns)."""
+        dicts of the queue's read columns (QueueSpec.read_columns), streamed."""
         ...
 
     def purge(self, queue: str, keys: Sequence[tuple[str, str]]) -> int:
         """Remove the listed items (EnqueuedAt, UpdatedAt as ISO 8601 text, at most
         PURGE_LIMIT) that are still finished and unchanged; how many went."""
+        ...
+
+    def remaining(self, queue: str, keys: Sequence[str]) -> int:
+        """How many of the listed items (EnqueuedAt as ISO 8601 text, at most PURGE_LIMIT)
+        are in the queue."""
         ...
 
 
@@ -97,8 +131,10 @@ class Store(Protocol):
 
 # -- SQL Server, through relq.db -----------------------------------------------------------------------------
 
-_ENQUEUE_SYNCQUEUE = """SET NOCOUNT ON;
-DECLARE @Items dbo.SyncQueueItemList;
+# Wide (MAX) columns on purpose: a value too long for the list type fails the call
+# (8152, with the ANSI_WARNINGS every ODBC driver sets) instead of being cut.
+_ENQUEUE_JOBS = """SET NOCOUNT ON;
+DECLARE @Items dbo.{queue}ItemList;
 INSERT INTO @Items (ItemNo, [Type], EntityKey, Payload, ScheduledFor, [Priority], GroupKey, DedupKey)
 SELECT j.ItemNo, j.[Type], j.EntityKey, j.Payload, j.ScheduledFor, j.[Priority], j.GroupKey, j.DedupKey
 FROM OPENJSON(?) WITH (
@@ -111,13 +147,84 @@ FROM OPENJSON(?) WITH (
     GroupKey NVARCHAR(MAX) '$.GroupKey',
     DedupKey NVARCHAR(MAX) '$.DedupKey'
 ) AS j;
-EXEC dbo.Add_SyncQueue_trx @Items = @Items;
+EXEC dbo.Add_{queue}_trx @Items = @Items;
 """
-# Wide (MAX) columns on purpose: a value too long for the list type fails the call
-# (8152, with the ANSI_WARNINGS every ODBC driver sets) instead of being cut.
+
+_ENQUEUE_RESET_PASSWORD = """SET NOCOUNT ON;
+DECLARE @Items dbo.Notification_ResetPasswordItemList;
+INSERT INTO @Items (
+    ItemNo, UserID, Username, OTP, EmailTo, PreferredLanguage, PhoneNumber, ScheduledFor, [Priority],
+    GroupKey, DedupKey
+)
+SELECT j.ItemNo, j.UserID, j.Username, j.OTP, j.EmailTo, j.PreferredLanguage, j.PhoneNumber, j.ScheduledFor,
+    j.[Priority], j.GroupKey, j.DedupKey
+FROM OPENJSON(?) WITH (
+    ItemNo INT '$.ItemNo',
+    UserID INT '$.UserID',
+    Username NVARCHAR(MAX) '$.Username',
+    OTP NVARCHAR(MAX) '$.OTP',
+    EmailTo NVARCHAR(MAX) '$.EmailTo',
+    PreferredLanguage NVARCHAR(MAX) '$.PreferredLanguage',
+    PhoneNumber NVARCHAR(MAX) '$.PhoneNumber',
+    ScheduledFor DATETIME2(7) '$.ScheduledFor',
+    [Priority] INT '$.Priority',
+    GroupKey NVARCHAR(MAX) '$.GroupKey',
+    DedupKey NVARCHAR(MAX) '$.DedupKey'
+) AS j;
+EXEC dbo.Add_Notification_ResetPassword_Batch_trx @Items = @Items;
+"""
+
+# The session owns the lock (no transaction needed, held across every call of the run);
+# @LockTimeout 0: a second run fails at once instead of queueing behind the first.
+# sp_getapplock needs no permission beyond public (@DbPrincipal defaults to public).
+_LOCK = """SET NOCOUNT ON;
+DECLARE @Result INT;
+EXEC @Result = sys.sp_getapplock @Resource = ?, @LockMode = 'Exclusive', @LockOwner = 'Session',
+    @LockTimeout = 0;
+SELECT @Result;
+"""
+_UNLOCK = """SET NOCOUNT ON;
+IF APPLOCK_MODE(N'public', ?, 'Session') <> 'NoLock'
+    EXEC sys.sp_releaseapplock @Resource = ?, @LockOwner = 'Session';
+"""
 
 _FINISHED_IN = ", ".join(f"'{state}'" for state in FINISHED)
 _REJECTED = re.compile(r"\bitem (\d+): (.+)$")
+
+
+def _sql_errors() -> Any:
+    """pyodbc errors raised inside become relq.db.SqlError, as relq.db's own calls do
+    (for the streamed read, which cannot go through relq.db.query's fetchall)."""
+
+    @contextmanager
+    def converting() -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            pyodbc = sys.modules.get("pyodbc")
+            if pyodbc is not None and isinstance(exc, pyodbc.Error):
+                raise db.SqlError(db.server_messages(exc)) from exc
+            raise
+
+    return converting()
+
+
+def _retrying(what: Callable[[], T], numbers: tuple[int, ...]) -> T:
+    """``what()``, again after a pause when it fails with one of ``numbers``: errors after
+    which the call wrote nothing (its transaction was rolled back), so it can run again."""
+    for attempt in range(RETRIES):
+        try:
+            return what()
+        except db.SqlError as exc:
+            if exc.number not in numbers or attempt == RETRIES - 1:
+                raise
+            time.sleep(BACKOFF_S * 2 ** attempt * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+def _no_such_queue(name: str, exc: db.SqlError) -> RelqError:
+    return RelqError(f"queue {name}: this database has no such queue, or not all of its objects "
+                     f"(SQL Server error {exc.number}: {exc.text})")
 
 
 @dataclass(frozen=True, repr=False)
@@ -143,52 +250,100 @@ class SqlSession:
     def __init__(self, conn: Any) -> None:
         self.conn = conn
 
+    def _query(self, name: str, sql: str, *params: Any) -> list[tuple]:
+        try:
+            return db.query(self.conn.cursor(), sql, *params)
+        except db.SqlError as exc:
+            if exc.number in NO_OBJECT:
+                raise _no_such_queue(name, exc) from exc
+            raise
+
     def job_types(self, queue: str) -> list[str]:
-        table = {"SyncQueue": "dbo.SyncQueueType", "Notification": "dbo.NotificationType"}[spec(queue).name]
-        return [t for (t,) in db.query(self.conn.cursor(), f"SELECT [Type] FROM {table};")]
+        s = spec(queue)
+        if s.kind != JOB:
+            raise RelqError(f"queue {s.name} has no job types")
+        return [t for (t,) in self._query(s.name, f"SELECT [Type] FROM dbo.{s.name}Type;")]
 
     def enqueue(self, queue: str, items: Sequence[dict[str, Any]]) -> list[tuple[int, bool]]:
-        if spec(queue).name != "SyncQueue":
-            raise ValueError(f"no set-based enqueue for {queue}")
+        s = spec(queue)
+        if s.kind == JOB:
+            sql, procedure = _ENQUEUE_JOBS.format(queue=s.name), f"dbo.Add_{s.name}_trx"
+        else:
+            sql, procedure = _ENQUEUE_RESET_PASSWORD, "dbo.Add_Notification_ResetPassword_Batch_trx"
+        listed = json.dumps(list(items))
         try:
-            rows = db.query(self.conn.cursor(), _ENQUEUE_SYNCQUEUE, json.dumps(list(items)))
+            # A call writes all of its items or none, so one that lost a deadlock or did
+            # not get the enqueue lock (behind other producers) can simply go again.
+            rows = _retrying(lambda: self._query(s.name, sql, listed), (ENQUEUE_LOCK, DEADLOCK))
         except db.SqlError as exc:
             found = _REJECTED.search(exc.text) if exc.number == 50007 else None
             if found:
                 raise ItemRejected(int(found[1]), found[2]) from exc
             raise
-        # One row per item (EnqueuedAt, Type, EntityKey, ItemNo, IsDuplicate): anything else
+        # One row per item, ItemNo and IsDuplicate its last two columns: anything else
         # means the call failed without an error (a procedure must never do that).
-        outcome = [(int(row[3]), bool(row[4])) for row in rows]
+        outcome = [(int(row[-2]), bool(row[-1])) for row in rows]
         if sorted(no for no, _ in outcome) != sorted(int(i["ItemNo"]) for i in items):
-            raise RelqError(f"dbo.Add_SyncQueue_trx returned {len(rows)} rows for {len(items)} items")
+            raise RelqError(f"{procedure} returned {len(rows)} rows for {len(items)} items")
         return outcome
+
+    def now(self) -> datetime:
+        ((now,),) = db.query(self.conn.cursor(), "SELECT SYSUTCDATETIME();")
+        return now
+
+    def try_lock(self, resource: str) -> bool:
+        ((result,),) = db.query(self.conn.cursor(), _LOCK, resource)
+        return int(result) >= 0
+
+    def unlock(self, resource: str) -> None:
+        db.query(self.conn.cursor(), _UNLOCK, resource, resource)
 
     def finished_span(self, queue: str, cutoff: datetime) -> Span | None:
         name = spec(queue).name
-        (first, last, count), = db.query(
-            self.conn.cursor(),
+        (first, last, count), = self._query(
+            name,
             f"SELECT MIN(v.EnqueuedAt), MAX(v.EnqueuedAt), COUNT_BIG(*) FROM dbo.Worker_{name}_V AS v "
             f"WHERE v.[Status] IN ({_FINISHED_IN}) AND v.UpdatedAt < CAST(? AS DATETIME2(7));", cutoff)
         return Span(first, last, int(count)) if count else None
 
+    def range_starts(self, queue: str, cutoff: datetime, rows: int) -> list[datetime]:
+        name = spec(queue).name
+        # Numbered in key order on the server; only every rows-th key comes back.
+        found = self._query(
+            name,
+            f"SELECT k.EnqueuedAt FROM (SELECT v.EnqueuedAt, "
+            f"ROW_NUMBER() OVER (ORDER BY v.EnqueuedAt) AS Rn "
+            f"FROM dbo.Worker_{name}_V AS v WHERE v.[Status] IN ({_FINISHED_IN}) "
+            f"AND v.UpdatedAt < CAST(? AS DATETIME2(7))) AS k "
+            f"WHERE (k.Rn - 1) % CAST(? AS BIGINT) = 0 ORDER BY k.EnqueuedAt;", cutoff, rows)
+        return [start for (start,) in found]
+
     def read_range(self, queue: str, first: datetime, end: datetime,
-                   cutoff: datetime) -> list[dict[str, Any]]:
+                   cutoff: datetime) -> Iterator[dict[str, Any]]:
         s = spec(queue)
         columns = s.read_columns()
         select = ", ".join(f"v.[{c}]" for c in columns)
         # READ COMMITTED, no READPAST: a row another session holds (an operator's Retry_)
         # is waited for and read as committed, never skipped. Rows never move within
         # the range: the range is on the clustered key, which no procedure changes.
-        # Through the worker view only: QueueAdmin may read it, and no role a queue table.
-        rows = db.query(
-            self.conn.cursor(),
-            f"SET TRANSACTION ISOLATION LEVEL READ COMMITTED; "
-            f"SELECT {select} FROM dbo.Worker_{s.name}_V AS v "
-            f"WHERE v.EnqueuedAt >= CAST(? AS DATETIME2(7)) AND v.EnqueuedAt < CAST(? AS DATETIME2(7)) "
-            f"AND v.[Status] IN ({_FINISHED_IN}) AND v.UpdatedAt < CAST(? AS DATETIME2(7)) "
-            f"ORDER BY v.EnqueuedAt;", first, end, cutoff)
-        return [dict(zip(columns, row, strict=True)) for row in rows]
+        sql = (f"SET NOCOUNT ON; SET TRANSACTION ISOLATION LEVEL READ COMMITTED; "
+               f"SELECT {select} FROM dbo.Worker_{s.name}_V AS v "
+               f"WHERE v.EnqueuedAt >= CAST(? AS DATETIME2(7)) AND v.EnqueuedAt < CAST(? AS DATETIME2(7)) "
+               f"AND v.[Status] IN ({_FINISHED_IN}) AND v.UpdatedAt < CAST(? AS DATETIME2(7)) "
+               f"ORDER BY v.EnqueuedAt;")
+        cursor = self.conn.cursor()
+        try:
+            with _sql_errors():
+                cursor.execute(sql, *[db.sql_value(p) for p in (first, end, cutoff)])
+            while True:
+                with _sql_errors():
+                    rows = cursor.fetchmany(FETCH_ROWS)
+                if not rows:
+                    return
+                for row in rows:
+                    yield dict(zip(columns, row, strict=True))
+        finally:
+            cursor.close()
 
     def purge(self, queue: str, keys: Sequence[tuple[str, str]]) -> int:
         name = spec(queue).name
@@ -197,15 +352,20 @@ class SqlSession:
         if len(keys) > PURGE_LIMIT:
             raise ValueError(f"at most {PURGE_LIMIT} keys a call")
         listed = json.dumps([{"EnqueuedAt": e, "UpdatedAt": u} for e, u in keys])
-        for attempt in range(RETRIES):
-            try:
-                # At most PURGE_LIMIT keys and a batch of them all: one transaction, so
-                # a deadlock (the purge gives way) rolls back all of it or nothing.
-                result = db.call(self.conn, f"dbo.Purge_{name}_trx", Keys=listed,
-                                 BatchSize=min(len(keys), PURGE_LIMIT))
-                return int(result.result_sets[0][0][0])
-            except db.SqlError as exc:
-                if exc.number != DEADLOCK or attempt == RETRIES - 1:
-                    raise
-                time.sleep(0.2 * (attempt + 1))
-        raise AssertionError("unreachable")
+        # At most PURGE_LIMIT keys and a batch of them all: one transaction, so a
+        # deadlock (the purge gives way) rolls back all of it or nothing.
+        result = _retrying(lambda: db.call(self.conn, f"dbo.Purge_{name}_trx", Keys=listed,
+                                           BatchSize=min(len(keys), PURGE_LIMIT)), (DEADLOCK,))
+        return int(result.result_sets[0][0][0])
+
+    def remaining(self, queue: str, keys: Sequence[str]) -> int:
+        name = spec(queue).name
+        if not keys:
+            return 0
+        if len(keys) > PURGE_LIMIT:
+            raise ValueError(f"at most {PURGE_LIMIT} keys a call")
+        ((count,),) = self._query(
+            name,
+            f"SELECT COUNT_BIG(*) FROM OPENJSON(?) AS k INNER JOIN dbo.Worker_{name}_V AS v "
+            f"ON v.EnqueuedAt = CONVERT(DATETIME2(7), k.[value], 126);", json.dumps(list(keys)))
+        return int(count)

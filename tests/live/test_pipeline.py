@@ -14,6 +14,7 @@ import pytest
 
 from relq import db
 from relq.deploy.apply import deploy
+from relq.errors import RelqError
 from relq.pipeline import layout
 from relq.pipeline.archive import archive
 from relq.pipeline.enqueue import enqueue, read_input
@@ -115,3 +116,64 @@ def test_enqueue_drain_and_archive_100k_items_puts_each_in_the_archive_once(
     assert (sample["Type"], sample["Status"], sample["Response"], sample["AttemptNum"], sample["Priority"],
             sample["GroupKey"], sample["Payload"]) == (
         "CustomerSync", "Completed", "done item-10", 1, 0, "g10", '{"n": 10}')
+
+
+NOTIFICATIONS = 5_000  # more than one call of 4,000
+NOTIFICATION_SCHEMA = ("UserID STRING, Username STRING, OTP STRING, EmailTo STRING, "
+                       "PreferredLanguage STRING, PhoneNumber STRING")
+
+
+def test_notifications_are_enqueued_set_based_then_archived_by_one_run_at_a_time(
+    spark, mssql, new_database, tmp_path: Path
+) -> None:
+    deploy(REPO, mssql, create_db=new_database)
+    conn_str = db.with_database(mssql.conn_str, new_database)
+    store = SqlStore(conn_str)
+    # Every third has SMS only, every even one both channels, the rest e-mail only.
+    rows = [(str(n), f"user{n}", f"C{n:05d}", None if n % 3 == 0 else f"user{n}@example.com",
+             "en-GB" if n % 5 == 0 else None, f"+1415555{n:04d}" if n % 3 == 0 or n % 2 == 0 else None)
+            for n in range(1, NOTIFICATIONS + 1)]
+    bad = [("9001", "eve", "E9001", "eve@@example.com", None, None),  # refused by the validation
+           ("9002", "fay", "F9002", None, None, None)]  # no channel
+    frame = spark.createDataFrame(rows + bad, NOTIFICATION_SCHEMA)
+
+    first = enqueue(spark, store, "Notification", frame, rejects=str(tmp_path / "rejects"), partitions=4)
+    again = enqueue(spark, store, "Notification", frame, rejects=str(tmp_path / "rejects"), partitions=4)
+
+    assert (first.rows, first.rejected, first.enqueued, first.duplicates) == (
+        NOTIFICATIONS + 2, 2, NOTIFICATIONS, 0)
+    assert (again.enqueued, again.duplicates) == (0, NOTIFICATIONS)
+    emails = sum(1 for r in rows if r[3] is not None)
+    texts = sum(1 for r in rows if r[5] is not None)
+    conn = db.connect(conn_str)
+    conn.timeout = 300
+    cursor = conn.cursor()
+    try:
+        counts = db.query(cursor, "SELECT (SELECT COUNT(*) FROM dbo.Notification), "
+                                  "(SELECT COUNT(*) FROM dbo.Notification_ResetPassword), "
+                                  "(SELECT COUNT(*) FROM dbo.Notification_Email), "
+                                  "(SELECT COUNT(*) FROM dbo.Notification_Sms), "
+                                  "(SELECT COUNT(*) FROM dbo.Notification_Email "
+                                  "WHERE PreferredLanguage = 'en-GB');")
+        assert counts[0] == (NOTIFICATIONS, NOTIFICATIONS, emails, texts,
+                             sum(1 for r in rows if r[3] is not None and r[4] == "en-GB"))
+        db.run_batch(cursor, "UPDATE dbo.Notification SET [Status] = 'Completed', "
+                             "UpdatedAt = DATEADD(HOUR, -2, SYSUTCDATETIME());")
+        root = tmp_path / "archive"
+        with store.session() as other:  # another archive run of the queue holds its lock
+            assert other.try_lock("relq.pipeline.archive:Notification")
+            with pytest.raises(RelqError, match=r"another pipeline\.archive of Notification is running"):
+                archive(spark, store, "Notification", str(root), older_than_minutes=60, partitions=4)
+        result = archive(spark, store, "Notification", str(root), older_than_minutes=60, partitions=4,
+                         range_rows=1_000)
+        assert (result.read, result.written, result.purged, result.kept) == (
+            NOTIFICATIONS, NOTIFICATIONS, NOTIFICATIONS, 0)
+        assert db.query(cursor, "SELECT COUNT(*) FROM dbo.Notification;")[0][0] == 0
+    finally:
+        conn.close()
+
+    archived = layout.read(spark, str(root)).where("Queue = 'Notification'")
+    assert archived.count() == NOTIFICATIONS
+    sample = archived.where("UserID = 6").collect()[0]
+    assert (sample["Type"], sample["OTP"], sample["EmailTo"], sample["PhoneNumber"]) == (
+        "ResetPassword", "C00006", None, "+14155550006")

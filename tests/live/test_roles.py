@@ -73,6 +73,13 @@ def test_a_producer_enqueues_through_the_procedure_and_may_not_claim(as_role) ->
            "Next_SyncQueue_trx")
 
 
+def test_a_producer_may_list_the_job_types_it_names(as_role) -> None:
+    """Reference rows, not queue rows: pipeline.enqueue checks items' types against them."""
+    assert ("CustomerSync",) in as_role("QueueProducer", "SELECT [Type] FROM dbo.SyncQueueType;")
+    assert ("ResetPassword",) in as_role("QueueProducer", "SELECT [Type] FROM dbo.NotificationType;")
+    denied(as_role, "QueueWorker", "SELECT [Type] FROM dbo.SyncQueueType;", "SyncQueueType")
+
+
 def test_a_worker_claims_reads_and_reports_and_may_not_enqueue_or_cancel(as_role) -> None:
     as_role("QueueProducer", ENQUEUE)
     claimed = as_role("QueueWorker", """

@@ -13,31 +13,28 @@ import pytest
 
 from relq.errors import RelqError
 from relq.pipeline import layout
-from relq.pipeline.archive import archive, split
+from relq.pipeline.archive import LOCK_PREFIX, archive, ranges
 from relq.pipeline.enqueue import enqueue
-from tests.pipeline.fake_store import FakeStore, now
+from tests.pipeline.fake_store import FakeStore, iso, now
 
 SCHEMA = "Type STRING, EntityKey STRING"
 T0 = datetime(2026, 3, 1, 8, 0)
 
 
-@pytest.mark.parametrize("parts", [1, 2, 3, 7, 64])
-def test_split_covers_the_span_with_contiguous_non_empty_ranges(parts: int) -> None:
-    first, last = T0, T0 + timedelta(seconds=5, microseconds=3)
-    ranges = split(first, last, parts)
-    assert len(ranges) == parts
-    assert ranges[0][0] == first and ranges[-1][1] == last + timedelta(microseconds=1)
-    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
-    assert all(start < end for start, end in ranges)
-    sizes = [(end - start) // timedelta(microseconds=1) for start, end in ranges]
-    assert max(sizes) - min(sizes) <= 1  # even
+def test_ranges_run_from_each_start_to_the_next_and_the_last_one_to_the_last_key() -> None:
+    starts = [T0, T0 + timedelta(seconds=1), T0 + timedelta(days=3)]
+    last = T0 + timedelta(days=3, microseconds=5)
 
+    got = ranges(starts, last)
 
-def test_split_gives_fewer_ranges_than_asked_when_the_span_is_shorter() -> None:
-    assert split(T0, T0, 4) == [(T0, T0 + timedelta(microseconds=1))]
-    assert len(split(T0, T0 + timedelta(microseconds=2), 10)) == 3
+    end = last + timedelta(microseconds=1)
+    assert got == [(starts[0], starts[1]), (starts[1], starts[2]), (starts[2], end)]
+    assert ranges([T0], T0) == [(T0, T0 + timedelta(microseconds=1))]
+    assert ranges([], T0) == []
     with pytest.raises(ValueError):
-        split(T0, T0 - timedelta(microseconds=1), 2)
+        ranges([T0, T0], T0)
+    with pytest.raises(ValueError):
+        ranges([T0], T0 - timedelta(microseconds=1))
 
 
 def filled(spark, tmp_path: Path, count: int, **options) -> FakeStore:
@@ -85,6 +82,7 @@ def test_each_key_range_is_read_once_in_its_own_partition(spark, tmp_path) -> No
     reads = store.calls("read")
     assert len(reads) == 4  # 40 items, at most 10 a range: 4 ranges although 2 partitions were asked for
     assert all(a[2] == b[1] for a, b in itertools.pairwise(reads))  # contiguous: no key read twice or missed
+    assert [size for size, _, _ in reads] == [10, 10, 10, 10]
     assert result.read == 40 and result.purged == 40 and store.rows() == []
 
 
@@ -128,6 +126,8 @@ def test_nothing_old_enough_archives_nothing_and_bad_arguments_are_one_line(spar
 
     assert result.read == 0 and len(store.rows()) == 5 and not (tmp_path / "archive").exists()
     with pytest.raises(RelqError, match="unknown queue"):
+        archive(spark, store, "no-such", str(tmp_path / "archive"), older_than_minutes=60)
+    with pytest.raises(RelqError, match="queue Nope: this database has no such queue"):
         archive(spark, store, "Nope", str(tmp_path / "archive"), older_than_minutes=60)
     with pytest.raises(RelqError, match="older-than-minutes"):
         archive(spark, store, "SyncQueue", str(tmp_path / "archive"), older_than_minutes=0)
@@ -143,3 +143,105 @@ def test_the_count_check_refuses_to_purge_when_the_archive_lacks_rows(spark, tmp
     with pytest.raises(RelqError, match="the archive holds 4 of the 6 rows read in key range 0"):
         archive(spark, store, "SyncQueue", str(tmp_path / "archive"), older_than_minutes=60, partitions=1)
     assert len(store.rows()) == 6  # nothing purged
+
+
+def test_ranges_hold_equal_row_counts_when_the_keys_are_skewed(spark, tmp_path) -> None:
+    # One item enqueued a day before 40 others: ranges of equal time would put the 40
+    # into one task; ranges of equal row counts spread them.
+    store = filled(spark, tmp_path, 41)
+    first = store.rows()[0]["EnqueuedAt"]
+    with store.connect() as conn:
+        conn.execute("UPDATE SyncQueue SET EnqueuedAt = ? WHERE EnqueuedAt = ?",
+                     (iso(first - timedelta(days=1)), iso(first)))
+    store.finish()
+
+    result = archive(spark, store, "SyncQueue", str(tmp_path / "archive"), older_than_minutes=60,
+                     partitions=2, range_rows=10)
+
+    sizes = [size for size, _, _ in store.calls("read")]
+    assert sizes == [9, 9, 9, 9, 5]  # 41 rows in 5 ranges (at most 10 a range) of 9
+    assert (result.read, result.purged, result.kept) == (41, 41, 0)
+
+
+def test_a_spark_session_not_in_utc_is_refused_before_anything_is_read(spark, tmp_path) -> None:
+    store = filled(spark, tmp_path, 5)
+    store.finish()
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kolkata")
+    try:
+        with pytest.raises(RelqError, match=r"needs a Spark session in UTC .*Asia/Kolkata"):
+            archive(spark, store, "SyncQueue", str(tmp_path / "archive"), older_than_minutes=60)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    assert len(store.rows()) == 5 and store.calls("read") == [] and not (tmp_path / "archive").exists()
+
+
+def test_a_second_run_while_one_holds_the_lock_is_one_line_and_does_nothing(spark, tmp_path) -> None:
+    store = filled(spark, tmp_path, 5)
+    store.finish()
+    root = str(tmp_path / "archive")
+
+    with store.session() as other:
+        assert other.try_lock(LOCK_PREFIX + "SyncQueue")
+        with pytest.raises(RelqError, match=r"another pipeline\.archive of SyncQueue is running"):
+            archive(spark, store, "SyncQueue", root, older_than_minutes=60)
+        assert len(store.rows()) == 5 and store.calls("read") == []
+
+    result = archive(spark, store, "SyncQueue", root, older_than_minutes=60)  # the lock went with its session
+    assert result.purged == 5
+    with store.session() as later:  # and this run let go of its own
+        assert later.try_lock(LOCK_PREFIX + "SyncQueue")
+
+
+def test_the_cutoff_is_taken_on_the_database_clock(spark, tmp_path) -> None:
+    # The database's clock is 3 hours ahead of this machine's; the items finished 2 hours
+    # ago by the database's clock: older than an hour.
+    store = filled(spark, tmp_path, 5, skew=timedelta(hours=3))
+    store.finish(ago=timedelta(hours=2))
+
+    result = archive(spark, store, "SyncQueue", str(tmp_path / "archive"), older_than_minutes=60)
+
+    assert (result.read, result.purged) == (5, 5)
+    assert abs(result.cutoff - (now() + timedelta(hours=2))) < timedelta(minutes=5)
+
+
+def test_items_gone_before_the_purge_count_as_purged_not_kept(spark, tmp_path) -> None:
+    # As when Spark runs a purge task again after its first attempt purged some items:
+    # the second attempt removes none of those, and yet they are gone.
+    store = filled(spark, tmp_path, 10, purged_before_purge="E-3")
+    store.finish()
+
+    result = archive(spark, store, "SyncQueue", str(tmp_path / "archive"), older_than_minutes=60,
+                     partitions=2)
+
+    assert (result.read, result.purged, result.kept) == (10, 10, 0)
+    assert store.rows() == []
+
+
+def test_the_callers_partition_type_inference_setting_is_left_alone(spark, tmp_path) -> None:
+    key = "spark.sql.sources.partitionColumnTypeInference.enabled"
+    store = FakeStore(str(tmp_path / "queue.sqlite"), types=("2024", "CustomerSync")).create()
+    frame = spark.createDataFrame([("2024", "E-1"), ("CustomerSync", "E-2")], SCHEMA)
+    enqueue(spark, store, "SyncQueue", frame, known_types=store.types, rejects=str(tmp_path / "rejects"),
+            partitions=1)
+    store.finish()
+    root = tmp_path / "archive"
+    spark.conf.set(key, "true")
+    try:
+        result = archive(spark, store, "SyncQueue", str(root), older_than_minutes=60)
+        assert spark.conf.get(key) == "true"
+        rows = archived(spark, root)
+        assert spark.conf.get(key) == "true"
+    finally:
+        spark.conf.unset(key)
+    assert (result.read, result.purged) == (2, 2)
+    assert sorted(r["Type"] for r in rows) == ["2024", "CustomerSync"]  # a string, not the number 2024
+
+
+def test_the_fake_purge_takes_keys_only_as_the_pipeline_formats_them(tmp_path) -> None:
+    store = FakeStore(str(tmp_path / "queue.sqlite")).create()
+    with store.session() as session:
+        assert session.purge("SyncQueue", [("2026-03-01T08:00:00.000001", "2026-03-01T09:00:00.000000")]) == 0
+        for bad in ("2026-03-01 08:00:00.000001", "2026-03-01T08:00:00", "2026-03-01T08:00:00.000001+00:00"):
+            with pytest.raises(AssertionError, match="ISO 8601 with microseconds"):
+                session.purge("SyncQueue", [(bad, "2026-03-01T09:00:00.000000")])

@@ -41,3 +41,14 @@ def test_an_error_from_a_spark_task_becomes_its_last_python_line() -> None:
 def test_missing_or_bad_arguments_are_refused(argv) -> None:
     with pytest.raises(SystemExit):
         parser(None).parse_args(argv)
+
+
+def test_any_queue_name_is_taken_by_both_commands_and_a_bad_one_is_one_line(monkeypatch, capsys) -> None:
+    args = parser(None).parse_args(["enqueue", "--input", "x", "--queue", "Notification"])
+    assert args.queue == "Notification"
+    assert parser(None).parse_args(["archive", "--older-than-minutes", "1", "--queue", "InvoiceExport"]
+                                   ).queue == "InvoiceExport"
+    monkeypatch.delenv("RELQ_MSSQL", raising=False)
+    assert main(["enqueue", "--input", "x", "--rejects", "/tmp/r", "--queue", "bad-name"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pipeline enqueue: unknown queue 'bad-name'")

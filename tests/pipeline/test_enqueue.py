@@ -164,3 +164,27 @@ def test_csv_and_json_inputs_are_read_and_a_missing_required_column_is_one_line(
         read_input(spark, str(tmp_path / "no_key.csv"), "csv")
     with pytest.raises(RelqError, match="cannot read it as parquet"):
         read_input(spark, str(tmp_path / "missing"), "parquet")
+
+
+def test_a_spark_session_not_in_utc_is_refused_before_anything_is_enqueued(spark, store, tmp_path) -> None:
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kolkata")
+    try:
+        with pytest.raises(RelqError, match=r"needs a Spark session in UTC .*Asia/Kolkata"):
+            run(spark, store, items(spark, 3), tmp_path)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    assert store.rows() == [] and store.calls("enqueue") == []
+
+
+def test_any_job_queue_is_enqueued_by_its_name_and_an_unknown_one_is_one_line(spark, tmp_path) -> None:
+    store = FakeStore(str(tmp_path / "queue.sqlite"), queues=("InvoiceExport",)).create()
+
+    result = enqueue(spark, store, "InvoiceExport", items(spark, 5), known_types=TYPES,
+                     rejects=str(tmp_path / "rejects"), partitions=2)
+
+    assert result.enqueued == 5 and len(store.rows("InvoiceExport")) == 5
+    with pytest.raises(Exception, match="queue SyncQueue: this database has no such queue"):
+        enqueue(spark, store, "SyncQueue", items(spark, 1), known_types=TYPES, rejects=str(tmp_path / "r2"))
+    with pytest.raises(RelqError, match="unknown queue 'sync_queue'"):
+        enqueue(spark, store, "sync_queue", items(spark, 1), known_types=TYPES, rejects=str(tmp_path / "r3"))

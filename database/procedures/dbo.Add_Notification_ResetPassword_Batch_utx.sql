@@ -1,0 +1,292 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+/* dbo.Add_Notification_ResetPassword_Batch_utx: enqueues password-reset
+   notifications, one per item of @Items, inside the caller's transaction, set-based
+   (a statement per table, not a call per item). The rules are those of
+   dbo.Add_Notification_ResetPassword_utx, item by item: every item is checked
+   first, and one bad item means nothing is written. Each notification is a base
+   row, its ResetPassword row and a row per channel it has (e-mail, SMS).
+   Keys come under the application lock on 'dbo.Notification' that the single-row
+   enqueue takes, held to the end of the transaction: the first is the later of
+   now and the last key plus a microsecond (dbo.QueueNextKey_fn), and inserted item
+   n (in ItemNo order, from 0) gets the first plus n microseconds.
+   Deduplication, under the same lock: an item whose DedupKey an unfinished
+   notification carries is not inserted and gets that one's key; items of one call
+   sharing a DedupKey are inserted once, as the lowest ItemNo, and the others get
+   its key. No error either way.
+   @Items: the notifications: ItemNo, UserID (positive), Username (at most 128),
+     OTP (4 to 10 letters or digits), EmailTo (NULL: no e-mail; dbo.EmailIsValid_fn),
+     PreferredLanguage (a tag, 2 to 12 letters and hyphens; NULL: en), PhoneNumber
+     (NULL: no SMS; E.164, dbo.PhoneIsValid_fn), at least one of EmailTo and
+     PhoneNumber, ScheduledFor (UTC; NULL: now), Priority (-32768 to 32767; NULL: 0),
+     GroupKey (1 to 100 characters; NULL: none), DedupKey (1 to 200; NULL: none).
+     1 to 4,000 items: a bigger insert would escalate to a table lock.
+   @Enqueued: OUTPUT, every item as a JSON array of {ItemNo, EnqueuedAt,
+     IsDuplicate} in ItemNo order.
+   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 an invalid item
+   (named by its ItemNo; nothing is written), 50009 the enqueue lock was not
+   granted. On error the caller rolls back. */
+CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_Batch_utx
+    @Items dbo.Notification_ResetPasswordItemList READONLY,
+    @Enqueued NVARCHAR(MAX) = NULL OUTPUT
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET TRANSACTION ISOLATION LEVEL READ COMMITTED; -- SQL Server restores the caller's level on return
+    DECLARE @Proc NVARCHAR(128) = N'dbo.Add_Notification_ResetPassword_Batch_utx';
+    DECLARE @MaxItems INT = 4000;
+    DECLARE @ItemCount INT;
+    DECLARE @InsertCount INT;
+    DECLARE @EmailCount INT;
+    DECLARE @SmsCount INT;
+    DECLARE @BadItem INT;
+    DECLARE @Why NVARCHAR(200);
+    DECLARE @Last dbo.[_Timestamp];
+    DECLARE @First dbo.[_Timestamp];
+    DECLARE @LockResult INT;
+    -- KeepNo: the item of this call whose row an item shares (itself when inserted).
+    DECLARE @Plan TABLE (
+        ItemNo INT NOT NULL PRIMARY KEY,
+        KeepNo INT NOT NULL,
+        EnqueuedAt DATETIME2(7) NULL,
+        IsDuplicate BIT NOT NULL
+    );
+    DECLARE @ErrNo INT;
+    DECLARE @RowCnt INT;
+
+    SET @Enqueued = NULL;
+    IF (@@TRANCOUNT = 0)
+        BEGIN
+            RAISERROR (50002, 16, 1, N'dbo.Add_Notification_ResetPassword_Batch_utx');
+            GOTO EXIT_ERROR;
+        END;
+    SELECT @ItemCount = COUNT(*) FROM @Items;
+    IF (@ItemCount = 0 OR @ItemCount > @MaxItems)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Items must hold 1 to 4,000 items');
+            GOTO EXIT_ERROR;
+        END;
+    -- The single-row rules, in its order. LEN and LIKE ignore trailing spaces of VARCHAR:
+    -- DATALENGTH does not.
+    WITH checked AS (
+        SELECT
+            i.ItemNo,
+            CASE
+                WHEN i.UserID IS NULL OR i.UserID <= 0 THEN N'UserID is required and must be positive'
+                WHEN i.Username IS NULL OR LTRIM(RTRIM(i.Username)) = N'' OR LEN(i.Username) > 128
+                    THEN N'Username is required, at most 128 characters'
+                WHEN
+                    i.OTP IS NULL OR LEN(i.OTP) NOT BETWEEN 4 AND 10 OR i.OTP LIKE '%[^0-9A-Za-z]%'
+                    OR DATALENGTH(i.OTP) <> DATALENGTH(RTRIM(i.OTP))
+                    THEN N'OTP must be 4 to 10 letters or digits'
+                WHEN i.EmailTo IS NULL AND i.PhoneNumber IS NULL
+                    THEN N'give EmailTo, PhoneNumber or both: a notification needs a channel'
+                WHEN i.EmailTo IS NOT NULL AND dbo.EmailIsValid_fn(i.EmailTo) = 0
+                    THEN N'EmailTo is not an e-mail address'
+                WHEN i.PhoneNumber IS NOT NULL AND dbo.PhoneIsValid_fn(i.PhoneNumber) = 0
+                    THEN N'PhoneNumber is not an E.164 number such as +14155550123'
+                WHEN LEN(i.PreferredLanguage) NOT BETWEEN 2 AND 12 OR i.PreferredLanguage LIKE N'%[^A-Za-z-]%'
+                    THEN N'PreferredLanguage must be a language tag such as en or en-GB'
+                WHEN i.[Priority] NOT BETWEEN -32768 AND 32767 THEN N'Priority must be -32768 to 32767'
+                WHEN LTRIM(RTRIM(i.GroupKey)) = N'' OR LEN(i.GroupKey) > 100
+                    THEN N'GroupKey must be 1 to 100 characters, or NULL'
+                WHEN LTRIM(RTRIM(i.DedupKey)) = N'' OR LEN(i.DedupKey) > 200
+                    THEN N'DedupKey must be 1 to 200 characters, or NULL'
+            END AS Why
+        FROM @Items AS i
+    )
+
+    SELECT TOP (1)
+        @BadItem = c.ItemNo,
+        @Why = c.Why
+    FROM checked AS c
+    WHERE c.Why IS NOT NULL
+    ORDER BY c.ItemNo;
+    IF (@BadItem IS NOT NULL)
+        BEGIN
+            SET @Why = N'item ' + CAST(@BadItem AS NVARCHAR(12)) + N': ' + @Why;
+            RAISERROR (50007, 16, 1, @Proc, @Why);
+            GOTO EXIT_ERROR;
+        END;
+
+    EXEC @LockResult = sys.sp_getapplock
+        @Resource = N'dbo.Notification',
+        @LockMode = 'Exclusive',
+        @LockOwner = 'Transaction',
+        @LockTimeout = 10000;
+    IF (@LockResult < 0)
+        BEGIN
+            RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+            GOTO EXIT_ERROR;
+        END;
+
+    -- Under the enqueue lock, so two producers of the same DedupKey cannot both miss it.
+    INSERT INTO @Plan (ItemNo, KeepNo, EnqueuedAt, IsDuplicate)
+    SELECT
+        d.ItemNo,
+        d.KeepNo,
+        h.EnqueuedAt,
+        CASE WHEN h.EnqueuedAt IS NOT NULL OR d.KeepNo <> d.ItemNo THEN 1 ELSE 0 END AS IsDuplicate
+    FROM (
+        SELECT
+            i.ItemNo,
+            i.DedupKey,
+            CASE
+                WHEN i.DedupKey IS NULL THEN i.ItemNo
+                ELSE MIN(i.ItemNo) OVER (PARTITION BY i.DedupKey)
+            END AS KeepNo
+        FROM @Items AS i
+    ) AS d
+    OUTER APPLY (
+        -- The predicates of the filtered index IX_Notification_DedupKey, spelled out so that it serves.
+        SELECT TOP (1) n.EnqueuedAt
+        FROM dbo.Notification AS n
+        WHERE
+            n.DedupKey = d.DedupKey
+            AND n.DedupKey IS NOT NULL
+            AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+    ) AS h;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    IF (@RowCnt <> @ItemCount)
+        BEGIN
+            RAISERROR (50003, 16, 1, @Proc, @ItemCount, @RowCnt);
+            GOTO EXIT_ERROR;
+        END;
+    SELECT
+        @InsertCount = COUNT(*),
+        @EmailCount = COUNT(i.EmailTo),
+        @SmsCount = COUNT(i.PhoneNumber)
+    FROM @Plan AS p
+    INNER JOIN @Items AS i ON p.ItemNo = i.ItemNo
+    WHERE p.IsDuplicate = 0;
+
+    IF (@InsertCount > 0)
+        BEGIN
+            -- The last key, read without waiting (see dbo.Add_Notification_ResetPassword_utx).
+            SELECT TOP (1) @Last = n.EnqueuedAt
+            FROM dbo.Notification AS n WITH (READUNCOMMITTED)
+            ORDER BY n.EnqueuedAt DESC;
+            SET @First = dbo.QueueNextKey_fn(@Last);
+
+            WITH numbered AS (
+                SELECT
+                    p.EnqueuedAt,
+                    ROW_NUMBER() OVER (ORDER BY p.ItemNo) AS Rn
+                FROM @Plan AS p
+                WHERE p.IsDuplicate = 0
+            )
+
+            UPDATE numbered
+            SET EnqueuedAt = DATEADD(MICROSECOND, CAST(Rn - 1 AS INT), @First);
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+
+            -- The items of this call that share an inserted item's DedupKey share its key.
+            UPDATE p
+            SET EnqueuedAt = k.EnqueuedAt
+            FROM @Plan AS p
+            INNER JOIN @Plan AS k ON p.KeepNo = k.ItemNo
+            WHERE p.EnqueuedAt IS NULL;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+
+            INSERT INTO dbo.Notification (EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey)
+            SELECT
+                p.EnqueuedAt,
+                'ResetPassword' AS [Type],
+                ISNULL(i.ScheduledFor, p.EnqueuedAt) AS ScheduledFor,
+                p.EnqueuedAt AS UpdatedAt,
+                ISNULL(i.[Priority], 0) AS [Priority],
+                i.GroupKey,
+                i.DedupKey
+            FROM @Items AS i
+            INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
+            WHERE p.IsDuplicate = 0;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            IF (@RowCnt <> @InsertCount)
+                BEGIN
+                    RAISERROR (50003, 16, 1, @Proc, @InsertCount, @RowCnt);
+                    GOTO EXIT_ERROR;
+                END;
+
+            INSERT INTO dbo.Notification_ResetPassword (EnqueuedAt, OTP, UserID, Username)
+            SELECT
+                p.EnqueuedAt,
+                i.OTP,
+                i.UserID,
+                i.Username
+            FROM @Items AS i
+            INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
+            WHERE p.IsDuplicate = 0;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            IF (@RowCnt <> @InsertCount)
+                BEGIN
+                    RAISERROR (50003, 16, 1, @Proc, @InsertCount, @RowCnt);
+                    GOTO EXIT_ERROR;
+                END;
+
+            INSERT INTO dbo.Notification_Email (EnqueuedAt, EmailTo, PreferredLanguage)
+            SELECT
+                p.EnqueuedAt,
+                i.EmailTo,
+                ISNULL(i.PreferredLanguage, N'en') AS PreferredLanguage
+            FROM @Items AS i
+            INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
+            WHERE p.IsDuplicate = 0 AND i.EmailTo IS NOT NULL;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            IF (@RowCnt <> @EmailCount)
+                BEGIN
+                    RAISERROR (50003, 16, 1, @Proc, @EmailCount, @RowCnt);
+                    GOTO EXIT_ERROR;
+                END;
+
+            INSERT INTO dbo.Notification_Sms (EnqueuedAt, PhoneNumber)
+            SELECT
+                p.EnqueuedAt,
+                i.PhoneNumber
+            FROM @Items AS i
+            INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
+            WHERE p.IsDuplicate = 0 AND i.PhoneNumber IS NOT NULL;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            IF (@RowCnt <> @SmsCount)
+                BEGIN
+                    RAISERROR (50003, 16, 1, @Proc, @SmsCount, @RowCnt);
+                    GOTO EXIT_ERROR;
+                END;
+        END;
+
+    SET @Enqueued = (
+        SELECT
+            p.ItemNo,
+            p.EnqueuedAt,
+            p.IsDuplicate
+        FROM @Plan AS p
+        ORDER BY p.ItemNo
+        FOR JSON PATH
+    );
+    RETURN 0;
+
+    EXIT_ERROR:
+    RETURN 1;
+END;
+GO

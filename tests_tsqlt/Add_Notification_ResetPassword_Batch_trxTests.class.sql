@@ -1,0 +1,123 @@
+SET ANSI_NULLS ON;
+SET QUOTED_IDENTIFIER ON;
+GO
+EXEC tSQLt.NewTestClass 'Add_Notification_ResetPassword_Batch_trxTests';
+GO
+-- The four tables an enqueue writes, faked with their defaults.
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.FakeNotificationTables
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
+END;
+GO
+-- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx raises 50001 when a transaction is open]
+AS
+BEGIN
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    EXEC Add_Notification_ResetPassword_Batch_trxTests.FakeNotificationTables;
+    INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo)
+    VALUES (1, 11, N'ada', 'A1B2C3', N'ada@example.com');
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+
+    EXEC dbo.Add_Notification_ResetPassword_Batch_trx @Items = @Items;
+END;
+GO
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.RollbackLeftOpen
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+END;
+GO
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx enqueues and commits the notifications when they are valid]
+AS
+BEGIN
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Rows INT;
+    DECLARE @Channels INT;
+    EXEC Add_Notification_ResetPassword_Batch_trxTests.FakeNotificationTables;
+    INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo, PhoneNumber)
+    VALUES
+    (1, 11, N'ada', 'A1B2C3', N'ada@example.com', NULL),
+    (2, 12, N'bob', 'B1B2C3', NULL, '+14155550123');
+
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_Batch_trx @Items = @Items;
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    -- A NoTransaction test makes no permanent objects, so it asserts values, not tables.
+    SELECT @Rows = COUNT(*)
+    FROM dbo.Notification AS n
+    INNER JOIN dbo.Notification_ResetPassword AS rp ON n.EnqueuedAt = rp.EnqueuedAt
+    WHERE n.[Status] = 'Pending' AND rp.UserID IN (11, 12);
+    SELECT @Channels = (SELECT COUNT(*) FROM dbo.Notification_Email) + (SELECT COUNT(*) FROM dbo.Notification_Sms);
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Rows, @Message = N'notifications';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Channels, @Message = N'one channel row each';
+END;
+GO
+-- The error leaves the procedure at its RAISERROR (tSQLt runs tests inside TRY...CATCH), so the
+-- _trx's own rollback never runs and its return code is never seen: the test rolls back itself.
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx raises 50007 and leaves nothing when an item is invalid]
+AS
+BEGIN
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    DECLARE @RowsInTransaction INT;
+    EXEC Add_Notification_ResetPassword_Batch_trxTests.FakeNotificationTables;
+    INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo)
+    VALUES (1, 11, N'ada', 'A1B2C3', N'ada@example.com'), (2, 12, N'bob', 'B1B2C3', N'bob at example.com');
+
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_Batch_trx @Items = @Items;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+    -- what the failed call wrote, seen from inside the transaction it left open
+    SELECT @RowsInTransaction = COUNT(*) FROM dbo.Notification;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 2: EmailTo%', @Actual = @ErrorMessage;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RowsInTransaction;
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.Notification';
+END;
+GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    EXEC Add_Notification_ResetPassword_Batch_trxTests.FakeNotificationTables;
+    INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo)
+    VALUES (1, 11, N'ada', 'A1B2C3', N'ada@example.com');
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_Batch_trx @Items = @Items;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO
