@@ -171,3 +171,6 @@ def test_a_broken_catalogue_is_one_readable_line(tmp_path: Path) -> None:
     (root / CATALOGUE).write_text("[[queue]\n")
     with pytest.raises(RelqError, match=CATALOGUE):
         load(root)
+    (root / CATALOGUE).write_text("# no queues\n")
+    with pytest.raises(RelqError, match="at least one"):
+        load(root)

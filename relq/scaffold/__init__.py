@@ -80,6 +80,8 @@ def load(root: Path) -> list[Queue]:
             raise RelqError(f"{CATALOGUE}: queue {n} lacks {exc}") from None
         _check(queue, f"{CATALOGUE}: queue {n} ({queue.name})")
         queues.append(queue)
+    if not queues:
+        raise RelqError(f"{CATALOGUE}: no [[queue]]: the health views need at least one")
     names = [q.name.casefold() for q in queues]
     if len(set(names)) != len(names):
         raise RelqError(f"{CATALOGUE}: a queue is listed twice")
