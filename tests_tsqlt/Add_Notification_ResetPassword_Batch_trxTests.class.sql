@@ -121,3 +121,48 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
 END;
 GO
+-- A write fails half-way: the notification and e-mail rows are in, the SMS row collides with a
+-- row already there (its primary key, applied to the fake). The _trx runs with XACT_ABORT ON,
+-- so the caller is left a transaction it cannot commit, and nothing of the call survives.
+--[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx leaves nothing of the call when a write fails midway]
+AS
+BEGIN
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    DECLARE @Last DATETIME2(7) = '2999-01-01T00:00:00';
+    DECLARE @ErrorNumber INT;
+    DECLARE @Committable INT;
+    DECLARE @Written INT;
+    DECLARE @Kept INT;
+    EXEC Add_Notification_ResetPassword_Batch_trxTests.FakeNotificationTables;
+    EXEC tSQLt.ApplyConstraint @TableName = N'dbo.Notification_Sms', @ConstraintName = N'PK_Notification_Sms';
+    -- A last key ahead of the clock fixes the keys the call hands out: @Last plus 1 and 2 us.
+    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], AttemptNum, ScheduledFor, UpdatedAt, [Priority])
+    VALUES (@Last, 'ResetPassword', 'Completed', 1, @Last, @Last, 0);
+    INSERT INTO dbo.Notification_Sms (EnqueuedAt, PhoneNumber)
+    VALUES (DATEADD(MICROSECOND, 2, @Last), '+14155550100');
+    INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo, PhoneNumber)
+    VALUES
+    (1, 11, N'ada', 'A1B2C3', N'ada@example.com', NULL),
+    (2, 12, N'bob', 'B1B2C3', N'bob@example.com', '+14155550123');
+
+    BEGIN TRY
+        EXEC dbo.Add_Notification_ResetPassword_Batch_trx @Items = @Items;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @Committable = CASE WHEN XACT_STATE() = 1 THEN 1 ELSE 0 END;
+    END CATCH;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+    SELECT
+        @Written = (SELECT COUNT(*) FROM dbo.Notification_ResetPassword)
+        + (SELECT COUNT(*) FROM dbo.Notification_Email);
+    SELECT @Kept = (SELECT COUNT(*) FROM dbo.Notification) + (SELECT COUNT(*) FROM dbo.Notification_Sms);
+
+    EXEC tSQLt.AssertEquals @Expected = 2627, @Actual = @ErrorNumber, @Message = N'the SMS row collides';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Committable, @Message = N'the half-written call cannot be committed';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Written, @Message = N'nothing of the call is left';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Kept, @Message = N'the rows that were there stay';
+END;
+GO

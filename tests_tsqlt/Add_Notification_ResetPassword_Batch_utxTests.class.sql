@@ -369,7 +369,7 @@ BEGIN
     (1, 11, N'ada', 'A1B2C3', N'ada@example.com', NULL, NULL, NULL, NULL, NULL),
     (2, 12, N'bob', 'B1B2C3', N'bob@@example.com', NULL, NULL, NULL, NULL, NULL);
 
-    EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %EmailTo%';
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: EmailTo is not%';
 END;
 GO
 CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its PhoneNumber is not international]
@@ -384,7 +384,7 @@ BEGIN
     (1, 11, N'ada', 'A1B2C3', N'ada@example.com', NULL, NULL, NULL, NULL, NULL),
     (2, 12, N'bob', 'B1B2C3', NULL, NULL, '+0155501234', NULL, NULL, NULL);
 
-    EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %PhoneNumber%';
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: PhoneNumber is not%';
 END;
 GO
 CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its PreferredLanguage is not a tag]
@@ -492,6 +492,7 @@ AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
     DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
     DECLARE @Written INT;
     EXEC Add_Notification_ResetPassword_Batch_utxTests.FakeNotificationTables;
     INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo)
@@ -508,12 +509,121 @@ BEGIN
         EXEC dbo.Add_Notification_ResetPassword_Batch_utx @Items = @Items;
     END TRY
     BEGIN CATCH
-        SET @ErrorNumber = ERROR_NUMBER();
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
     SET @Written = (SELECT COUNT(*) FROM dbo.Notification);
     EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Items must hold 1 to 4,000 items%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Written;
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx keys items after the last key when it is ahead of the clock]
+AS
+BEGIN
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    DECLARE @Last DATETIME2(7) = '2999-01-01T00:00:00';
+    DECLARE @Rows INT;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.FakeNotificationTables;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.AddQueued @EnqueuedAt = @Last, @Status = 'Completed', @DedupKey = NULL;
+    INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo)
+    VALUES
+    (1, 1, N'a', 'AAAA', N'a@example.com'),
+    (2, 2, N'b', 'BBBB', N'b@example.com');
+
+    EXEC dbo.Add_Notification_ResetPassword_Batch_utx @Items = @Items;
+
+    -- Keys only move forward: the last key plus 1 and 2 microseconds, not the clock's now.
+    SELECT @Rows = COUNT(*)
+    FROM dbo.Notification AS n
+    INNER JOIN dbo.Notification_ResetPassword AS rp ON n.EnqueuedAt = rp.EnqueuedAt
+    WHERE n.EnqueuedAt = DATEADD(MICROSECOND, rp.UserID, @Last);
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Rows;
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx writes nothing and returns the holders when every item is a duplicate]
+AS
+BEGIN
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    DECLARE @Holder DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Enqueued NVARCHAR(MAX);
+    DECLARE @RetCode INT;
+    DECLARE @Rows INT;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.FakeNotificationTables;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.AddQueued @EnqueuedAt = @Holder, @Status = 'Pending', @DedupKey = N'reset:11';
+    INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo, PhoneNumber, DedupKey)
+    VALUES
+    (1, 11, N'ada', 'A1B2C3', N'ada@example.com', NULL, N'reset:11'),
+    (2, 11, N'ada', 'Z9Z9Z9', NULL, '+14155550123', N'reset:11');
+
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_Batch_utx
+        @Items = @Items,
+        @Enqueued = @Enqueued OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT @Rows = COUNT(*)
+    FROM OPENJSON (@Enqueued) WITH (ItemNo INT, EnqueuedAt DATETIME2(7), IsDuplicate BIT) AS j
+    WHERE j.IsDuplicate = 1 AND j.EnqueuedAt = @Holder;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Rows, @Message = N'both items get the holder';
+    SELECT
+        @Rows = (SELECT COUNT(*) FROM dbo.Notification) + (SELECT COUNT(*) FROM dbo.Notification_ResetPassword)
+        + (SELECT COUNT(*) FROM dbo.Notification_Email) + (SELECT COUNT(*) FROM dbo.Notification_Sms);
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'only the holder';
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx stores ScheduledFor GroupKey and DedupKey when they are given]
+AS
+BEGIN
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    DECLARE @Rows INT;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.FakeNotificationTables;
+    INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo, ScheduledFor, GroupKey, DedupKey)
+    VALUES (1, 11, N'ada', 'A1B2C3', N'ada@example.com', '2030-01-01T08:00:00.1234567', N'g1', N'reset:11');
+
+    EXEC dbo.Add_Notification_ResetPassword_Batch_utx @Items = @Items;
+
+    SELECT @Rows = COUNT(*)
+    FROM dbo.Notification AS n
+    WHERE
+        n.ScheduledFor = '2030-01-01T08:00:00.1234567'
+        AND n.GroupKey = N'g1'
+        AND n.DedupKey = N'reset:11'
+        AND n.UpdatedAt = n.EnqueuedAt;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows;
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its EmailTo is over 254 characters]
+AS
+BEGIN
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.FakeNotificationTables;
+    INSERT INTO @Items (
+        ItemNo, UserID, Username, OTP, EmailTo, PreferredLanguage, PhoneNumber, [Priority], GroupKey, DedupKey
+    )
+    VALUES
+    (1, 11, N'ada', 'A1B2C3', REPLICATE(N'a', 242) + N'@example.com', NULL, NULL, NULL, NULL, NULL),
+    (2, 12, N'bob', 'B1B2C3', REPLICATE(N'b', 243) + N'@example.com', NULL, NULL, NULL, NULL, NULL);
+
+    -- item 1 is 254 characters, the most there may be; item 2 is 255
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: EmailTo is not%';
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its PhoneNumber has 16 digits]
+AS
+BEGIN
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.FakeNotificationTables;
+    INSERT INTO @Items (
+        ItemNo, UserID, Username, OTP, EmailTo, PreferredLanguage, PhoneNumber, [Priority], GroupKey, DedupKey
+    )
+    VALUES
+    (1, 11, N'ada', 'A1B2C3', NULL, NULL, '+123456789012345', NULL, NULL, NULL),
+    (2, 12, N'bob', 'B1B2C3', NULL, NULL, '+1234567890123456', NULL, NULL, NULL);
+
+    -- item 1 has 15 digits, E.164's most; item 2 has 16
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: PhoneNumber is not%';
 END;
 GO
 -- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp

@@ -1,9 +1,17 @@
 """pipeline.archive: finished items out of a queue table into the Parquet archive
 (relq.pipeline.layout), then out of the database, never neither.
 
-0. Take the session-owned application lock 'relq.pipeline.archive:<Queue>' on
-   the driver's connection, held for the whole run: a second run of the same
-   queue fails at once, in one line, instead of archiving the same rows twice.
+0. Ask the database how it spells the queue (OBJECT_NAME of its worker view:
+   SQL Server finds SYNCQUEUE's objects under a case-insensitive collation, but
+   the lock's name is compared byte for byte and the archive's Queue partition
+   is named by it), and use that spelling throughout. Take the session-owned
+   application lock 'relq.pipeline.archive:<Queue>' on the driver's connection,
+   held for the whole run: a second run of the same queue fails at once, in one
+   line, instead of archiving the same rows twice. Just before the purge, check
+   that the driver's session still holds it (a dropped connection takes it
+   along): if not, stop, nothing purged. Releasing it at the end never hides the
+   run's result or error: a failed release is reported, and the lock goes with
+   its session.
 1. Pick the cutoff once, on the database's clock (SYSUTCDATETIME() less the
    age), and ask the database how many finished items finished before it.
 2. Split them into key ranges of equal row counts (the database numbers them in
@@ -157,23 +165,42 @@ def archive(spark: Any, store: Store, queue: str, root: str, *, older_than_minut
     """Archive ``queue``'s items finished over ``older_than_minutes`` ago under ``root``,
     then purge them. ``now``: naive UTC (default: the database's clock)."""
     require_utc(spark, "archive")
-    s = spec(queue)
+    spec(queue)  # an unknown name is refused before anything is opened
     if older_than_minutes < 1 or partitions < 1 or range_rows < 1:
         raise RelqError("--older-than-minutes and --partitions must be 1 or more")
-    resource = LOCK_PREFIX + s.name
     with store.session() as driver:
+        # The database's spelling, everywhere: the lock's name is compared byte for byte and
+        # the archive's Queue partition is named by it (SYNCQUEUE would miss SyncQueue's rows).
+        name = driver.queue_name(queue)
+        resource = LOCK_PREFIX + name
         if not driver.try_lock(resource):
-            raise RelqError(f"another pipeline.archive of {s.name} is running (it holds the application lock "
+            raise RelqError(f"another pipeline.archive of {name} is running (it holds the application lock "
                             f"{resource}); nothing was done")
         try:
-            return _archive(spark, store, driver, s.name, root, older_than_minutes, partitions,
-                            now or driver.now(), console, range_rows)
-        finally:
-            driver.unlock(resource)
+            result = _archive(spark, store, driver, resource, name, root, older_than_minutes, partitions,
+                              now or driver.now(), console, range_rows)
+        except BaseException:
+            _release(driver, resource, console)
+            raise
+        _release(driver, resource, console)
+        return result
 
 
-def _archive(spark: Any, store: Store, driver: Any, queue: str, root: str, older_than_minutes: int,
-             partitions: int, now: datetime, console: Console | None, range_rows: int) -> ArchiveResult:
+def _release(driver: Any, resource: str, console: Console | None) -> None:
+    """Let go of the run's lock. A failure here is reported, never raised: it must not replace
+    the run's result or its error (the lock goes when the session ends in any case)."""
+    try:
+        driver.unlock(resource)
+    except Exception as exc:  # a dropped connection, typically: its session and lock are gone
+        (console or Console(stderr=True)).print(
+            f"pipeline archive: could not release the application lock {resource} ({type(exc).__name__}: "
+            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}); it is released when its "
+            f"session ends", markup=False, highlight=False)
+
+
+def _archive(spark: Any, store: Store, driver: Any, resource: str, queue: str, root: str,
+             older_than_minutes: int, partitions: int, now: datetime, console: Console | None,
+             range_rows: int) -> ArchiveResult:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -219,6 +246,12 @@ def _archive(spark: Any, store: Store, driver: Any, queue: str, root: str, older
                 r, (n, got) = sorted(short.items())[0]
                 raise RelqError(f"{root}: the archive holds {got} of the {n} rows read in key range {r} "
                                 f"({len(short)} ranges short); nothing was purged")
+            # The lock is the session's: a connection dropped (an idle timeout, a failover, a kill)
+            # took it along, and another run may be archiving the same rows. Stop before the purge.
+            if not driver.holds_lock(resource):
+                raise RelqError(f"the application lock {resource} was lost during the run (the driver's "
+                                f"connection was dropped?); nothing was purged: the archive holds the rows, "
+                                f"and a re-run purges them")
             keys = confirmed.select(F.date_format("EnqueuedAt", ISO_MICROS).alias("EnqueuedAt"),
                                     F.date_format("UpdatedAt", ISO_MICROS).alias("UpdatedAt"))
             keys = keys.repartition(partitions).persist(StorageLevel.MEMORY_AND_DISK)

@@ -19,6 +19,7 @@ dbo.Add_Notification_ResetPassword_Batch_trx).
    takes the queue's exclusive enqueue lock, so calls of one queue insert one
    after another. A call that waited too long for that lock (50009) or lost a
    deadlock (1205) wrote nothing and is sent again (relq.pipeline.store).
+   Notifications are sent from the driver instead (see below).
 
 Notifications (--queue Notification) are password-reset notifications, one per
 row: UserID (a positive integer), Username (at most 128), OTP (4 to 10 letters
@@ -49,6 +50,21 @@ it, so:
   archive) enqueues those items again, as new items. That is the limit: to
   re-run safely later, archive first, or keep the input's own DedupKeys unique
   per piece of work and the window short.
+
+DedupKeys are compared as the database compares them (its collation: case and
+trailing spaces ignored), also against the archive.
+
+Notifications are sent once. A Spark task that is run again (its executor was
+lost after the task's calls committed) would send its rows again, and a
+password-reset item finishes in seconds: by then its DedupKey no longer holds,
+and the user would get a second code. So a notification run validates in Spark
+but sends from the driver, which iterates the valid rows partition by partition
+(DataFrame.toLocalIterator: a partition recomputed after a lost executor is
+still delivered to the driver once), in partitions of about one call (4,000
+rows) each, so the driver holds one call's rows at a time. The calls of a queue
+insert one after another anyway (its enqueue lock), so little is lost. Job
+queues, whose items are idempotent by DedupKey only while unfinished too but
+whose handlers own their idempotence, keep sending from the executors.
 """
 
 from __future__ import annotations
@@ -79,7 +95,11 @@ UTC_NAMES = frozenset({"UTC", "ETC/UTC", "GMT", "ETC/GMT", "Z", "+00:00", "UCT",
                        "UNIVERSAL"})
 # dbo.EmailIsValid_fn, as patterns: its LIKE tests one by one (see _email_ok).
 EMAIL_SHAPE = r"(?s)^.+@.+\..+\z"  # NOT LIKE N'_%@_%._%'
-EMAIL_FORBIDDEN = r"[ ,;:<>()\"\t\n\r]|@.*@|\.\.|^\.|\.$|\.@|@\."
+# [^\x21-\x7E]: ASCII only. Under a width-insensitive collation the database's LIKE also refuses
+# the full-width look-alikes of these characters (U+FF0C, U+FF20, U+3000 ...); refusing every
+# character beyond ASCII here keeps Spark at least as strict (a row the database refuses is sent
+# again without it, with the rest of its call).
+EMAIL_FORBIDDEN = r"[^\x21-\x7E]|[,;:<>()\"]|@.*@|\.\.|^\.|\.$|\.@|@\."
 PHONE = r"^\+[1-9][0-9]{7,14}\z"  # dbo.PhoneIsValid_fn: +, a non-zero digit, 7 to 14 more
 OTP = r"^[0-9A-Za-z]{4,10}\z"  # \z: Java's $ also matches before a final line break
 LANGUAGE = r"^[A-Za-z-]{2,12}\z"
@@ -149,16 +169,30 @@ class _Columns:
         return self.text(name).isNotNull()
 
     def integer(self, name: str) -> Any:
-        """A whole number (BIGINT), NULL when absent or not one ("1.5", "high")."""
+        """A whole number (BIGINT), NULL when absent or not one ("1.5", "high", NaN). A
+        fractional column holding a whole number (12.0: pandas writes float64 for an
+        integer column with nulls) is one; beyond +-1e18 it is clamped there, to be
+        refused as out of range rather than as not a number."""
         from pyspark.sql import functions as F
-        from pyspark.sql.types import NumericType
+        from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegralType
 
         kind = self.types.get(name)
+        column = f"`{name}`"
         if kind is None:
             return F.lit(None).cast("bigint")
-        if isinstance(kind, NumericType):
-            return F.expr(f"try_cast(try_cast(`{name}` AS STRING) AS BIGINT)")
-        return F.expr(f"try_cast(trim(`{name}`) AS BIGINT)")
+        if isinstance(kind, IntegralType):
+            return F.col(column).cast("bigint")
+        if isinstance(kind, (FloatType, DoubleType, DecimalType)):
+            # try_cast('12.0' AS BIGINT) is NULL in Spark 4 (ANSI): test and cast the number itself.
+            # NaN first (Spark orders it above every number), the range before floor (whose BIGINT
+            # result overflows, an error under ANSI, for a double beyond it).
+            nan = f"WHEN isnan({column}) THEN NULL " if not isinstance(kind, DecimalType) else ""
+            return F.expr(f"CASE WHEN {column} IS NULL THEN NULL {nan}"
+                          f"WHEN {column} > 1e18 THEN 1000000000000000000L "
+                          f"WHEN {column} < -1e18 THEN -1000000000000000000L "
+                          f"WHEN {column} <> floor({column}) THEN NULL "
+                          f"ELSE CAST({column} AS BIGINT) END")
+        return F.expr(f"try_cast(trim({column}) AS BIGINT)")
 
     def timestamp(self, name: str) -> Any:
         from pyspark.sql import functions as F
@@ -218,7 +252,7 @@ def _finish(frame: Any, fields: Sequence[str], values: dict[str, Any], reason: A
     content = F.to_json(F.struct(*[values[f].alias(f) for f in fields if f != "DedupKey"]))
     derived = F.concat(F.lit(DERIVED_PREFIX), F.sha2(content, 256))
     out = {**values, "DedupKey": F.coalesce(values["DedupKey"], derived),
-           "Priority": values["Priority"].cast("int")}
+           "Priority": values["Priority"].try_cast("int")}  # NULL for a rejected row out of range
     return frame.select("*", *[out[f].alias(f"_{f}") for f in fields], reason.alias(REASON))
 
 
@@ -280,14 +314,24 @@ def validate_notifications(frame: Any) -> Any:
     return _finish(frame, NOTIFICATION_FIELDS, values, reason)
 
 
+def same_key(column: Any) -> Any:
+    """A DedupKey as the database compares it: its collation ignores case and trailing spaces."""
+    from pyspark.sql import functions as F
+
+    return F.upper(F.rtrim(column))
+
+
 def archived_dedup_keys(spark: Any, archive: str, queue: str) -> Any | None:
-    """The DedupKeys the archive holds for ``queue`` (a one-column frame), or None when
-    it holds nothing of that queue yet."""
+    """The DedupKeys the archive holds for ``queue`` (a one-column frame, ``DedupKey``, as
+    :func:`same_key` normalises them), or None when it holds nothing of that queue yet.
+    ``queue`` is spelled as the database spells it (the archive's partitions are)."""
+    from pyspark.sql import functions as F
+
     path = layout.queue_path(archive, queue)
     if not exists(spark, path):
         return None
     return (spark.read.option("basePath", archive).schema("DedupKey STRING").parquet(path)
-            .where("DedupKey IS NOT NULL").select("DedupKey").distinct())
+            .where("DedupKey IS NOT NULL").select(same_key(F.col("DedupKey")).alias("DedupKey")).distinct())
 
 
 def exists(spark: Any, path: str) -> bool:
@@ -348,6 +392,8 @@ def enqueue(spark: Any, store: Store, queue: str, frame: Any, *, known_types: Se
     s = spec(queue)
     if not 1 <= limit <= ENQUEUE_LIMIT or partitions < 1:
         raise RelqError(f"--partitions must be 1 or more (and a call takes 1 to {ENQUEUE_LIMIT} items)")
+    with store.session() as session:
+        name = session.queue_name(s.name)  # the database's spelling: the archive's partitions use it
     if s.kind == JOB:
         fields, checked = FIELDS, validate(frame, known_types)
     else:
@@ -365,15 +411,19 @@ def enqueue(spark: Any, store: Store, queue: str, frame: Any, *, known_types: Se
             F.to_json(F.struct(*[F.col(f"`{c}`") for c in input_columns])).alias("_input"),
             *[f"_{f}" for f in fields])
         skipped = 0
-        done = archived_dedup_keys(spark, archive, s.name) if archive else None
+        done = archived_dedup_keys(spark, archive, name) if archive else None
         if done is not None:
-            fresh = valid.join(done, valid["_DedupKey"] == done["DedupKey"], "left_anti")
+            fresh = valid.join(done, same_key(valid["_DedupKey"]) == done["DedupKey"], "left_anti")
             skipped = valid.count() - fresh.count()
             valid = fresh
 
         with tracked(spark, "enqueue", console):
-            outcomes = valid.repartition(partitions).rdd.mapPartitions(
-                _sender(store, s.name, fields, limit)).collect()
+            send = _sender(store, name, fields, limit)
+            if s.kind == JOB:
+                outcomes = valid.repartition(partitions).rdd.mapPartitions(send).collect()
+            else:  # from the driver, each row once (see the module's docstring)
+                chunks = max(1, -(-valid.count() // limit))
+                outcomes = list(send(valid.repartition(chunks).toLocalIterator()))
     finally:
         checked.unpersist()
 

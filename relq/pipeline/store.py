@@ -81,6 +81,13 @@ class ItemRejected(Exception):
 class Session(Protocol):
     """One connection's worth of work; every call is its own transaction."""
 
+    def queue_name(self, queue: str) -> str:
+        """The queue's name as the database spells it (a RelqError when it has no such queue).
+        SQL Server resolves object names in the database's collation, usually case-insensitive,
+        but sp_getapplock compares resource names byte for byte and the archive's partitions
+        are named by the queue: both must use one spelling."""
+        ...
+
     def job_types(self, queue: str) -> list[str]: ...
 
     def enqueue(self, queue: str, items: Sequence[dict[str, Any]]) -> list[tuple[int, bool]]:
@@ -94,7 +101,13 @@ class Session(Protocol):
 
     def try_lock(self, resource: str) -> bool:
         """Take the exclusive application lock ``resource``, owned by this session (held until
-        :meth:`unlock` or the connection closes), without waiting: whether it was granted."""
+        :meth:`unlock` or the session ends), without waiting: whether it was granted. A
+        RelqError when the server refused the call itself (sp_getapplock's -999)."""
+        ...
+
+    def holds_lock(self, resource: str) -> bool:
+        """Whether this session still holds ``resource`` exclusively (a connection dropped and
+        reopened by the driver, or killed, no longer does)."""
         ...
 
     def unlock(self, resource: str) -> None: ...
@@ -188,6 +201,14 @@ IF APPLOCK_MODE(N'public', ?, 'Session') <> 'NoLock'
     EXEC sys.sp_releaseapplock @Resource = ?, @LockOwner = 'Session';
 """
 
+_HOLDS_LOCK = "SELECT APPLOCK_MODE(N'public', ?, 'Session');"
+# Metadata visibility: OBJECT_ID sees an object its caller has a permission on. QueueAdmin
+# (archive) may SELECT the worker view, QueueProducer (enqueue) EXECUTE the Add_ procedure.
+_QUEUE_NAME = ("SELECT OBJECT_NAME(COALESCE(OBJECT_ID(N'dbo.Worker_' + ? + N'_V', N'V'), "
+               "OBJECT_ID(N'dbo.Add_' + ? + N'_trx', N'P')));")
+_CANONICAL = re.compile(r"^(?:Worker_(\w+)_V|Add_(\w+)_trx)$")
+LOCK_NOT_GRANTED = -1  # sp_getapplock with @LockTimeout 0: another session holds it
+
 _FINISHED_IN = ", ".join(f"'{state}'" for state in FINISHED)
 _REJECTED = re.compile(r"\bitem (\d+): (.+)$")
 
@@ -258,6 +279,17 @@ class SqlSession:
                 raise _no_such_queue(name, exc) from exc
             raise
 
+    def queue_name(self, queue: str) -> str:
+        s = spec(queue)
+        if s.kind != JOB:
+            return s.name  # a custom queue's spelling is relq's own
+        ((found,),) = db.query(self.conn.cursor(), _QUEUE_NAME, s.name, s.name)
+        match = _CANONICAL.match(found or "")
+        if not match:
+            raise RelqError(f"queue {s.name}: this database has no such queue (no dbo.Worker_{s.name}_V or "
+                            f"dbo.Add_{s.name}_trx that this login may use)")
+        return match[1] or match[2]
+
     def job_types(self, queue: str) -> list[str]:
         s = spec(queue)
         if s.kind != JOB:
@@ -293,7 +325,17 @@ class SqlSession:
 
     def try_lock(self, resource: str) -> bool:
         ((result,),) = db.query(self.conn.cursor(), _LOCK, resource)
-        return int(result) >= 0
+        if int(result) >= 0:
+            return True
+        if int(result) == LOCK_NOT_GRANTED:
+            return False
+        # -999: a parameter or call error; -2, -3 (cancelled, deadlock) cannot come without a wait.
+        raise RelqError(f"sp_getapplock refused the application lock {resource} (it returned {result}: "
+                        f"a parameter or call error, not another run)")
+
+    def holds_lock(self, resource: str) -> bool:
+        ((mode,),) = db.query(self.conn.cursor(), _HOLDS_LOCK, resource)
+        return mode == "Exclusive"
 
     def unlock(self, resource: str) -> None:
         db.query(self.conn.cursor(), _UNLOCK, resource, resource)

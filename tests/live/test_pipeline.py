@@ -57,6 +57,8 @@ def test_enqueue_drain_and_archive_100k_items_puts_each_in_the_archive_once(
     frame = read_input(spark, str(source), "parquet")
     with store.session() as s:
         types = s.job_types("SyncQueue")
+        # The database's spelling, whatever the caller's (the default collation is case-insensitive).
+        assert s.queue_name("SYNCQUEUE") == "SyncQueue"
 
     first = enqueue(spark, store, "SyncQueue", frame, known_types=types, rejects=str(tmp_path / "rejects"),
                     partitions=PARTITIONS)
@@ -162,8 +164,11 @@ def test_notifications_are_enqueued_set_based_then_archived_by_one_run_at_a_time
         root = tmp_path / "archive"
         with store.session() as other:  # another archive run of the queue holds its lock
             assert other.try_lock("relq.pipeline.archive:Notification")
+            assert other.holds_lock("relq.pipeline.archive:Notification")
             with pytest.raises(RelqError, match=r"another pipeline\.archive of Notification is running"):
                 archive(spark, store, "Notification", str(root), older_than_minutes=60, partitions=4)
+            other.unlock("relq.pipeline.archive:Notification")  # a pooled connection would keep it
+            assert not other.holds_lock("relq.pipeline.archive:Notification")
         result = archive(spark, store, "Notification", str(root), older_than_minutes=60, partitions=4,
                          range_rows=1_000)
         assert (result.read, result.written, result.purged, result.kept) == (

@@ -8,9 +8,14 @@
 - Purge_<Queue>_trx's exact mode (only listed items still finished with the
   listed UpdatedAt go), with keys only in the ISO 8601 form the pipeline sends;
 - the reads through the worker view, the key-range starts by row number, the
-  session-owned application lock, and the database's clock (``skew`` ahead of
-  the test's);
-- a queue the database does not have is refused in one line, as SqlStore does.
+  session-owned application lock (re-entrant; resource names compared byte for
+  byte, as sp_getapplock does; kept when a session closes, as a pooled
+  connection keeps it), and the database's clock (``skew`` ahead of the test's);
+- queue names resolved case-insensitively (the usual database collation), the
+  database's spelling given by queue_name; a queue the database does not have
+  is refused in one line, as SqlStore does;
+- DedupKeys compared case- and trailing-space-insensitively, as the
+  database's collation compares them.
 
 It lives in a SQLite file, not in memory: Spark runs the partitions' code in
 worker processes of their own, and each opens the file, as each opens its own
@@ -18,6 +23,7 @@ connection to SQL Server."""
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import uuid
@@ -58,14 +64,15 @@ class FakeStore:
     purged_before_purge: str | None = None  # this EntityKey's item is gone just before the first purge
     skew: timedelta = timedelta(0)  # the database's clock, ahead of the test's
     blocked_email: str | None = None  # the database refuses addresses ending so (a rule Spark does not know)
+    fail_unlock: bool = False  # releasing the application lock fails, as on a dropped connection
 
     def create(self) -> FakeStore:
         with self.connect() as conn:
             for queue in self.queues:
                 conn.execute(f"CREATE TABLE IF NOT EXISTS {queue} ({', '.join(COLUMNS)}, "
                              f"PRIMARY KEY (EnqueuedAt))")
-            conn.execute("CREATE TABLE IF NOT EXISTS Calls (Kind, Size, First, Last)")
-            conn.execute("CREATE TABLE IF NOT EXISTS Locks (Resource PRIMARY KEY, Owner)")
+            conn.execute("CREATE TABLE IF NOT EXISTS Calls (Kind, Size, First, Last, Pid)")
+            conn.execute("CREATE TABLE IF NOT EXISTS Locks (Resource PRIMARY KEY, Owner, Count)")
         return self
 
     @contextmanager
@@ -78,12 +85,10 @@ class FakeStore:
 
     @contextmanager
     def session(self) -> Iterator[FakeSession]:
+        # The session's locks stay when it closes: with connection pooling (pyodbc's default)
+        # the server session, and its locks, outlive the connection object.
         with self.connect() as conn:
-            session = FakeSession(conn, self)
-            try:
-                yield session
-            finally:  # the session's locks go with its connection, as at a logout
-                conn.execute("DELETE FROM Locks WHERE Owner = ?", (session.id,))
+            yield FakeSession(conn, self)
 
     def clock(self) -> datetime:
         return now() + self.skew
@@ -110,6 +115,21 @@ class FakeStore:
             return conn.execute("SELECT Size, First, Last FROM Calls WHERE Kind = ? ORDER BY First",
                                 (kind,)).fetchall()
 
+    def pids(self, kind: str) -> set[int]:
+        """The processes that made the calls of ``kind``."""
+        with self.connect() as conn:
+            return {pid for (pid,) in conn.execute("SELECT Pid FROM Calls WHERE Kind = ?", (kind,))}
+
+    def drop_locks(self) -> None:
+        """Every application lock vanishes, as when the server ends the sessions (idle timeout, kill)."""
+        with self.connect() as conn:
+            conn.execute("DELETE FROM Locks")
+
+
+def _same(dedup: str | None) -> str | None:
+    """A DedupKey as the database's collation compares it: case and trailing spaces ignored."""
+    return None if dedup is None else dedup.rstrip(" ").upper()
+
 
 def _row(columns: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
     row = dict(zip(columns, values, strict=True))
@@ -126,11 +146,19 @@ class FakeSession:
         self.id = uuid.uuid4().hex
 
     def _table(self, queue: str) -> str:
+        """The queue's table, found case-insensitively as SQL Server finds dbo.Worker_<Queue>_V."""
         name = spec(queue).name
-        if name not in self.store.queues:
-            raise RelqError(f"queue {name}: this database has no such queue, or not all of its objects "
-                            f"(SQL Server error 208: Invalid object name 'dbo.Worker_{name}_V'.)")
-        return name
+        for known in self.store.queues:
+            if known.casefold() == name.casefold():
+                return known
+        raise RelqError(f"queue {name}: this database has no such queue, or not all of its objects "
+                        f"(SQL Server error 208: Invalid object name 'dbo.Worker_{name}_V'.)")
+
+    def _call(self, kind: str, size: int | None, first: str | None = None, last: str | None = None) -> None:
+        self.conn.execute("INSERT INTO Calls VALUES (?, ?, ?, ?, ?)", (kind, size, first, last, os.getpid()))
+
+    def queue_name(self, queue: str) -> str:
+        return self._table(queue)
 
     def job_types(self, queue: str) -> list[str]:
         self._table(queue)
@@ -158,16 +186,17 @@ class FakeSession:
                 raise ItemRejected(item["ItemNo"], why)
         self.conn.execute("BEGIN IMMEDIATE")  # the enqueue lock
         try:
-            self.conn.execute("INSERT INTO Calls VALUES ('enqueue', ?, NULL, NULL)", (len(items),))
+            self._call("enqueue", len(items))
             last = self.conn.execute(f"SELECT MAX(EnqueuedAt) FROM {table}").fetchone()[0]
             clock = self.store.clock()
             key = max(clock, datetime.fromisoformat(last) + timedelta(microseconds=1)) if last else clock
             outcome, kept = [], {}
             for item in sorted(items, key=lambda i: i["ItemNo"]):
                 dedup = item["DedupKey"]
-                holder = dedup is not None and (dedup in kept or self.conn.execute(
-                    f"SELECT 1 FROM {table} WHERE DedupKey = ? AND Status IN {UNFINISHED}",
-                    (dedup,)).fetchone())
+                same = _same(dedup)
+                holder = dedup is not None and (same in kept or self.conn.execute(
+                    f"SELECT 1 FROM {table} WHERE upper(rtrim(DedupKey, ' ')) = upper(rtrim(?, ' ')) "
+                    f"AND Status IN {UNFINISHED}", (dedup,)).fetchone())
                 if holder:
                     outcome.append((item["ItemNo"], True))
                     continue
@@ -190,7 +219,7 @@ class FakeSession:
                 marks = ", ".join("?" * len(values))
                 self.conn.execute(f"INSERT INTO {table} ({', '.join(values)}) VALUES ({marks})",
                                   tuple(values.values()))
-                kept[dedup] = True
+                kept[same] = True
                 outcome.append((item["ItemNo"], False))
                 key += timedelta(microseconds=1)
             self.conn.execute("COMMIT")
@@ -203,11 +232,24 @@ class FakeSession:
         return self.store.clock()
 
     def try_lock(self, resource: str) -> bool:
-        taken = self.conn.execute("INSERT OR IGNORE INTO Locks VALUES (?, ?)", (resource, self.id))
-        return taken.rowcount == 1
+        # Re-entrant for its owner, as a session's applock is (each grant needs a release).
+        self.conn.execute("UPDATE Locks SET Count = Count + 1 WHERE Resource = ? AND Owner = ?",
+                          (resource, self.id))
+        taken = self.conn.execute("INSERT OR IGNORE INTO Locks VALUES (?, ?, 1)", (resource, self.id))
+        return taken.rowcount == 1 or self.holds_lock(resource)
+
+    def holds_lock(self, resource: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM Locks WHERE Resource = ? AND Owner = ?",
+                                 (resource, self.id)).fetchone() is not None
 
     def unlock(self, resource: str) -> None:
-        self.conn.execute("DELETE FROM Locks WHERE Resource = ? AND Owner = ?", (resource, self.id))
+        self._call("unlock", None, resource)
+        if self.store.fail_unlock:
+            raise ConnectionError("the connection was lost while unlocking")
+        self.conn.execute("UPDATE Locks SET Count = Count - 1 WHERE Resource = ? AND Owner = ?",
+                          (resource, self.id))
+        self.conn.execute("DELETE FROM Locks WHERE Resource = ? AND Owner = ? AND Count <= 0",
+                          (resource, self.id))
 
     def finished_span(self, queue: str, cutoff: datetime) -> Span | None:
         first, last, count = self.conn.execute(
@@ -234,7 +276,7 @@ class FakeSession:
             for row in rows:
                 count += 1
                 yield _row(columns, row)
-        self.conn.execute("INSERT INTO Calls VALUES ('read', ?, ?, ?)", (count, iso(first), iso(end)))
+        self._call("read", count, iso(first), iso(end))
 
     def purge(self, queue: str, keys: Sequence[tuple[str, str]]) -> int:
         table = self._table(queue)
@@ -254,7 +296,7 @@ class FakeSession:
             removed += self.conn.execute(
                 f"DELETE FROM {table} WHERE EnqueuedAt = ? AND UpdatedAt = ? AND Status IN {FINISHED}",
                 (enqueued_at, updated_at)).rowcount
-        self.conn.execute("INSERT INTO Calls VALUES ('purge', ?, NULL, NULL)", (len(keys),))
+        self._call("purge", len(keys))
         self.conn.execute("COMMIT")
         return removed
 

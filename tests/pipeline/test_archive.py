@@ -4,12 +4,14 @@ between writing and purging (every row once in the archive, none left behind).""
 
 from __future__ import annotations
 
+import io
 import itertools
 from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from relq.errors import RelqError
 from relq.pipeline import layout
@@ -186,10 +188,12 @@ def test_a_second_run_while_one_holds_the_lock_is_one_line_and_does_nothing(spar
         with pytest.raises(RelqError, match=r"another pipeline\.archive of SyncQueue is running"):
             archive(spark, store, "SyncQueue", root, older_than_minutes=60)
         assert len(store.rows()) == 5 and store.calls("read") == []
+        other.unlock(LOCK_PREFIX + "SyncQueue")
+    assert len(store.calls("unlock")) == 1  # the refused run released nothing it did not hold
 
-    result = archive(spark, store, "SyncQueue", root, older_than_minutes=60)  # the lock went with its session
-    assert result.purged == 5
-    with store.session() as later:  # and this run let go of its own
+    result = archive(spark, store, "SyncQueue", root, older_than_minutes=60)
+    assert result.purged == 5 and len(store.calls("unlock")) == 2
+    with store.session() as later:  # this run let go of its own (the fake keeps locks past a session's end)
         assert later.try_lock(LOCK_PREFIX + "SyncQueue")
 
 
@@ -245,3 +249,68 @@ def test_the_fake_purge_takes_keys_only_as_the_pipeline_formats_them(tmp_path) -
         for bad in ("2026-03-01 08:00:00.000001", "2026-03-01T08:00:00", "2026-03-01T08:00:00.000001+00:00"):
             with pytest.raises(AssertionError, match="ISO 8601 with microseconds"):
                 session.purge("SyncQueue", [(bad, "2026-03-01T09:00:00.000000")])
+
+
+def test_a_queue_name_in_another_case_is_locked_archived_and_skipped_under_the_databases_spelling(
+        spark, tmp_path) -> None:
+    store = filled(spark, tmp_path, 6)
+    store.finish()
+    root = tmp_path / "archive"
+
+    with store.session() as other:  # a run of SyncQueue holds the lock: SYNCQUEUE is the same queue
+        assert other.try_lock(LOCK_PREFIX + "SyncQueue")
+        with pytest.raises(RelqError, match=r"another pipeline\.archive of SyncQueue is running"):
+            archive(spark, store, "SYNCQUEUE", str(root), older_than_minutes=60)
+        other.unlock(LOCK_PREFIX + "SyncQueue")
+    result = archive(spark, store, "SYNCQUEUE", str(root), older_than_minutes=60, partitions=2)
+
+    assert (result.read, result.purged) == (6, 6)
+    assert {r["Queue"] for r in archived(spark, root)} == {"SyncQueue"}
+    assert not (root / "Queue=SYNCQUEUE").exists()
+    rows = [("CustomerSync" if n % 3 else "InventorySync", f"E-{n}") for n in range(6)]
+    again = enqueue(spark, store, "SYNCQUEUE", spark.createDataFrame(rows, SCHEMA),
+                    known_types=("CustomerSync", "InventorySync"), rejects=str(tmp_path / "r2"),
+                    archive=str(root))
+    assert (again.skipped, again.enqueued) == (6, 0) and store.rows() == []
+
+
+def test_a_lock_lost_during_the_run_stops_it_before_the_purge(spark, tmp_path, monkeypatch) -> None:
+    # The driver's connection dropped (an idle timeout, a kill) while the rows were written:
+    # its session's lock went with it, and another run may be archiving the same rows.
+    store = filled(spark, tmp_path, 6)
+    store.finish()
+    write = layout.write
+
+    def write_and_lose_the_lock(frame, root):
+        write(frame, root)
+        store.drop_locks()
+
+    monkeypatch.setattr(layout, "write", write_and_lose_the_lock)
+    root = tmp_path / "archive"
+
+    with pytest.raises(RelqError, match=r"the application lock relq\.pipeline\.archive:SyncQueue was lost"):
+        archive(spark, store, "SyncQueue", str(root), older_than_minutes=60)
+
+    assert len(store.rows()) == 6 and store.calls("purge") == []
+    assert len(archived(spark, root)) == 6  # in both: a re-run purges them
+
+
+def test_a_failed_unlock_is_reported_and_never_replaces_the_result_or_the_error(spark, tmp_path) -> None:
+    store = filled(spark, tmp_path, 4, fail_unlock=True)
+    store.finish()
+    out = io.StringIO()
+
+    result = archive(spark, store, "SyncQueue", str(tmp_path / "archive"), older_than_minutes=60,
+                     console=Console(file=out, width=400))
+
+    assert result.purged == 4 and len(store.calls("unlock")) == 1
+    assert ("could not release the application lock relq.pipeline.archive:SyncQueue "
+            "(ConnectionError: the connection was lost while unlocking)") in out.getvalue()
+
+    (tmp_path / "second").mkdir()
+    broken = filled(spark, tmp_path / "second", 4, fail_unlock=True, fail_purge=True)
+    broken.finish()
+    with pytest.raises(Exception, match="the connection was lost") as caught:
+        archive(spark, broken, "SyncQueue", str(tmp_path / "archive2"), older_than_minutes=60,
+                console=Console(file=io.StringIO()))
+    assert "while unlocking" not in str(caught.value) and len(broken.calls("unlock")) == 1

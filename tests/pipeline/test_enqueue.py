@@ -37,6 +37,7 @@ BAD = [
     (("CustomerSync", "C-8", None, None, "high", None, None), "Priority is not an integer"),
     (("CustomerSync", "C-9", None, None, "1.5", None, None), "Priority is not an integer"),
     (("CustomerSync", "C-10", None, None, "40000", None, None), "Priority must be -32768 to 32767"),
+    (("CustomerSync", "C-15", None, None, "99999999999", None, None), "Priority must be -32768 to 32767"),
     (("CustomerSync", "C-11", None, None, None, " ", None),
      "GroupKey must not be blank: leave it empty for none"),
     (("CustomerSync", "C-12", None, None, None, "g" * 101, None), "GroupKey is longer than 100 characters"),
@@ -188,3 +189,37 @@ def test_any_job_queue_is_enqueued_by_its_name_and_an_unknown_one_is_one_line(sp
         enqueue(spark, store, "SyncQueue", items(spark, 1), known_types=TYPES, rejects=str(tmp_path / "r2"))
     with pytest.raises(RelqError, match="unknown queue 'sync_queue'"):
         enqueue(spark, store, "sync_queue", items(spark, 1), known_types=TYPES, rejects=str(tmp_path / "r3"))
+
+
+def test_a_fractional_priority_column_holding_whole_numbers_is_taken(spark, store, tmp_path) -> None:
+    # pandas writes float64 for an integer column with nulls; Spark 4's try_cast('5.0' AS BIGINT) is NULL.
+    frame = spark.createDataFrame([("CustomerSync", "C-1", 5.0), ("CustomerSync", "C-2", None),
+                                   ("CustomerSync", "C-3", -32768.0), ("CustomerSync", "C-4", 1.5),
+                                   ("CustomerSync", "C-5", float("nan")), ("CustomerSync", "C-6", 40000.0),
+                                   ("CustomerSync", "C-7", 1e300)],
+                                  "Type STRING, EntityKey STRING, Priority DOUBLE")
+
+    result = run(spark, store, frame, tmp_path)
+
+    assert (result.enqueued, result.rejected) == (3, 4)
+    assert {r["EntityKey"]: r["Priority"] for r in store.rows()} == {"C-1": 5, "C-2": 0, "C-3": -32768}
+    reasons = {r["EntityKey"]: r["Reason"] for r in spark.read.parquet(str(tmp_path / "rejects")).collect()}
+    assert reasons == {"C-4": "Priority is not an integer", "C-5": "Priority is not an integer",
+                       "C-6": "Priority must be -32768 to 32767", "C-7": "Priority must be -32768 to 32767"}
+
+
+def test_dedup_keys_are_compared_as_the_database_compares_them(spark, store, tmp_path) -> None:
+    # The database's collation ignores case and trailing spaces: so do the archive check and the fake.
+    archive = str(tmp_path / "archive")
+    layout.write(spark.createDataFrame(
+        [("SyncQueue", "CustomerSync", datetime(2026, 3, 1), datetime(2026, 3, 1), "Done-1")],
+        "Queue STRING, Type STRING, EnqueuedAt TIMESTAMP, UpdatedAt TIMESTAMP, DedupKey STRING"), archive)
+    frame = spark.createDataFrame([("CustomerSync", "C-1", None, None, None, None, "DONE-1  "),
+                                   ("CustomerSync", "C-2", None, None, None, None, "open-2")], SCHEMA)
+    first = run(spark, store, frame, tmp_path, archive=archive)
+    again = run(spark, store, spark.createDataFrame(
+        [("CustomerSync", "C-3", None, None, None, None, "OPEN-2 ")], SCHEMA), tmp_path)
+
+    assert (first.skipped, first.enqueued) == (1, 1)
+    assert (again.enqueued, again.duplicates) == (0, 1)
+    assert [r["EntityKey"] for r in store.rows()] == ["C-2"]

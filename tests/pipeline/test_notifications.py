@@ -4,6 +4,7 @@ reason, the derived DedupKey, re-runs, and a row the database refuses after all.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,10 @@ BAD = [
         "ada@x@example.com", "ada example@example.com", "ada,b@example.com", "ada;b@example.com",
         "ada:b@example.com", "<ada@example.com>", "ada(x)@example.com", '"ada"@example.com',
         "ada\t@example.com", "ada@example.com\nBcc: eve@example.com", "ada\r@example.com",
-        "ada..b@example.com", ".ada@example.com", "ada.@example.com", "a" * 243 + "@example.com")),
+        "ada..b@example.com", ".ada@example.com", "ada.@example.com", "a" * 243 + "@example.com",
+        # full-width look-alikes, which a width-insensitive collation's LIKE refuses as the ASCII ones
+        "ada\uff0cb@example.com", "ada\uff20x@example.com", "ada\u3000b@example.com",
+        "ada\uff1bb@example.com")),
     *((bad(EmailTo=None, PhoneNumber=number), "PhoneNumber is not an E.164 number such as +14155550123")
       for number in ("", "14155550123", "+04155550123", "+1415555", "+1415555012345678", "+1415555O123",
                      "+1 4155550123", "+14155550123 ", "+14155550123\n", "+١٤١٥٥٥٥٠١٢٣")),
@@ -132,3 +136,34 @@ def test_a_notification_input_needs_its_own_columns(spark, tmp_path) -> None:
     (tmp_path / "j.csv").write_text("Type,EntityKey\nCustomerSync,C-1\n", encoding="utf-8")
     with pytest.raises(RelqError, match="no column UserID, Username, OTP"):
         read_input(spark, str(tmp_path / "j.csv"), "csv", "Notification")
+
+
+def test_notifications_are_sent_from_the_driver_so_a_task_retry_cannot_send_one_twice(
+        spark, store, tmp_path) -> None:
+    frame = spark.createDataFrame([(str(n), f"u{n}", f"C{n:04d}", f"u{n}@example.com", None, None, None,
+                                    None, None, None) for n in range(1, 31)], SCHEMA).repartition(3)
+
+    result = run(spark, store, frame, tmp_path, partitions=3, limit=7)
+
+    assert result.enqueued == 30 and len(store.rows("Notification")) == 30
+    sizes = [size for size, _, _ in store.calls("enqueue")]
+    assert sum(sizes) == 30 and max(sizes) <= 7
+    assert store.pids("enqueue") == {os.getpid()}  # this process, never a Spark task's
+
+
+def test_a_pandas_float64_user_id_column_is_taken_when_its_values_are_whole(spark, store, tmp_path) -> None:
+    import pandas as pd
+
+    source = tmp_path / "resets.parquet"
+    pd.DataFrame({"UserID": [11.0, 12.5, None], "Username": ["ada", "bob", "cy"],
+                  "OTP": ["A1B2", "B1B2", "C1C2"],
+                  "EmailTo": ["ada@example.com", "bob@example.com", "cy@example.com"],
+                  "Priority": [None, 3.0, None]}).to_parquet(source)
+
+    result = run(spark, store, read_input(spark, str(source), "parquet", "Notification"), tmp_path)
+
+    assert (result.enqueued, result.rejected) == (1, 2)
+    (row,) = store.rows("Notification")
+    assert (row["UserID"], row["Priority"]) == (11, 0)
+    reasons = sorted(r["Reason"] for r in spark.read.parquet(str(tmp_path / "rejects")).collect())
+    assert reasons == ["UserID is not an integer", "UserID is required"]

@@ -146,16 +146,41 @@ def test_a_queue_the_database_lacks_is_one_line() -> None:
         "(SQL Server error 208: Invalid object name 'dbo.InvoiceExportType'.)")
 
 
-def test_the_archive_lock_is_the_sessions_and_never_waits() -> None:
-    conn = Connection([(0,)], [(-1,)], [])
+LOCK = "relq.pipeline.archive:SyncQueue"
+
+
+def test_the_archive_lock_is_the_sessions_never_waits_and_is_checked_before_the_purge() -> None:
+    conn = Connection([(0,)], [("Exclusive",)], [])
     session = SqlSession(conn)
 
-    assert session.try_lock("relq.pipeline.archive:SyncQueue") is True
-    assert session.try_lock("relq.pipeline.archive:SyncQueue") is False
-    session.unlock("relq.pipeline.archive:SyncQueue")
+    assert session.try_lock(LOCK) is True
+    assert session.holds_lock(LOCK) is True
+    session.unlock(LOCK)
 
     lock_sql, params = conn.sent[0]
     assert "@LockOwner = 'Session'" in lock_sql and "@LockTimeout = 0" in lock_sql
-    assert params == ("relq.pipeline.archive:SyncQueue",)
+    assert params == (LOCK,)
+    assert "APPLOCK_MODE(N'public', ?, 'Session')" in conn.sent[1][0] and conn.sent[1][1] == (LOCK,)
     assert "sp_releaseapplock" in conn.sent[2][0]
 
+
+def test_a_lock_held_elsewhere_is_not_granted_and_a_refused_call_is_its_own_error() -> None:
+    # Another session holds it: -1 at once (@LockTimeout 0). The same session would be granted
+    # again (session applocks are re-entrant), so that is never what -1 means.
+    assert SqlSession(Connection([(-1,)])).try_lock(LOCK) is False
+    with pytest.raises(RelqError, match=r"sp_getapplock refused the application lock .* returned -999"):
+        SqlSession(Connection([(-999,)])).try_lock(LOCK)
+    assert SqlSession(Connection([("NoLock",)])).holds_lock(LOCK) is False
+
+
+def test_the_queue_name_is_the_databases_spelling_and_a_missing_queue_is_one_line() -> None:
+    conn = Connection([("Worker_SyncQueue_V",)])
+    assert SqlSession(conn).queue_name("SYNCQUEUE") == "SyncQueue"
+    sql, params = conn.sent[0]
+    assert "OBJECT_NAME(COALESCE(OBJECT_ID(N'dbo.Worker_' + ? + N'_V', N'V')" in sql
+    assert params == ("SYNCQUEUE", "SYNCQUEUE")
+    assert SqlSession(Connection([("Add_InvoiceExport_trx",)])).queue_name("INVOICEEXPORT") == "InvoiceExport"
+    with pytest.raises(RelqError, match=r"^queue Nope: this database has no such queue"):
+        SqlSession(Connection([(None,)])).queue_name("Nope")
+    conn = Connection()
+    assert SqlSession(conn).queue_name("notification") == "Notification" and conn.sent == []
