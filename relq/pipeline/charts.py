@@ -3,12 +3,15 @@ figures of relq.pipeline.figures. Each function writes one file and returns its 
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 CHARTS = ("throughput.png", "wait.png", "duration.png", "rates.png")
+TOP = 30  # groups per bar chart, the most items first; the table and the JSON keep every group
+FIRST_STEP = "(first step)"
 _DPI = 100
 
 
@@ -24,11 +27,27 @@ def draw(figures: dict[str, Any], out: Path) -> list[str]:
 
 
 def label(group: dict[str, Any]) -> str:
-    """How a group is named in charts and tables: queue / type [/ step]."""
+    """How a group is named in charts and tables: queue / type [/ step]. Step NULL (a job's
+    first step) is FIRST_STEP; dbo.QueueStep is any VARCHAR(50), so a step whose name starts
+    with "(" or a double quote is shown quoted (JSON): no step's label is FIRST_STEP."""
     parts = [group["queue"], group["type"]]
     if group["level"] == "step":
-        parts.append(group["step"] if group["step"] is not None else "(first step)")
+        parts.append(_step(group["step"]))
     return " / ".join(p for p in parts if p is not None)
+
+
+def _step(step: str | None) -> str:
+    if step is None:
+        return FIRST_STEP
+    return json.dumps(step, ensure_ascii=False) if step.startswith(("(", '"')) else step
+
+
+def top(groups: list[dict[str, Any]], count: int = TOP) -> list[dict[str, Any]]:
+    """The ``count`` groups with the most items, in their order."""
+    if len(groups) <= count:
+        return groups
+    keep = {id(g) for g in sorted(groups, key=lambda g: -g["items"])[:count]}
+    return [g for g in groups if id(g) in keep]
 
 
 def throughput(figures: dict[str, Any], path: Path) -> str:
@@ -58,11 +77,12 @@ def throughput(figures: dict[str, Any], path: Path) -> str:
 
 
 def percentiles(figures: dict[str, Any], key: str, title: str, path: Path) -> str:
-    """p50, p95 and p99 of ``key`` per queue and type: a marker each on a line from p50 to p99,
-    on a log scale (bars would start at the axis' arbitrary left end)."""
+    """p50, p95 and p99 of ``key`` per queue and type (the TOP with most items): a marker each
+    on a line from p50 to p99, on a log scale (bars would start at the axis' arbitrary left end)."""
     from matplotlib import pyplot as plt
 
-    groups = [g for g in figures["groups"] if g["level"] == "type" and g[key]["count"]]
+    every = [g for g in figures["groups"] if g["level"] == "type" and g[key]["count"]]
+    groups = top(every)
     fig, ax = plt.subplots(figsize=(10, 1.2 + 0.5 * max(len(groups), 1)))
     rows = range(len(groups))
     ax.hlines(list(rows), [_positive(g[key]["p50"]) for g in groups],
@@ -76,7 +96,7 @@ def percentiles(figures: dict[str, Any], key: str, title: str, path: Path) -> st
         ax.legend(loc="best")
     ax.grid(axis="x", which="both", alpha=0.3)
     ax.set_xlabel("milliseconds (log scale)")
-    ax.set_title(title)
+    ax.set_title(title + _of(every))
     return _save(fig, path)
 
 
@@ -86,10 +106,11 @@ def _positive(value: float) -> float:
 
 
 def rates(figures: dict[str, Any], path: Path) -> str:
-    """Retry and failure rates per queue, type and step."""
+    """Retry and failure rates per queue, type and step (the TOP with most items)."""
     from matplotlib import pyplot as plt
 
-    groups = [g for g in figures["groups"] if g["level"] == "step"]
+    every = [g for g in figures["groups"] if g["level"] == "step"]
+    groups = top(every)
     fig, ax = plt.subplots(figsize=(10, 1.2 + 0.5 * max(len(groups), 1)))
     height = 0.38
     positions = range(len(groups))
@@ -100,10 +121,14 @@ def rates(figures: dict[str, Any], path: Path) -> str:
     ax.set_yticks(list(positions), [_text(label(g)) for g in groups])
     ax.invert_yaxis()
     ax.set_xlabel("% of items")
-    ax.set_title("retry and failure rates per queue, type and step")
+    ax.set_title("retry and failure rates per queue, type and step" + _of(every))
     if groups:
         ax.legend(loc="best")
     return _save(fig, path)
+
+
+def _of(every: list[dict[str, Any]]) -> str:
+    return f" (the {TOP} of {len(every)} with most items)" if len(every) > TOP else ""
 
 
 def _text(name: str) -> str:

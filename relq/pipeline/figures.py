@@ -16,7 +16,11 @@ Definitions (the JSON's "definitions" repeats them; tests recompute them with pa
 - **duration** (ms): the Duration column (the last attempt's milliseconds); when it is
   NULL (dbo.SyncQueueArchive has no Duration column), UpdatedAt minus StartedAt for the
   items whose last move ended that attempt (Completed, Failed, PartiallyCompleted,
-  Terminated). Items never claimed, or cancelled while backing off, have none.
+  Terminated). Items never claimed, or cancelled while backing off, have none; nor have
+  items failed because the lease of their last attempt expired (Error starting with
+  LEASE_EXPIRED, written by dbo.Next_SyncQueue_utx): their worker vanished, so the row's
+  Duration is an earlier attempt's and UpdatedAt - StartedAt the lease plus the delay until
+  the next claim ran, neither the attempt's.
 - **percentiles** p50, p95, p99: exact, over every value of the group, with linear
   interpolation between the two closest ranks: the value at rank (n - 1) * p counting from
   0 (what Spark's percentile() and NumPy's default method "linear" compute). Not
@@ -25,7 +29,9 @@ Definitions (the JSON's "definitions" repeats them; tests recompute them with pa
   memory, and with microsecond waits that ran a 1 GiB heap out at 5 million rows. Here each
   group's values are ranked (a window sort, which spills to disk) and only the rows at the
   ranks needed come back.
-- **retry rate**: the share of items with AttemptNum > 1; **failure rate**: the share
+- **retry rate**: the share of items with AttemptNum > 1. It misses items an operator
+  retried by hand (Retry_ puts AttemptNum back to 0) and that then finished at their first
+  new attempt: the archive keeps no count of manual retries. **failure rate**: the share
   with Status 'Failed'. Each status is counted too (FINISHED, plus "other" for any state
   that is not a finished one).
 - **throughput**: finished items (Status in FINISHED) per UTC hour of UpdatedAt (when they
@@ -36,12 +42,17 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta, timezone
+from functools import reduce
 from typing import Any
 
 PERCENTILES = (0.5, 0.95, 0.99)
 MEASURES = ("wait_ms", "duration_ms")
 FINISHED = ("Completed", "Failed", "Cancelled", "Terminated", "PartiallyCompleted")
 ENDED_BY_ATTEMPT = ("Completed", "Failed", "PartiallyCompleted", "Terminated")
+# The start of the Error dbo.Next_SyncQueue_utx writes when it fails an item whose worker
+# vanished on its last attempt: such a row's Duration and StartedAt are not of an attempt
+# that ended (see DEFINITIONS["duration_ms"]).
+LEASE_EXPIRED = "the lease of the last attempt expired"
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 LEVELS = {0: "step", 1: "type", 3: "queue", 7: "all"}  # grouping_id of rollup(Queue, Type, Step)
 
@@ -50,10 +61,12 @@ DEFINITIONS = {
                "items never claimed, nor for Cancelled items whose ScheduledFor is after StartedAt "
                "(cancelled while backing off)",
     "duration_ms": "Duration (the last attempt's ms); when NULL, UpdatedAt - StartedAt for Completed, "
-                   "Failed, PartiallyCompleted and Terminated items",
+                   "Failed, PartiallyCompleted and Terminated items; none for items failed because the lease "
+                   f"of their last attempt expired (Error starting '{LEASE_EXPIRED}': their worker vanished)",
     "percentiles": "exact: linear interpolation at rank (n - 1) * p (from 0) over the group's sorted "
                    "values (as Spark's percentile() and NumPy's method 'linear')",
-    "retry_rate": "items with AttemptNum > 1 / items",
+    "retry_rate": "items with AttemptNum > 1 / items; misses items an operator retried by hand (Retry_ "
+                  "puts AttemptNum back to 0) that then finished at their first new attempt",
     "failure_rate": "items with Status 'Failed' / items",
     "throughput": "finished items per UTC hour of UpdatedAt, per queue and status; empty hours left out",
     "step": "the step an item finished at; null is a job's first step (or a roll-up, see level)",
@@ -77,12 +90,15 @@ def prepare(frame: Any) -> Any:
     scheduled = F.coalesce(F.col("ScheduledFor"), F.col("EnqueuedAt"))
     due_us = F.greatest(_micros("EnqueuedAt"), F.unix_micros(scheduled))
     backing_off = (F.col("Status") == "Cancelled") & (scheduled > F.col("StartedAt"))
+    # greatest() skips NULLs: without a due time greatest(0, NULL) would be a wait of 0.
     wait = F.when(
-        F.col("StartedAt").isNotNull() & ~backing_off,
+        F.col("StartedAt").isNotNull() & due_us.isNotNull() & ~backing_off,
         F.greatest(F.lit(0), _micros("StartedAt") - due_us) / 1000.0,
     )
     elapsed = (_micros("UpdatedAt") - _micros("StartedAt")) / 1000.0
-    duration = (F.when(F.col("Duration").isNotNull(), F.col("Duration").cast("double"))
+    lease_expired = F.coalesce(F.col("Error").startswith(LEASE_EXPIRED), F.lit(False))
+    duration = (F.when(lease_expired, F.lit(None).cast("double"))
+                .when(F.col("Duration").isNotNull(), F.col("Duration").cast("double"))
                 .when(F.col("StartedAt").isNotNull() & F.col("Status").isin(*ENDED_BY_ATTEMPT), elapsed))
     return frame.select("Queue", "Type", "Step", "Status", "AttemptNum", "EnqueuedAt", "UpdatedAt",
                         wait.alias("wait_ms"), duration.alias("duration_ms"))
@@ -135,28 +151,9 @@ def compute(frame: Any) -> dict[str, Any]:
 
 def percentiles(rows: Any, counts: dict[tuple, dict[str, int]]) -> dict[tuple, list[float | None]]:
     """Exact PERCENTILES of each measure per group: {(gid, queue, type, step, measure): values}.
-    ``counts`` says how many values each group has, {(gid, queue, type, step): {measure: n}}:
-    from them the ranks to read, so that only those rows leave Spark."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    none = F.lit(None).cast("string")
-    levels = F.array(*(F.struct(F.lit(gid).alias("gid"), (F.col("Queue") if gid < 7 else none).alias("Queue"),
-                                (F.col("Type") if gid < 3 else none).alias("Type"),
-                                (F.col("Step") if gid == 0 else none).alias("Step"))
-                       for gid in LEVELS))
-    measures = F.array(*(F.struct(F.lit(m).alias("m"), F.col(m).cast("double").alias("v")) for m in MEASURES))
-    stacked = (rows.select(F.explode(levels).alias("g"), *MEASURES)
-               .select("g.*", F.explode(measures).alias("x"))
-               .select("gid", "Queue", "Type", "Step", F.col("x.m").alias("m"), F.col("x.v").alias("v"))
-               .where(F.col("v").isNotNull()))
-    wanted = {rank for n in counts.values() for count in n.values() for rank in _ranks(count)}
-    if not wanted:
-        ranked: list[Any] = []
-    else:
-        order = Window.partitionBy("gid", "Queue", "Type", "Step", "m").orderBy("v")
-        ranked = (stacked.select("*", (F.row_number().over(order) - 1).alias("r"))
-                  .where(F.col("r").isin(sorted(wanted))).collect())
+    ``counts`` says how many values each group has, {(gid, queue, type, step): {measure: n}};
+    only the rows at the ranks each group reads leave Spark (wanted_ranks)."""
+    ranked = wanted_ranks(stack(rows)).collect()
     at = {(r["gid"], r["Queue"], r["Type"], r["Step"], r["m"], r["r"]): r["v"] for r in ranked}
     found: dict[tuple, list[float | None]] = {}
     for key, n in counts.items():
@@ -166,10 +163,41 @@ def percentiles(rows: Any, counts: dict[tuple, dict[str, int]]) -> dict[tuple, l
     return found
 
 
-def _ranks(count: int) -> set[int]:
-    """The ranks (from 0) that the PERCENTILES of ``count`` values read."""
-    return {rank for p in PERCENTILES for rank in (math.floor((count - 1) * p), math.ceil((count - 1) * p))
-            if count}
+def stack(rows: Any) -> Any:
+    """prepare()'s rows as one row per group level and measure with a value: (gid, Queue,
+    Type, Step, m, v), a roll-up level's keys NULL."""
+    from pyspark.sql import functions as F
+
+    none = F.lit(None).cast("string")
+    levels = F.array(*(F.struct(F.lit(gid).alias("gid"), (F.col("Queue") if gid < 7 else none).alias("Queue"),
+                                (F.col("Type") if gid < 3 else none).alias("Type"),
+                                (F.col("Step") if gid == 0 else none).alias("Step"))
+                       for gid in LEVELS))
+    measures = F.array(*(F.struct(F.lit(m).alias("m"), F.col(m).cast("double").alias("v")) for m in MEASURES))
+    return (rows.select(F.explode(levels).alias("g"), *MEASURES)
+            .select("g.*", F.explode(measures).alias("x"))
+            .select("gid", "Queue", "Type", "Step", F.col("x.m").alias("m"), F.col("x.v").alias("v"))
+            .where(F.col("v").isNotNull()))
+
+
+def wanted_ranks(stacked: Any) -> Any:
+    """The rows of ``stacked`` (gid, Queue, Type, Step, m, v) at the ranks their own group's
+    PERCENTILES read, each with its rank r (from 0): at most 2 * len(PERCENTILES) per group
+    and measure. Each group's count n and the ranks floor/ceil((n - 1) * p) are worked out in
+    Spark (the same double arithmetic as _interpolate's), so that no rank of another group
+    brings rows along. Window partitions put NULL keys together (Step NULL) and gid keeps a
+    roll-up's NULLs apart from a first step's."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keys = ("gid", "Queue", "Type", "Step", "m")
+    position = (F.col("n") - 1).cast("double")
+    wanted = [F.col("r") == F.floor(position * F.lit(p)) for p in PERCENTILES]
+    wanted += [F.col("r") == F.ceil(position * F.lit(p)) for p in PERCENTILES]
+    return (stacked.select("*", F.count(F.lit(1)).over(Window.partitionBy(*keys)).alias("n"),
+                           (F.row_number().over(Window.partitionBy(*keys).orderBy("v")) - 1).alias("r"))
+            .where(reduce(lambda a, b: a | b, wanted))
+            .drop("n"))
 
 
 def _interpolate(count: int, p: float, value_at: Any) -> float | None:

@@ -91,6 +91,7 @@ def run(archive: str, out: str | os.PathLike[str], master: str | None = None, co
     archive is a RelqError (one line); a server that cannot be read is not: the report is
     written without it and says why."""
     from relq.pipeline import charts, figures, html, layout
+    from relq.pipeline.enqueue import require_utc
     from relq.pipeline.spark import DEFAULT_MASTER, session
 
     out = Path(out)
@@ -100,6 +101,7 @@ def run(archive: str, out: str | os.PathLike[str], master: str | None = None, co
         try:
             with step("starting Spark"):
                 spark = spark or session(master, app="relq-pipeline-report")
+                require_utc(spark, "report")  # hours are bucketed in the session's time zone
             with step(f"reading the archive and computing the figures ({archive})"):
                 numbers = _figures(spark, layout, figures, archive)
             with step("reading the live health views" if conn else "no server: skipping the health views"):
@@ -129,11 +131,14 @@ def run(archive: str, out: str | os.PathLike[str], master: str | None = None, co
 
 
 def _figures(spark: Any, layout: Any, figures: Any, archive: str) -> dict[str, Any]:
-    from pyspark.errors import AnalysisException
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
 
     try:
         numbers = figures.compute(layout.read(spark, archive))
-    except AnalysisException as exc:
+    except Py4JJavaError as exc:  # a file Spark fails on while running a job: a corrupt Parquet file
+        raise RelqError(f"cannot read the archive {archive}: {_java_cause(exc)}") from None
+    except PySparkException as exc:  # AnalysisException and the other errors PySpark converts
         raise RelqError(f"cannot read the archive {archive}: {_first_line(exc)}") from None
     except figures.Empty:
         raise RelqError(f"the archive {archive} holds no rows: nothing to report") from None
@@ -144,7 +149,8 @@ def _check_local(archive: str) -> None:
     """A local archive that is missing or holds no Parquet file is named as such, before Spark
     would say "Unable to infer schema"; other file systems (hdfs://, s3a://) are Spark's to read."""
     parsed = urlparse(archive)
-    if parsed.scheme not in ("", "file") or (len(parsed.scheme) == 1 and os.name == "nt"):
+    drive = len(parsed.scheme) == 1  # C:\\data parses with the scheme "c": a local path
+    if parsed.scheme not in ("", "file") and not drive:
         return
     root = Path(parsed.path if parsed.scheme == "file" else archive)
     if not root.is_dir():
@@ -201,6 +207,19 @@ def _steps(console: Any) -> Iterator[Any]:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _java_cause(exc: Any) -> str:
+    """The first line of the Java exception's innermost cause (the file and what is wrong with
+    it), not of the Py4J call ("An error occurred while calling o123.collectToPython")."""
+    try:
+        cause = exc.java_exception
+        while cause.getCause() is not None and cause.getCause() != cause:
+            cause = cause.getCause()
+        text = str(cause.toString()).strip()
+    except Exception:  # the JVM is gone: what Python has
+        return _first_line(exc)
+    return text.splitlines()[0] if text else _first_line(exc)
 
 
 def _now() -> str:

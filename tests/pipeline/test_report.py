@@ -16,13 +16,14 @@ import pandas as pd
 import pytest
 
 from relq.errors import RelqError
-from relq.pipeline import figures, history, layout, report
+from relq.pipeline import charts, figures, history, layout, report
 
 ROWS = 20_000
 FINISHED = ["Completed", "Failed", "Cancelled", "Terminated", "PartiallyCompleted"]
 ENDED_BY_ATTEMPT = ["Completed", "Failed", "PartiallyCompleted", "Terminated"]
 PERCENT = (50, 95, 99)
 EVIL = "<script>alert('relq')</script> $\\evil{$"
+LEASE_EXPIRED = "the lease of the last attempt expired"  # dbo.Next_SyncQueue_utx's Error
 
 
 # -- the independent computation ----------------------------------------------------------------------
@@ -57,8 +58,10 @@ def with_measures(frame: pd.DataFrame) -> pd.DataFrame:
     frame["wait_ms"] = np.where(waited, np.maximum(0.0, micros(frame["StartedAt"]) - due) / 1000.0, np.nan)
     elapsed = (micros(frame["UpdatedAt"]) - micros(frame["StartedAt"])) / 1000.0
     fallback = frame["StartedAt"].notna() & frame["Status"].isin(ENDED_BY_ATTEMPT)
-    frame["duration_ms"] = np.where(frame["Duration"].notna(), frame["Duration"].astype("float64"),
-                                    np.where(fallback, elapsed, np.nan))
+    lease = frame["Error"].fillna("").astype(str).str.startswith(LEASE_EXPIRED)
+    frame["duration_ms"] = np.where(lease, np.nan,
+                                    np.where(frame["Duration"].notna(), frame["Duration"].astype("float64"),
+                                             np.where(fallback, elapsed, np.nan)))
     return frame
 
 
@@ -189,6 +192,8 @@ def test_each_rule_of_the_definitions_on_rows_made_by_hand(spark, tmp_path) -> N
         ("Never", "Cancelled", 0, day + "00", day + "00", None, day + "30", None),
         ("Stopped", "Terminated", 2, day + "00", day + "00", day + "01", "2024-05-01 10:01:01", None),
         ("Retried", "Failed", 3, day + "00", day + "20", day + "20.25", day + "21", 750),
+        ("Running", "Processing", 1, day + "00", None, day + "03", day + "04", None),
+        ("Lease", "Failed", 3, day + "00", day + "00", day + "01", "2024-05-01 10:06:00", 400),
     ]
     times = ("EnqueuedAt", "ScheduledFor", "StartedAt", "UpdatedAt")
     columns = ["Queue", "Status", "AttemptNum", *times, "Duration"]
@@ -199,9 +204,11 @@ def test_each_rule_of_the_definitions_on_rows_made_by_hand(spark, tmp_path) -> N
         *(F.col(c).cast("timestamp").alias(c) for c in times),
         F.lit("Job").alias("Type"), F.lit(None).cast("string").alias("Step"), F.lit(0).alias("Priority"),
         F.lit(None).cast("string").alias("GroupKey"), F.lit(None).cast("string").alias("DedupKey"),
-        F.lit("").alias("Error"), F.col("UpdatedAt").cast("timestamp").alias("ArchivedAt"))
-    groups = {g["queue"]: g for g in _run(spark, frame, tmp_path)["json"]["figures"]["groups"]
-              if g["level"] == "queue"}
+        F.when(F.col("Queue") == "Lease", F.lit(LEASE_EXPIRED + ": its worker, w1, vanished"))
+        .otherwise(F.lit("")).alias("Error"),
+        F.col("UpdatedAt").cast("timestamp").alias("ArchivedAt"))
+    made = _run(spark, frame, tmp_path)
+    groups = {g["queue"]: g for g in made["json"]["figures"]["groups"] if g["level"] == "queue"}
     want = {  # queue: (wait ms, duration ms, retry rate, failure rate)
         "Ahead": (0.0, 5.0, 0.0, 0.0),  # started 30 us before its key: 0, not -0.03
         "Backoff": (None, 1000.0, 0.0, 0.0),  # ScheduledFor is a retry that never ran
@@ -209,12 +216,65 @@ def test_each_rule_of_the_definitions_on_rows_made_by_hand(spark, tmp_path) -> N
         "Never": (None, None, 0.0, 0.0),
         "Stopped": (1000.0, 60000.0, 1.0, 0.0),
         "Retried": (250.0, 750.0, 1.0, 1.0),  # the last attempt's wait, after its backoff
+        "Running": (3000.0, None, 0.0, 0.0),  # no ScheduledFor: due at EnqueuedAt; not finished
+        "Lease": (1000.0, None, 1.0, 1.0),  # its worker vanished: no duration of that attempt
     }
     for queue, (wait, duration, retry, failure) in want.items():
         g = groups[queue]
         assert (g["wait_ms"]["p50"], g["wait_ms"]["p99"]) == (wait, wait), queue
         assert (g["duration_ms"]["p50"], g["duration_ms"]["p99"]) == (duration, duration), queue
         assert (g["retry_rate"], g["failure_rate"]) == (retry, failure), queue
+    assert groups["Running"]["statuses"]["other"] == 1
+    expected = expected_groups(with_measures(read_archive(tmp_path / "archive")))  # the independent check
+    found = {(g["level"], g["queue"], g["type"], g["step"]): g for g in made["json"]["figures"]["groups"]}
+    assert set(found) == set(expected)
+    for key, wanted in expected.items():
+        assert_same(found[key], wanted, key)
+    throughput = {(r["queue"], r["status"]) for r in made["json"]["figures"]["throughput"]}
+    assert ("Running", "Processing") not in throughput and ("Lease", "Failed") in throughput
+
+
+def test_a_null_due_time_is_no_wait_not_zero(spark) -> None:
+    """greatest() skips NULLs: without its own check a NULL due time would be a wait of 0."""
+    when = "timestamp '2024-05-01 10:00:00'"
+    frame = spark.sql(f"""SELECT 'Q' AS Queue, 'T' AS Type, CAST(NULL AS STRING) AS Step,
+        'Completed' AS Status, 1 AS AttemptNum, CAST(NULL AS TIMESTAMP) AS EnqueuedAt,
+        CAST(NULL AS TIMESTAMP) AS ScheduledFor,
+        {when} AS StartedAt, {when} AS UpdatedAt, CAST(5 AS BIGINT) AS Duration, '' AS Error""")
+    row = figures.prepare(frame).first()
+    assert row["wait_ms"] is None and row["duration_ms"] == 5.0
+
+
+def test_only_each_groups_own_ranks_reach_the_driver(spark) -> None:
+    """Groups of 1 to GROUPS values: ranks pooled over every group would bring back most rows
+    of the big groups (the ranks of the others); each group's own are at most 2 per percentile."""
+    from pyspark.sql import functions as F
+
+    groups = 150
+    stacked = (spark.range(groups)
+               .select(F.col("id").alias("g"), F.explode(F.sequence(F.lit(0), F.col("id"))).alias("i"))
+               .select(F.lit(0).alias("gid"), F.lit("Q").alias("Queue"), F.lit("T").alias("Type"),
+                       F.when(F.col("g") == 0, F.lit(None)).otherwise(F.concat(F.lit("S"), F.col("g")))
+                       .alias("Step"),
+                       F.lit("wait_ms").alias("m"), (F.col("i") * 7 % 101).cast("double").alias("v")))
+    rows = figures.wanted_ranks(stacked).collect()
+    assert 0 < len(rows) <= 2 * len(figures.PERCENTILES) * groups
+    sizes = {None if g == 0 else f"S{g}": g + 1 for g in range(groups)}
+    for row in rows:  # each row is at a rank its own group reads
+        n = sizes[row["Step"]]
+        assert row["r"] in {f((n - 1) * p) for p in figures.PERCENTILES for f in (np.floor, np.ceil)}, row
+    per_group = {}
+    for row in rows:
+        per_group.setdefault(row["Step"], set()).add(row["r"])
+    assert set(per_group) == set(sizes)  # the first step (Step NULL) among them
+    values = (stacked.groupBy("Step").agg(F.sort_array(F.collect_list("v")).alias("vs")).collect())
+    counts = {(0, "Q", "T", r["Step"]): {"wait_ms": len(r["vs"]), "duration_ms": 0} for r in values}
+    measured = stacked.select("Queue", "Type", "Step", F.col("v").alias("wait_ms"),
+                              F.lit(None).cast("double").alias("duration_ms"))
+    found = figures.percentiles(measured, counts)
+    for r in values:
+        want = np.percentile(r["vs"], PERCENT, method="linear")
+        assert found[(0, "Q", "T", r["Step"], "wait_ms")] == pytest.approx(list(want), rel=1e-9)
 
 
 def test_durations_fall_back_to_updated_minus_started(spark, tmp_path) -> None:
@@ -336,6 +396,54 @@ def test_a_folder_that_is_not_an_archive_is_one_line(spark, tmp_path) -> None:
     with pytest.raises(RelqError) as exc:
         report.run(str(tmp_path / "archive"), tmp_path / "out", spark=spark)
     assert "cannot read the archive" in _one_line(exc)
+
+
+def test_a_corrupt_parquet_file_is_one_line(spark, tmp_path) -> None:
+    archive = tmp_path / "archive"
+    layout.write(history.generate(spark, 200, seed=5), str(archive))
+    parts = sorted(archive.rglob("part-*.parquet"))
+    assert parts
+    for part in parts:
+        data = part.read_bytes()
+        part.write_bytes(data[:4] + b"\0" * (len(data) - 8) + data[-4:])  # magic kept, contents gone
+    with pytest.raises(RelqError) as exc:
+        report.run(str(archive), tmp_path / "out", spark=spark)
+    assert "cannot read the archive" in _one_line(exc)
+    assert "An error occurred while calling" not in str(exc.value)
+
+
+def test_a_session_not_in_utc_is_refused(spark, tmp_path) -> None:
+    """Hours are bucketed in the session's time zone: a caller's session must be UTC."""
+    layout.write(history.generate(spark, 50, seed=6), str(tmp_path / "archive"))
+    kolkata = spark.newSession()
+    kolkata.conf.set("spark.sql.session.timeZone", "Asia/Kolkata")
+    with pytest.raises(RelqError) as exc:
+        report.run(str(tmp_path / "archive"), tmp_path / "out", spark=kolkata)
+    assert "UTC" in _one_line(exc) and "Asia/Kolkata" in str(exc.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_windows_drive_path_is_checked_as_local(spark, tmp_path) -> None:
+    with pytest.raises(RelqError) as exc:
+        report.run("C:\\relq\\nowhere", tmp_path / "out", spark=spark)
+    assert "no archive at" in _one_line(exc)
+
+
+def test_the_first_step_label_is_no_steps_label() -> None:
+    names = [None, "(first step)", '"(first step)"', "(x", "Send", ""]
+    labels = [charts.label({"level": "step", "queue": "Q", "type": "T", "step": n}) for n in names]
+    assert len(set(labels)) == len(names), labels
+    assert labels[0] == "Q / T / (first step)" and labels[4] == "Q / T / Send"
+
+
+def test_bar_charts_keep_the_groups_with_most_items(tmp_path) -> None:
+    groups = [{"level": "step", "queue": "Q", "type": "T", "step": f"S{i}", "items": (i * 37) % 101 + 1,
+               "retry_rate": 0.1, "failure_rate": 0.05} for i in range(45)]
+    kept = charts.top(groups)
+    assert len(kept) == charts.TOP
+    assert min(g["items"] for g in kept) >= max(g["items"] for g in groups if g not in kept)
+    assert kept == [g for g in groups if g in kept]  # their order kept
+    assert charts.rates({"groups": groups}, tmp_path / "rates.png") == "rates.png"
 
 
 def test_settings_come_from_arguments_then_configuration() -> None:
