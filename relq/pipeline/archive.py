@@ -58,14 +58,13 @@ from rich.console import Console
 
 from relq.errors import RelqError
 from relq.pipeline import layout
-from relq.pipeline.enqueue import exists, require_utc
 from relq.pipeline.progress import tracked
 from relq.pipeline.queues import spec
+from relq.pipeline.spark import ISO_MICROS, exists, require_utc
 from relq.pipeline.store import PURGE_LIMIT, Store
 
 MICROSECOND = timedelta(microseconds=1)
 RANGE_ROWS = 50_000  # a key range's rows, at most: a Spark task's worth (a retry reads one range again)
-ISO_MICROS = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"
 LOCK_PREFIX = "relq.pipeline.archive:"
 
 

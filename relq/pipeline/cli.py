@@ -20,17 +20,11 @@ from rich.table import Table
 
 from relq import db
 from relq.errors import RelqError
+from relq.pipeline import configured
 from relq.pipeline.queues import CUSTOM, JOB, spec
 
 _PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(?:RelqError|SqlError|ItemRejected|\w+Error|\w+Exception): .+$",
                            re.MULTILINE)
-
-
-def _configured(config: Mapping[str, Any] | None, key: str) -> Any:
-    try:
-        return config["relq"]["pipeline"][key]  # type: ignore[index]
-    except (KeyError, TypeError, IndexError, AttributeError):
-        return None
 
 
 def parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentParser:
@@ -38,27 +32,27 @@ def parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--master", default=_configured(config, "master"),
+        p.add_argument("--master", default=configured(config, "master"),
                        help="Spark master (default local[*])")
-        p.add_argument("--partitions", type=int, default=_configured(config, "partitions") or 8,
+        p.add_argument("--partitions", type=int, default=configured(config, "partitions") or 8,
                        help="Spark partitions, each with its own connection (default 8)")
         p.add_argument("--conn", default=None, help="ODBC connection string (RELQ_MSSQL wins)")
 
     e = commands.add_parser("enqueue", help="validate work items and enqueue the valid ones")
     e.add_argument("--input", required=True, help="the items: a file or folder Spark can read")
     e.add_argument("--format", default="parquet", choices=("parquet", "csv", "json"))
-    e.add_argument("--rejects", default=_configured(config, "rejects"),
+    e.add_argument("--rejects", default=configured(config, "rejects"),
                    help="where the rejected rows go, with their reason (Parquet; replaced)")
     e.add_argument("--queue", default="SyncQueue",
                    help=f"a job queue (default SyncQueue) or {', '.join(CUSTOM)}")
-    e.add_argument("--archive", default=_configured(config, "archive"),
+    e.add_argument("--archive", default=configured(config, "archive"),
                    help="the archive root: rows whose DedupKey it holds are not enqueued again")
     e.add_argument("--types", default=None,
                    help="a job queue's job types, comma-separated (default: read from the database)")
     common(e)
 
     a = commands.add_parser("archive", help="move finished items into the Parquet archive")
-    a.add_argument("--archive", default=_configured(config, "archive"), help="the archive root")
+    a.add_argument("--archive", default=configured(config, "archive"), help="the archive root")
     a.add_argument("--queue", default="SyncQueue",
                    help=f"a job queue (default SyncQueue) or {', '.join(CUSTOM)}")
     a.add_argument("--older-than-minutes", type=int, required=True,

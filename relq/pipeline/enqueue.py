@@ -79,6 +79,7 @@ from relq.errors import RelqError
 from relq.pipeline import layout
 from relq.pipeline.progress import tracked
 from relq.pipeline.queues import JOB, spec
+from relq.pipeline.spark import ISO_MICROS, exists, require_utc
 from relq.pipeline.store import ENQUEUE_LIMIT, ItemRejected, Store
 
 FORMATS = ("parquet", "csv", "json")
@@ -89,10 +90,6 @@ NOTIFICATION_FIELDS = ("UserID", "Username", "OTP", "EmailTo", "PreferredLanguag
                        "ScheduledFor", "Priority", "GroupKey", "DedupKey")
 NOTIFICATION_REQUIRED = ("UserID", "Username", "OTP")
 REASON = "Reason"
-ISO_MICROS = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"  # in the session's time zone, which must be UTC
-TIME_ZONE = "spark.sql.session.timeZone"
-UTC_NAMES = frozenset({"UTC", "ETC/UTC", "GMT", "ETC/GMT", "Z", "+00:00", "UCT", "ETC/UCT", "ZULU",
-                       "UNIVERSAL"})
 # dbo.EmailIsValid_fn, as patterns: its LIKE tests one by one (see _email_ok).
 EMAIL_SHAPE = r"(?s)^.+@.+\..+\z"  # NOT LIKE N'_%@_%._%'
 # [^\x21-\x7E]: ASCII only. Under a width-insensitive collation the database's LIKE also refuses
@@ -113,16 +110,6 @@ class EnqueueResult:
     skipped: int  # already archived (their DedupKey is in the archive)
     enqueued: int  # new items
     duplicates: int  # rows whose item existed already (unfinished, same DedupKey), or repeated in the input
-
-
-def require_utc(spark: Any, command: str) -> None:
-    """Refuse a Spark session whose time zone is not UTC: keys are formatted, days taken and
-    times without an offset read in the session's time zone, and the database's are UTC.
-    relq.pipeline.spark.session makes UTC sessions; the caller's is left as it is."""
-    zone = spark.conf.get(TIME_ZONE)
-    if str(zone).strip().upper() not in UTC_NAMES:
-        raise RelqError(f"pipeline {command} needs a Spark session in UTC ({TIME_ZONE} is {zone}): "
-                        f"set it to UTC, as relq.pipeline.spark.session does")
 
 
 def read_input(spark: Any, path: str, fmt: str, queue: str = "SyncQueue") -> Any:
@@ -332,13 +319,6 @@ def archived_dedup_keys(spark: Any, archive: str, queue: str) -> Any | None:
         return None
     return (spark.read.option("basePath", archive).schema("DedupKey STRING").parquet(path)
             .where("DedupKey IS NOT NULL").select(same_key(F.col("DedupKey")).alias("DedupKey")).distinct())
-
-
-def exists(spark: Any, path: str) -> bool:
-    """Whether ``path`` exists, on any file system Spark's Hadoop configuration reaches."""
-    jvm = spark.sparkContext._jvm
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    return bool(hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path))
 
 
 def _sender(store: Store, queue: str, fields: Sequence[str], limit: int

@@ -50,6 +50,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from relq.errors import RelqError
+from relq.pipeline import configured
 
 SCHEMA = "relq.pipeline.report"
 SCHEMA_VERSION = 1
@@ -74,11 +75,11 @@ def settings(config: Mapping[str, Any] | None, archive: str | None = None, out: 
              master: str | None = None) -> tuple[str, str, str | None]:
     """(archive, out, master) from the arguments, else invoke.yaml's ``relq: {pipeline: {archive,
     report, master}}``; out defaults to reports/pipeline, master to Spark's local[*]."""
-    section = _section(config)
-    archive = archive or section.get("archive")
+    archive = archive or configured(config, "archive")
     if not archive:
         raise RelqError("no archive: pass --archive or set relq.pipeline.archive in invoke.yaml")
-    return str(archive), str(out or section.get("report") or DEFAULT_OUT), master or section.get("master")
+    return (str(archive), str(out or configured(config, "report") or DEFAULT_OUT),
+            master or configured(config, "master"))
 
 
 def run(archive: str, out: str | os.PathLike[str], master: str | None = None, conn: str | None = None, *,
@@ -91,8 +92,7 @@ def run(archive: str, out: str | os.PathLike[str], master: str | None = None, co
     archive is a RelqError (one line); a server that cannot be read is not: the report is
     written without it and says why."""
     from relq.pipeline import charts, figures, html, layout
-    from relq.pipeline.enqueue import require_utc
-    from relq.pipeline.spark import DEFAULT_MASTER, session
+    from relq.pipeline.spark import DEFAULT_MASTER, require_utc, session
 
     out = Path(out)
     _check_local(archive)
@@ -226,10 +226,3 @@ def _now() -> str:
     return datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
-def _section(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    """invoke's ``relq.pipeline`` section as a dict ({} when any level is missing)."""
-    try:
-        section = config["relq"]["pipeline"]  # type: ignore[index]
-        return {key: section[key] for key in ("archive", "report", "master") if key in section}
-    except (KeyError, TypeError, IndexError, AttributeError):
-        return {}
