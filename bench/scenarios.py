@@ -41,8 +41,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from bench import backlog, counters, plans
 from bench.report import Report, ScenarioResult
 from bench.stats import Ratio, ratio
-from bench.workers import WARMUP_S, Arm, ArmResult, complete, run_arm
-from relq import db
+from bench.workers import WARMUP_S, Arm, ArmResult, checked, complete, run_arm
+from relq import db, scaffold
 from relq.errors import RelqError
 from relq.live import throwaway_database
 
@@ -57,9 +57,6 @@ FILTERED_INDEXES = ("SELECT i.name FROM sys.indexes AS i "
                     "WHERE i.object_id = OBJECT_ID(?) AND i.has_filter = 1;")
 HAS_BATCH_SIZE = ("SELECT COUNT(*) FROM sys.parameters "
                   "WHERE object_id = OBJECT_ID(?) AND name = N'@BatchSize';")
-# A queue of shape "job" (database/queues.toml) has dbo.<Queue>Type and an EntityKey.
-IS_JOB_QUEUE = ("SELECT COUNT(*) FROM sys.columns AS c "
-                "WHERE c.object_id = OBJECT_ID(?) AND c.name = N'EntityKey' AND OBJECT_ID(?) IS NOT NULL;")
 # The tables the Notification loader writes (their statistics are updated after it).
 NOTIFICATION_TABLES = ("Notification", "Notification_ResetPassword", "Notification_Email")
 
@@ -232,14 +229,11 @@ class Runner:
         try:
             cursor = conn.cursor()
             procedures = [row[0] for row in db.query(cursor, NEXT_PROCEDURES)]
-            loaders: dict[str, tuple[str, Sequence[str]]] = {}
-            for queue in sorted({_queue_of(p) for p in procedures}):
-                if queue == "SyncQueue":
-                    loaders[queue] = (backlog.SYNC_QUEUE, ("SyncQueue",))
-                elif queue == "Notification":
-                    loaders[queue] = (backlog.NOTIFICATION, NOTIFICATION_TABLES)
-                elif db.query(cursor, IS_JOB_QUEUE, f"dbo.{queue}", f"dbo.{queue}Type")[0][0]:
-                    loaders[queue] = (backlog.job_queue_sql(queue), (queue,))
+            # The job queues of the catalogue just deployed all load alike; Notification has its own.
+            loaders: dict[str, tuple[str, Sequence[str]]] = {
+                q.name: (backlog.job_queue_sql(q.name), (q.name,))
+                for q in scaffold.load(self.root) if q.shape == "job"}
+            loaders["Notification"] = (backlog.NOTIFICATION, NOTIFICATION_TABLES)
             for queue, (sql, tables) in loaders.items():
                 self.load(conn_str, f"{queue} items", sql, self.settings.plan_backlog, tables)
             verdicts = []
@@ -264,9 +258,7 @@ class Runner:
         # call claimed is completed before the next call: left in Processing, it would stay
         # in the lease index, which every claim reads, and lengthen the next one's read.
         warm = db.call(conn, f"dbo.{procedure}", LockedBy=f"bench/{procedure}/warm-up", **params)
-        if warm.return_code != 0:
-            raise RelqError(f"dbo.{procedure} returned {warm.return_code} (warming up for the plan check)")
-        complete(cursor, queue, warm.result_sets[0] if warm.result_sets else [])
+        complete(cursor, queue, checked(warm, f"dbo.{procedure} (warming up for the plan check)"))
         captured = plans.capture(conn, f"dbo.{procedure}", LockedBy=f"bench/{procedure}", **params)
         complete(cursor, queue, captured.rows)
         filtered = [row[0] for row in db.query(cursor, FILTERED_INDEXES, f"dbo.{queue}")]

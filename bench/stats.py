@@ -22,6 +22,11 @@ def percentile(samples: Sequence[float], p: float) -> float:
     ordered = sorted(float(s) for s in samples)
     if any(math.isnan(s) for s in ordered):
         raise ValueError("a sample is NaN")
+    return _ranked(ordered, p)
+
+
+def _ranked(ordered: Sequence[float], p: float) -> float:
+    """The ``p``-th percentile of samples already sorted, none of them NaN."""
     position = (len(ordered) - 1) * p / 100
     below = math.floor(position)
     above = min(below + 1, len(ordered) - 1)
@@ -47,7 +52,9 @@ def latency(seconds: Sequence[float]) -> Latency | None:
     if len(seconds) == 0:
         return None
     ms = sorted(s * 1000.0 for s in seconds)
-    return Latency(len(ms), percentile(ms, 50), percentile(ms, 95), percentile(ms, 99), ms[-1])
+    if any(math.isnan(s) for s in ms):
+        raise ValueError("a sample is NaN")
+    return Latency(len(ms), _ranked(ms, 50), _ranked(ms, 95), _ranked(ms, 99), ms[-1])
 
 
 def rate(items: int, seconds: float) -> float:

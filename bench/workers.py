@@ -66,7 +66,6 @@ EXEC dbo.Modify_{queue}_Batch_trx @Outcomes = @Outcomes;
 """
 
 
-BATCH_REPORT = batch_report_sql("SyncQueue")
 PROCESSING = "SELECT COUNT_BIG(*) FROM dbo.SyncQueue WHERE [Status] = 'Processing';"
 COMPLETED_SINCE = "SELECT COUNT_BIG(*) FROM dbo.SyncQueue WHERE [Status] = 'Completed' AND UpdatedAt >= ?;"
 
@@ -157,7 +156,8 @@ class _Retrying:
         raise AssertionError("unreachable")
 
 
-def _checked(result: db.CallResult, procedure: str) -> list[tuple]:
+def checked(result: db.CallResult, procedure: str) -> list[tuple]:
+    """The first result set of a call that returned 0; RelqError naming the procedure otherwise."""
     if result.return_code != 0:
         raise RelqError(f"{procedure} returned {result.return_code}")
     return result.result_sets[0] if result.result_sets else []
@@ -171,20 +171,20 @@ def cycle(conn: Any, arm: Arm, name: str) -> tuple[Claim, Report | None]:
     """The claim and the report of one worker (None: a message queue's receive is all)."""
     if not arm.relational:
         procedure = f"dbo.Receive_{arm.queue}_trx"
-        return (lambda: _checked(db.call(conn, procedure, BatchSize=arm.batch), procedure)), None
+        return (lambda: checked(db.call(conn, procedure, BatchSize=arm.batch), procedure)), None
     if arm.batch == 1:
         def claim() -> list[tuple]:
-            return _checked(db.call(conn, "dbo.Next_SyncQueue_trx", LockedBy=name, WaitMs=0),
+            return checked(db.call(conn, "dbo.Next_SyncQueue_trx", LockedBy=name, WaitMs=0),
                             "dbo.Next_SyncQueue_trx")
 
         def report(rows: list[tuple]) -> None:
             for key, token, *_ in rows:
-                _checked(db.call(conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token,
+                checked(db.call(conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token,
                                  Status="Completed", Response="bench"), "dbo.Modify_SyncQueue_trx")
         return claim, report
 
     def claim_batch() -> list[tuple]:
-        return _checked(db.call(conn, "dbo.Next_SyncQueue_Batch_trx", LockedBy=name, BatchSize=arm.batch,
+        return checked(db.call(conn, "dbo.Next_SyncQueue_Batch_trx", LockedBy=name, BatchSize=arm.batch,
                                 WaitMs=0), "dbo.Next_SyncQueue_Batch_trx")
 
     cursor = conn.cursor()
@@ -332,7 +332,7 @@ class Purger(_Helper):
         start = time.perf_counter()
         retrying = _Retrying()  # the purge is the deadlock victim of choice (DEADLOCK_PRIORITY LOW)
         while not self.stop.is_set():
-            rows = retrying(lambda: _checked(db.call(
+            rows = retrying(lambda: checked(db.call(
                 conn, "dbo.Purge_SyncQueue_trx", OlderThanMinutes=PURGE_OLDER_THAN_MINUTES, BatchSize=1000,
                 MaxBatches=1), "dbo.Purge_SyncQueue_trx"))
             removed = int(rows[0][0])

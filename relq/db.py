@@ -468,16 +468,14 @@ def call(conn: Any, procedure: str, **params: Any) -> CallResult:
     sql = _call_sql(procedure, list(params))
     cursor = conn.cursor()
     try:
-        with _server_errors(context=procedure):
-            cursor.execute(sql, *[sql_value(v) for v in params.values()])
-            result_sets, columns = _collect(cursor)
+        sets, columns = result_sets(cursor, sql, *params.values(), context=procedure)
     finally:
         cursor.close()
-    if not columns or columns[-1] != ["return_code"] or len(result_sets[-1]) != 1:
+    if not columns or columns[-1] != ["return_code"] or len(sets[-1]) != 1:
         raise RelqError(f"{procedure}: no return code came back (the batch ended early)")
     columns.pop()
-    return_code = result_sets.pop()[0][0]
-    return CallResult(int(return_code) if return_code is not None else 0, result_sets, columns)
+    return_code = sets.pop()[0][0]
+    return CallResult(int(return_code) if return_code is not None else 0, sets, columns)
 
 
 def _call_sql(procedure: str, names: list[str]) -> str:

@@ -162,7 +162,7 @@ SQL = {
     "finished SyncQueue items": backlog.FINISHED_SYNC_QUEUE,
     "Notification backlog": backlog.NOTIFICATION,
     **{f"{kind} messages": backlog.message_sql(kind) for kind in backlog.MESSAGE_QUEUES},
-    "batch report": workers.BATCH_REPORT,
+    "batch report": workers.batch_report_sql("SyncQueue"),
     "Notification batch report": workers.batch_report_sql("Notification"),
     "presize": scenarios.PRESIZE,
     "statistics": scenarios.statistics_sql(["SyncQueue", "SyncQueueAttempt"]),
@@ -174,7 +174,6 @@ SQL = {
     "machine": counters.MACHINE,
     "Next_ procedures": scenarios.NEXT_PROCEDURES,
     "has @BatchSize": scenarios.HAS_BATCH_SIZE,
-    "is a job queue": scenarios.IS_JOB_QUEUE,
     "another job queue": backlog.job_queue_sql("OrderQueue"),
     "filtered indexes": scenarios.FILTERED_INDEXES,
 }
