@@ -8,7 +8,6 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from rich.console import Console
@@ -80,7 +79,7 @@ def table(queues: list[QueueHealth]) -> Table:
 
 
 def as_json(queues: list[QueueHealth]) -> str:
-    return json.dumps([asdict(q) for q in queues], indent=2, default=_plain)
+    return json.dumps([asdict(q) for q in queues], indent=2)
 
 
 def watch(conn: Any, every_s: float, console: Console) -> None:
@@ -104,9 +103,3 @@ def _age(seconds: int | None) -> str:
 
 def _ms(value: int | None) -> str:
     return "-" if value is None else str(value)
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, Decimal):
-        return float(value)
-    raise TypeError(f"not JSON: {type(value).__name__}")

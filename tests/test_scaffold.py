@@ -127,6 +127,14 @@ def test_new_queue_refuses_bad_input_and_writes_nothing(tmp_path: Path, name: st
     assert sorted(p for p in root.rglob("*") if p.is_file()) == files
 
 
+def test_two_queues_of_the_catalogue_may_not_share_a_settings_prefix(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    (root / CATALOGUE).write_text((root / CATALOGUE).read_text().replace('prefix = "syncqueue"',
+                                                                          'prefix = "notification"'))
+    with pytest.raises(RelqError, match="two queues have the prefix notification"):
+        load(root)
+
+
 def test_a_catalogue_alias_may_not_be_one_the_templates_use(tmp_path: Path) -> None:
     root = _project(tmp_path)
     (root / CATALOGUE).write_text((root / CATALOGUE).read_text().replace('alias = "n"', 'alias = "s"'))

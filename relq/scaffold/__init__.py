@@ -17,6 +17,7 @@ templated object is made in its template and rendered for every queue
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from dataclasses import dataclass
@@ -82,10 +83,18 @@ def load(root: Path) -> list[Queue]:
         queues.append(queue)
     if not queues:
         raise RelqError(f"{CATALOGUE}: no [[queue]]: the health views need at least one")
-    names = [q.name.casefold() for q in queues]
-    if len(set(names)) != len(names):
-        raise RelqError(f"{CATALOGUE}: a queue is listed twice")
+    _check_unique(queues, CATALOGUE)
     return queues
+
+
+def _check_unique(queues: list[Queue], where: str) -> None:
+    """No two queues share a name (in any case: SQL Server compares names without it) or
+    a settings prefix (their dbo.AppSettings rows would be the same)."""
+    names, prefixes = [q.name.casefold() for q in queues], [q.prefix for q in queues]
+    for what, values in (("name", names), ("prefix", prefixes)):
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise RelqError(f"{where}: two queues have the {what} {twice[0]}")
 
 
 def _check(queue: Queue, where: str) -> None:
@@ -115,6 +124,7 @@ def _check(queue: Queue, where: str) -> None:
         raise RelqError(f"{where}: " + "; ".join(problems))
 
 
+@functools.cache
 def _reserved() -> frozenset[str]:
     """T-SQL's reserved words (sqlfluff's tsql dialect): the templates write names unbracketed."""
     from sqlfluff.core import dialect_selector
@@ -122,12 +132,13 @@ def _reserved() -> frozenset[str]:
     return frozenset(dialect_selector("tsql").sets("reserved_keywords"))
 
 
-def _taken_aliases(shape: str) -> set[str]:
+@functools.cache
+def _taken_aliases(shape: str) -> frozenset[str]:
     """The one-letter aliases the templates a queue of ``shape`` gets use for other tables
     (a job queue's own alias, q, is written literally in its templates)."""
     groups = [g for g, shapes in GROUPS.items() if shape in shapes] + [ONCE]
     found = {a for g in groups for t in templates(g) for a in _LITERAL_ALIAS.findall(t.read_text())}
-    return found - {"q"} if shape == "job" else found
+    return frozenset(found - {"q"} if shape == "job" else found)
 
 
 def _environment() -> Environment:

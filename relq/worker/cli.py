@@ -26,7 +26,7 @@ from relq.errors import RelqError
 from relq.worker.handlers import Handlers
 from relq.worker.procedures import Procedures, SqlProcedures
 from relq.worker.runtime import Settings, Worker
-from relq.worker.stats import Stats
+from relq.worker.stats import COUNTS, Stats
 
 DEFAULT_HANDLERS = {"Notification": ("relq.worker.notification",)}
 QUERY_TIMEOUT_S = 120  # above the longest long-poll (60 s), below a hung lock wait's patience
@@ -89,9 +89,9 @@ def run_worker(settings: Settings, handlers: Handlers, connect: Callable[[], Pro
 def summary_table(queue: str, stats: Stats) -> Table:
     s = stats.summary()
     table = Table(title=f"relq worker: {queue}")
-    for column in ("claimed", "completed", "retried", "failed", "released", "lost", "mean ms", "p95 ms"):
+    for column in (*COUNTS, "mean ms", "p95 ms"):
         table.add_column(column, justify="right")
-    table.add_row(*(str(s[k]) for k in ("claimed", "completed", "retried", "failed", "released", "lost")),
+    table.add_row(*(str(s[k]) for k in COUNTS),
                   *("-" if s[k] is None else f"{s[k]:.0f}" for k in ("mean_ms", "p95_ms")))
     return table
 

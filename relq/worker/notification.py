@@ -173,10 +173,6 @@ def send(message: EmailMessage, settings: SmtpSettings, what: str) -> None:
         smtp.close()
 
 
-def _text(reply: bytes | str) -> str:
-    return reply.decode("utf-8", "replace") if isinstance(reply, bytes) else reply
-
-
 def reset_password_handler(settings: SmtpSettings) -> Handler:
     """The handler that e-mails a ResetPassword notification's code."""
 
