@@ -71,6 +71,7 @@ class Held:
         self.procedures = procedures
         self.lost: dict[datetime, str] = {}  # key -> why: taken away while held
         self._claims = {c.key: c for c in claims}
+        self._started: set[datetime] = set()  # keys whose handler has begun: only their own report ends them
         self._closed = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -99,9 +100,26 @@ class Held:
         with self._lock:
             return list(self._claims)
 
-    def read(self, key: datetime) -> Item:
+    def start(self, key: datetime) -> Item:
+        """Read the item for its handler and mark it started, in one step under the lock, so
+        that a release of the unstarted items either comes first (and this raises Lost) or
+        leaves it alone."""
         with self._lock:
-            return self.procedures.read(self._held(key))
+            item = self.procedures.read(self._held(key))
+            self._started.add(key)
+            return item
+
+    def release_unstarted(self, key: datetime, why: str) -> None:
+        """Give an item whose handler has not begun back to the queue (Pending). Lost when it
+        has begun or is no longer held: its own report, if any, ends it."""
+        with self._lock:
+            if key in self._started:
+                raise Lost(key, 50005, "its handler has begun: its own report ends it")
+            claim = self._held(key)
+            try:
+                self.procedures.report(claim, "Pending", error=f"released: {why}")
+            finally:  # reported or not (its lease then brings it back), no longer renewed here
+                del self._claims[key]
 
     def report(self, key: datetime, status: str, **outcome: str | None) -> tuple[Claim, str]:
         """Report on the item; it stays held only after a step advance, or when the
@@ -157,7 +175,6 @@ class Slot:
     number: int
     procedures: Procedures
     held: Held | None = None  # the claims of its current batch
-    current: datetime | None = None  # the key whose handler runs now
     claiming: bool = False  # inside a claim (a long-poll may take wait_ms)
 
 
@@ -190,11 +207,10 @@ class Worker:
                 self.stopping.set()
         # What a slot holds but has not started goes back at once, not after the grace.
         for slot in slots:
-            held, current = slot.held, slot.current
+            held = slot.held
             if held is not None:
                 for key in held.held_keys():
-                    if key != current:
-                        self._release(held, key, "the worker is shutting down")
+                    self._release(held, key, "the worker is shutting down")
         deadline = time.monotonic() + self.settings.grace_s
         for slot, t in zip(slots, threads, strict=True):
             # a slot inside a long-poll claim releases what it gets: wait for it
@@ -258,11 +274,7 @@ class Worker:
                         for key in held.held_keys():
                             self._release(held, key, "the worker is shutting down")
                         break
-                    slot.current = claim.key
-                    try:
-                        self._work(held, claim)
-                    finally:
-                        slot.current = None
+                    self._work(held, claim)
             slot.held = None
 
     def _reconnect(self, slot: Slot, exc: BaseException, idle: IdleBackoff) -> None:
@@ -277,7 +289,7 @@ class Worker:
 
     def _work(self, held: Held, claim: Claim) -> None:
         try:
-            item = held.read(claim.key)
+            item = held.start(claim.key)
         except Lost as exc:
             self._outcome(claim, None, "lost", 0.0, str(exc))
             return
@@ -324,12 +336,12 @@ class Worker:
         return "Completed", None, result, None
 
     def _release(self, held: Held, key: datetime, why: str) -> None:
+        """Release an item whose handler has not begun; one that has begun is left to it."""
         try:
-            held.report(key, "Pending", error=f"released: {why}")
+            held.release_unstarted(key, why)
         except Lost:
             return
         except Exception as exc:  # its lease brings it back instead
-            held.drop(key)
             log.error(json.dumps({"queue": self.settings.queue, "key": key.isoformat(),
                                   "event": "release-failed", "error": _text(exc)}))
             return

@@ -301,3 +301,23 @@ def test_each_outcome_is_one_json_line_that_never_carries_the_item_fields(caplog
     assert sorted(line["outcome"] for line in lines) == ["Completed", "Failed"]
     assert all({"queue", "key", "attempt", "type", "outcome", "ms"} <= line.keys() for line in lines)
     assert "424242" not in caplog.text and "515151" not in caplog.text and "a@example.com" not in caplog.text
+
+
+def test_a_release_at_shutdown_never_takes_back_an_item_whose_handler_has_begun() -> None:
+    """The shutdown's release of unstarted items and a slot starting one are one step each
+    under the held claims' lock: whichever comes first wins, never both."""
+    from relq.worker.procedures import Lost
+    from relq.worker.runtime import Held
+
+    queue = MemoryQueue()
+    first, second = queue.add(), queue.add()
+    procedures = queue.procedures()
+    held = Held(procedures, procedures.claim("test/1", 2, 0))
+    held.start(first)
+    with pytest.raises(Lost):
+        held.release_unstarted(first, "the worker is shutting down")
+    held.release_unstarted(second, "the worker is shutting down")
+    with pytest.raises(Lost):
+        held.start(second)
+    assert queue.statuses() == {first: "Processing", second: "Pending"}
+    assert held.held_keys() == [first]
