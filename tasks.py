@@ -176,21 +176,15 @@ def status(c, conn=None, watch=0.0, json=False):
 def worker(c, queue, concurrency=1, batch=1, wait_ms=5000, grace=30.0, name=None, handlers=None, type=None,
            conn=None):
     """Run a worker on a queue until Ctrl-C or SIGTERM: one log line per item, a summary at the end."""
-    from relq.db import resolve_target
-    from relq.errors import RelqError
     from relq.worker.cli import main
 
-    try:
-        target = resolve_target(conn, c.config)
-    except RelqError as exc:
-        raise _fail(exc, "worker") from None
     argv = ["--queue", queue, "--concurrency", str(concurrency), "--batch", str(batch),
             "--wait-ms", str(wait_ms), "--grace", str(grace)]
     argv += ["--name", name] if name else []
     argv += ["--type", type] if type else []
     for module in handlers or []:
         argv += ["--handlers", module]
-    code = main(argv, conn=target.conn_str)
+    code = main(argv, conn=conn, config=c.config)
     if code:
         raise Exit(code=code)
 

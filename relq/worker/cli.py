@@ -15,8 +15,9 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -96,7 +97,8 @@ def summary_table(queue: str, stats: Stats) -> Table:
     return table
 
 
-def main(argv: Sequence[str] | None = None, *, conn: str | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
+         config: Mapping[str, Any] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="relq worker", description=__doc__.split("\n\n")[0])
     parser.add_argument("--queue", required=True, help="the queue: Notification, SyncQueue, ...")
     parser.add_argument("--concurrency", type=int, default=1, help="slots, each with its own connection")
@@ -116,7 +118,7 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None) -> int:
         settings = Settings(args.queue, args.name, args.concurrency, args.batch, args.wait_ms, args.grace,
                             args.type)
         handlers = load_handlers(args.queue, args.handlers)
-        target = db.resolve_target(args.conn, None)
+        target = db.resolve_target(args.conn, config)
         stats = run_worker(settings, handlers, sql_connector(target.conn_str, settings.queue))
     except RelqError as exc:
         print(f"worker: {exc}", file=sys.stderr)

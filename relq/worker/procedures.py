@@ -84,17 +84,16 @@ class SqlProcedures:
         return [Claim(key, token, lease, attempt) for key, token, lease, attempt in result.result_sets[0]]
 
     def read(self, claim: Claim) -> Item:
+        view = f"dbo.Worker_{self.queue}_V"
         cursor = self.conn.cursor()
         try:
-            cursor.execute(f"SELECT * FROM dbo.Worker_{self.queue}_V WHERE EnqueuedAt = ?;",
-                           db.sql_value(claim.key))
-            row = cursor.fetchone()
-            columns = [d[0] for d in cursor.description]
+            sets, columns = db.result_sets(cursor, f"SELECT * FROM {view} WHERE EnqueuedAt = ?;", claim.key,
+                                           context=view)
         finally:
             cursor.close()
-        if row is None:
+        if not sets or not sets[0]:
             raise Lost(claim.key, 50004, f"{self.queue} item {claim.key.isoformat()} is gone")
-        fields = dict(zip(columns, row, strict=True))
+        fields = dict(zip(columns[0], sets[0][0], strict=True))
         return Item(self.queue, claim.key, fields["Type"], fields["Step"], claim.attempt, fields)
 
     def extend(self, claim: Claim) -> Claim:
