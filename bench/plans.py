@@ -241,16 +241,9 @@ def capture(conn: Any, procedure: str, **params: Any) -> Captured:
     statement it ran (its nested procedures' included) and its rows. SqlError when it fails."""
     if not _PROCEDURE.fullmatch(procedure) or not all(name.isidentifier() for name in params):
         raise ValueError(f"not a procedure call to capture: {procedure} {list(params)}")
-    names = ", ".join(f"@{name} = ?" for name in params)
-    sql = (f"SET NOCOUNT ON; DECLARE @rc INT; SET STATISTICS XML ON; "
-           f"EXEC @rc = {procedure} {names}; SET STATISTICS XML OFF; SELECT @rc AS [return_code];")
-    cursor = conn.cursor()
-    try:
-        result_sets, columns = db.result_sets(cursor, sql, *params.values(), context="plan capture")
-    finally:
-        cursor.close()
-    if not columns or columns[-1] != ["return_code"] or result_sets[-1][0][0] != 0:
+    result = db.call(conn, procedure, with_plans=True, **params)
+    if result.return_code != 0:
         raise RelqError(f"{procedure}: did not return 0 while its plans were captured")
-    own = [rows for rows, names in zip(result_sets[:-1], columns[:-1], strict=True)
+    own = [rows for rows, names in zip(result.result_sets, result.columns, strict=True)
            if list(names) != [SHOWPLAN_COLUMN]]
-    return Captured(showplans(result_sets, columns), [row for rows in own for row in rows])
+    return Captured(showplans(result.result_sets, result.columns), [row for rows in own for row in rows])

@@ -460,12 +460,14 @@ _PROCEDURE = re.compile(rf"{_PART}(?:\.{_PART}){{0,2}}")
 _PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
-def call(conn: Any, procedure: str, **params: Any) -> CallResult:
+def call(conn: Any, procedure: str, *, with_plans: bool = False, **params: Any) -> CallResult:
     """Call ``procedure`` (``dbo.Name`` or ``[dbo].[Name]``) with named parameters (None is
     NULL) and capture its RETURN code. OUTPUT parameters are not supported: return values
-    as a result set instead. Raises ValueError for a name that is not a plain identifier,
-    before touching ``conn``, and SqlError (context: the procedure) when SQL Server fails."""
-    sql = _call_sql(procedure, list(params))
+    as a result set instead. ``with_plans``: run it under SET STATISTICS XML ON, so that
+    each statement's actual plan comes back as a result set of its own among the
+    procedure's. Raises ValueError for a name that is not a plain identifier, before
+    touching ``conn``, and SqlError (context: the procedure) when SQL Server fails."""
+    sql = _call_sql(procedure, list(params), with_plans)
     cursor = conn.cursor()
     try:
         sets, columns = result_sets(cursor, sql, *params.values(), context=procedure)
@@ -478,7 +480,7 @@ def call(conn: Any, procedure: str, **params: Any) -> CallResult:
     return CallResult(int(return_code) if return_code is not None else 0, sets, columns)
 
 
-def _call_sql(procedure: str, names: list[str]) -> str:
+def _call_sql(procedure: str, names: list[str], with_plans: bool = False) -> str:
     """The batch :func:`call` runs; ValueError if a name could smuggle in SQL."""
     if not isinstance(procedure, str) or not _PROCEDURE.fullmatch(procedure):
         raise ValueError(f"not a procedure name: {procedure!r} (expected schema.Name or [schema].[Name])")
@@ -486,8 +488,10 @@ def _call_sql(procedure: str, names: list[str]) -> str:
         if not _PARAMETER.fullmatch(name):
             raise ValueError(f"not a parameter name: {name!r}")
     arguments = ", ".join(f"@{name} = ?" for name in names)
-    return (f"SET NOCOUNT ON; DECLARE @rc INT; EXEC @rc = {procedure}{' ' if arguments else ''}{arguments}; "
-            f"SELECT @rc AS [return_code];")
+    execute = f"EXEC @rc = {procedure}{' ' if arguments else ''}{arguments};"
+    if with_plans:
+        execute = f"SET STATISTICS XML ON; {execute} SET STATISTICS XML OFF;"
+    return f"SET NOCOUNT ON; DECLARE @rc INT; {execute} SELECT @rc AS [return_code];"
 
 
 def _collect(cursor: Any) -> tuple[list[list[tuple]], list[list[str]]]:
