@@ -114,19 +114,23 @@ def render_queues(c):
     print("\n".join(changed) if changed else "every queue is what its templates make", file=sys.stderr)
 
 
-@task(positional=["name"], help={
+@task(positional=["name"], iterable=["subtype"], help={
     "name": "the queue's name, PascalCase, 2 to 14 letters and digits: InvoiceExport",
     "types": "its job types, comma-separated, at least two: InvoicePdf,InvoiceXml",
     "noun": "what the comments call one item (default: '<name in words> job')",
+    "subtype": "a type's own columns, in a subtype table (repeatable): "
+               "'InvoicePdf: Template NVARCHAR(100), Copies INT NULL'",
 })
-def new_queue(c, name, types="", noun=None):
+def new_queue(c, name, types="", noun=None, subtype=None):
     """Scaffold a relational queue of the job shape from the templates; `invoke build` passes right after."""
     from relq.errors import RelqError
-    from relq.scaffold import CATALOGUE
+    from relq.scaffold import CATALOGUE, parse_subtype
     from relq.scaffold import new_queue as scaffold
 
     try:
-        written = scaffold(ROOT, name, [t.strip() for t in (types or "").split(",") if t.strip()], noun)
+        subtypes = tuple(parse_subtype(s) for s in subtype or ())
+        written = scaffold(ROOT, name, [t.strip() for t in (types or "").split(",") if t.strip()], noun,
+                           subtypes=subtypes)
     except RelqError as exc:
         raise _fail(exc, "new-queue") from None
     print("\n".join(written), file=sys.stderr)

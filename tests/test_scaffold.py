@@ -5,13 +5,14 @@ every queue at once."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from relq.build import build
 from relq.errors import RelqError
-from relq.scaffold import CATALOGUE, load, new_queue, queue_renders, renders, templates, write
+from relq.scaffold import CATALOGUE, load, new_queue, parse_subtype, queue_renders, renders, templates, write
 from tests.conftest import REPO
 
 QUEUES = load(REPO)
@@ -53,11 +54,20 @@ def _project(tmp_path: Path) -> Path:
     return root
 
 
+LONGEST_TYPE = "Card" + "x" * 46  # 50 characters, as long as a job type may be
+SUBTYPES = (
+    parse_subtype(f"{LONGEST_TYPE}: CardholderReferenceNumberXxxxx NVARCHAR(100), Amount decimal(19,4), "
+                  f"CapturedOn dbo.[_Timestamp] NULL, CardToken UNIQUEIDENTIFIER"),
+    parse_subtype("BankPayment: Iban VARCHAR(34), Mandate dbo.EntityKey"),
+)
+
+
 @pytest.fixture(scope="module")
 def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     root = _project(tmp_path_factory.mktemp("new-queue"))
-    # the longest name and noun there may be
-    return root, new_queue(root, "PaymentCapture", ["CardPayment", "BankPayment"], "card payment capture")
+    # the longest names and noun there may be, and two subtypes (a third type has none)
+    return root, new_queue(root, "PaymentCapture", [LONGEST_TYPE, "BankPayment", "Refund"],
+                           "card payment capture", subtypes=SUBTYPES)
 
 
 def test_a_new_queue_builds_right_after(scaffolded: tuple[Path, list[str]]) -> None:
@@ -76,8 +86,41 @@ def test_a_new_queue_gets_its_own_names_everywhere(scaffolded: tuple[Path, list[
     for path in own:
         text = (root / path).read_text()
         assert "SyncQueue" not in text and "CustomerSync" not in text, path
-    assert "'CardPayment'" in (root / "database/data/dbo.PaymentCaptureType.sql").read_text()
+    assert f"'{LONGEST_TYPE}'" in (root / "database/data/dbo.PaymentCaptureType.sql").read_text()
     assert "dbo.PaymentCapture AS" in (root / "database/views/dbo.QueueHealth_V.sql").read_text()
+
+
+def test_a_new_queue_gets_a_table_and_a_tsqlt_class_per_subtype(scaffolded: tuple[Path, list[str]]) -> None:
+    root, written = scaffolded
+    for table in (f"PaymentCapture_{LONGEST_TYPE}", "PaymentCapture_BankPayment"):
+        assert f"database/tables/dbo.{table}.sql" in written
+        assert f"tests_tsqlt/{table}Tests.class.sql" in written
+    assert "database/functions/dbo.PaymentCapture_IsType_fn.sql" in written
+    assert "tests_tsqlt/PaymentCapture_IsType_fnTests.class.sql" in written
+    assert not any("Refund" in path for path in written)  # a type without subtype has no table
+    bank = (root / "database/tables/dbo.PaymentCapture_BankPayment.sql").read_text()
+    assert "Iban VARCHAR(34) NOT NULL," in bank and "Mandate dbo.EntityKey NOT NULL," in bank
+    assert "REFERENCES dbo.PaymentCapture (EnqueuedAt) ON DELETE CASCADE" in bank
+    assert "CHECK (dbo.PaymentCapture_IsType_fn(EnqueuedAt, 'BankPayment') = 1)" in bank
+
+
+def test_a_subtypes_columns_reach_the_list_the_enqueue_the_view_and_the_archive(
+        scaffolded: tuple[Path, list[str]]) -> None:
+    root, _ = scaffolded
+    text = {name: (root / f"database/{name}").read_text() for name in (
+        "types/dbo.PaymentCaptureItemList.sql", "procedures/dbo.Add_PaymentCapture_utx.sql",
+        "views/dbo.Worker_PaymentCapture_V.sql", "tables/dbo.PaymentCaptureArchive.sql",
+        "procedures/dbo.Purge_PaymentCapture_trx.sql")}
+    assert "Amount DECIMAL(19, 4) NULL," in text["types/dbo.PaymentCaptureItemList.sql"]
+    assert "CapturedOn dbo.[_Timestamp] NULL," in text["tables/dbo.PaymentCaptureArchive.sql"]
+    assert "s2.Mandate" in text["views/dbo.Worker_PaymentCapture_V.sql"]
+    assert "LEFT JOIN dbo.PaymentCapture_BankPayment AS s2" in text["views/dbo.Worker_PaymentCapture_V.sql"]
+    assert "v.Iban," in text["procedures/dbo.Purge_PaymentCapture_trx.sql"]
+    enqueue = text["procedures/dbo.Add_PaymentCapture_utx.sql"]
+    assert "i.[Type] = 'BankPayment'\n                AND i.Iban IS NULL" in enqueue
+    assert "AND i.CapturedOn IS NULL" not in enqueue  # NULL allowed
+    assert f"i.[Type] <> '{LONGEST_TYPE}'\n                AND i.CapturedOn IS NOT NULL" in enqueue
+    assert "INSERT INTO dbo.PaymentCapture_BankPayment (" in enqueue
 
 
 def test_a_new_queue_of_the_longest_name_keeps_within_the_line_lengths(
@@ -115,14 +158,43 @@ def test_a_new_queue_is_in_the_catalogue_and_renders_again_unchanged(
     ("Invoice", ["A", "B"], "a very long noun for a job", "20 characters at most"),
     ("HeapQueue", ["A", "B"], None, "exists already"),  # the message queue's table
     ("Heapqueue", ["A", "B"], None, "exists already"),  # the same name to SQL Server
+    ("Invoice", ["A", "AddTestJobA"], None, "the tSQLt classes' own job types"),
 ])
 def test_new_queue_refuses_bad_input_and_writes_nothing(tmp_path: Path, name: str, types: list[str],
                                                           noun: str | None, problem: str) -> None:
     root = _project(tmp_path)
+    _assert_refused(root, problem, lambda: new_queue(root, name, types, noun))
+
+
+@pytest.mark.parametrize(("subtypes", "problem"), [
+    (["Pdf: Pages INT"], "not one of the queue's job types"),
+    (["invoicepdf: Pages INT"], "not one of the queue's job types"),
+    (["InvoicePdf:"], "lists no column"),
+    (["InvoicePdf: pages INT"], "PascalCase, 1 to 30"),
+    (["InvoicePdf: Select INT"], "reserved word"),
+    (["InvoicePdf: EntityKey NVARCHAR(10)"], "column EntityKey is taken"),
+    (["InvoicePdf: Pages INT, PAGES BIGINT"], "column PAGES is taken"),
+    (["InvoicePdf: Pages INT", "InvoiceXml: Pages INT"], "column Pages is taken"),
+    (["InvoicePdf: Pages INT", "InvoicePdf: Copies INT"], "a job type has one subtype"),
+    (["InvoicePdf: Pages TEXT"], "not one the templates take"),
+    (["InvoicePdf: Pages INT; DROP TABLE x"], "not one the templates take"),
+    (["InvoicePdf: Pages dbo.NoSuchType"], "not an alias type of database/types"),
+    (["InvoicePdf Pages INT"], "'Type: Column TYPE"),
+    (["InvoicePdf: Pages"], "'Name TYPE' or 'Name TYPE NULL'"),
+])
+def test_new_queue_refuses_a_bad_subtype_and_writes_nothing(tmp_path: Path, subtypes: list[str],
+                                                              problem: str) -> None:
+    root = _project(tmp_path)
+    _assert_refused(root, problem, lambda: new_queue(root, "Invoice", ["InvoicePdf", "InvoiceXml"],
+                                                     subtypes=tuple(map(parse_subtype, subtypes))))
+
+
+def _assert_refused(root: Path, problem: str, make: Callable[[], object]) -> None:
+    """``make`` raises ``problem`` and writes nothing under ``root``."""
     catalogue = (root / CATALOGUE).read_text()
     files = sorted(p for p in root.rglob("*") if p.is_file())
     with pytest.raises(RelqError, match=problem):
-        new_queue(root, name, types, noun)
+        make()
     assert (root / CATALOGUE).read_text() == catalogue
     assert sorted(p for p in root.rglob("*") if p.is_file()) == files
 

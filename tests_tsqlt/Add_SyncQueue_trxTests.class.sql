@@ -3,14 +3,25 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Add_SyncQueue_trxTests';
 GO
+-- The queue, faked, with job types of the tests' own (AddTestJobA and AddTestJobB: the fake
+-- has no foreign key), so that no test but those of a subtype has to fill a subtype's columns.
+CREATE PROCEDURE Add_SyncQueue_trxTests.FakeQueue
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueType';
+    INSERT INTO dbo.SyncQueueType ([Type])
+    VALUES ('AddTestJobA'), ('AddTestJobB');
+END;
+GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
 CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 50001 when a transaction is open]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_trxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
-    VALUES (1, 'CustomerSync', N'C-1');
+    VALUES (1, 'AddTestJobA', N'C-1');
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
 
     EXEC dbo.Add_SyncQueue_trx @Items = @Items;
@@ -31,11 +42,11 @@ BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @RetCode INT;
     DECLARE @TranCount INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_trxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey, Payload)
     VALUES
-    (1, 'CustomerSync', N'C-1', N'{"name":"Ada"}'),
-    (2, 'InventorySync', N'SKU-1', NULL);
+    (1, 'AddTestJobA', N'C-1', N'{"name":"Ada"}'),
+    (2, 'AddTestJobB', N'SKU-1', NULL);
 
     EXEC @RetCode = dbo.Add_SyncQueue_trx @Items = @Items;
     SET @TranCount = @@TRANCOUNT;
@@ -52,8 +63,8 @@ BEGIN
             q.[Status] = 'Pending'
             AND q.AttemptNum = 0
             AND (
-                (q.[Type] = 'CustomerSync' AND q.EntityKey = N'C-1' AND q.Payload = N'{"name":"Ada"}')
-                OR (q.[Type] = 'InventorySync' AND q.EntityKey = N'SKU-1' AND q.Payload IS NULL)
+                (q.[Type] = 'AddTestJobA' AND q.EntityKey = N'C-1' AND q.Payload = N'{"name":"Ada"}')
+                OR (q.[Type] = 'AddTestJobB' AND q.EntityKey = N'SKU-1' AND q.Payload IS NULL)
             )
     );
     EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Rows;
@@ -69,9 +80,9 @@ BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @ErrorNumber INT;
     DECLARE @RowsInTransaction INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_trxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
-    VALUES (1, 'CustomerSync', N'C-1'), (2, 'CustomerSync', NULL);
+    VALUES (1, 'AddTestJobA', N'C-1'), (2, 'AddTestJobA', NULL);
 
     BEGIN TRY
         EXEC dbo.Add_SyncQueue_trx @Items = @Items;
@@ -96,9 +107,9 @@ AS
 BEGIN
     DECLARE @ErrorNumber INT;
     DECLARE @Items dbo.SyncQueueItemList;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_trxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
-    VALUES (1, 'CustomerSync', N'C-1');
+    VALUES (1, 'AddTestJobA', N'C-1');
 
     SET IMPLICIT_TRANSACTIONS ON;
     BEGIN TRY
@@ -135,7 +146,7 @@ BEGIN
         GroupKey,
         DedupKey
     )
-    VALUES (@EnqueuedAt, 'CustomerSync', @EntityKey, @Status, NULL, 0, NULL, @EnqueuedAt, @EnqueuedAt, 0, NULL, @DedupKey);
+    VALUES (@EnqueuedAt, 'AddTestJobA', @EntityKey, @Status, NULL, 0, NULL, @EnqueuedAt, @EnqueuedAt, 0, NULL, @DedupKey);
 END;
 GO
 --[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
@@ -147,12 +158,12 @@ BEGIN
     DECLARE @TranCount INT;
     DECLARE @Rows INT;
     DECLARE @Matching INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_trxTests.FakeQueue;
     -- Item 2 gives none of the three: Priority 0, no group, no DedupKey.
     INSERT INTO @Items (ItemNo, [Type], EntityKey, [Priority], GroupKey, DedupKey)
     VALUES
-    (1, 'CustomerSync', N'C-1', 7, N'customer:1', N'sync:C-1'),
-    (2, 'InventorySync', N'SKU-1', NULL, NULL, NULL);
+    (1, 'AddTestJobA', N'C-1', 7, N'customer:1', N'sync:C-1'),
+    (2, 'AddTestJobB', N'SKU-1', NULL, NULL, NULL);
 
     EXEC @RetCode = dbo.Add_SyncQueue_trx @Items = @Items;
     SET @TranCount = @@TRANCOUNT;
@@ -183,15 +194,15 @@ BEGIN
     DECLARE @LastNew DATETIME2(7);
     DECLARE @NewRows INT;
     DECLARE @Gap DATETIME2(7);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_trxTests.FakeQueue;
     EXEC Add_SyncQueue_trxTests.AddQueued
         @EnqueuedAt = @Holder, @Status = 'Processing', @DedupKey = N'sync:C-1', @EntityKey = N'C-1';
     -- Item 2 repeats the request being processed; items 1 and 3 are new.
     INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
     VALUES
-    (1, 'CustomerSync', N'C-2', NULL),
-    (2, 'CustomerSync', N'C-1 again', N'sync:C-1'),
-    (3, 'CustomerSync', N'C-3', N'sync:C-3');
+    (1, 'AddTestJobA', N'C-2', NULL),
+    (2, 'AddTestJobA', N'C-1 again', N'sync:C-1'),
+    (3, 'AddTestJobA', N'C-3', N'sync:C-3');
 
     EXEC @RetCode = dbo.Add_SyncQueue_trx @Items = @Items;
     SET @TranCount = @@TRANCOUNT;
@@ -233,12 +244,12 @@ BEGIN
     DECLARE @RetCode INT;
     DECLARE @Rows INT;
     DECLARE @Kept NVARCHAR(200);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_trxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
     VALUES
-    (4, 'CustomerSync', N'C-4', N'sync:x'),
-    (2, 'CustomerSync', N'C-2', N'sync:x'),
-    (9, 'CustomerSync', N'C-9', N'sync:x');
+    (4, 'AddTestJobA', N'C-4', N'sync:x'),
+    (2, 'AddTestJobA', N'C-2', N'sync:x'),
+    (9, 'AddTestJobA', N'C-9', N'sync:x');
 
     EXEC @RetCode = dbo.Add_SyncQueue_trx @Items = @Items;
 
@@ -259,16 +270,16 @@ BEGIN
     DECLARE @RetCode INT;
     DECLARE @TranCount INT;
     DECLARE @Rows INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_trxTests.FakeQueue;
     EXEC Add_SyncQueue_trxTests.AddQueued
         @EnqueuedAt = '2024-01-01T00:00:01', @Status = 'Pending', @DedupKey = N'k-1', @EntityKey = N'C-1';
     EXEC Add_SyncQueue_trxTests.AddQueued
         @EnqueuedAt = '2024-01-01T00:00:02', @Status = 'Paused', @DedupKey = N'k-2', @EntityKey = N'C-2';
     INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
     VALUES
-    (1, 'CustomerSync', N'C-1', N'k-1'),
-    (2, 'CustomerSync', N'C-2', N'k-2'),
-    (3, 'CustomerSync', N'C-1', N'k-1');
+    (1, 'AddTestJobA', N'C-1', N'k-1'),
+    (2, 'AddTestJobA', N'C-2', N'k-2'),
+    (3, 'AddTestJobA', N'C-1', N'k-1');
 
     EXEC @RetCode = dbo.Add_SyncQueue_trx @Items = @Items;
     SET @TranCount = @@TRANCOUNT;
@@ -287,9 +298,9 @@ BEGIN
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
     DECLARE @Rows INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_trxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey, GroupKey)
-    VALUES (1, 'CustomerSync', N'C-1', N'customer:1'), (2, 'CustomerSync', N'C-2', N'');
+    VALUES (1, 'AddTestJobA', N'C-1', N'customer:1'), (2, 'AddTestJobA', N'C-2', N'');
 
     BEGIN TRY
         EXEC dbo.Add_SyncQueue_trx @Items = @Items;

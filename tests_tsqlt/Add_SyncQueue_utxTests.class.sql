@@ -3,6 +3,17 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Add_SyncQueue_utxTests';
 GO
+-- The queue, faked, with job types of the tests' own (AddTestJobA and AddTestJobB: the fake
+-- has no foreign key), so that no test but those of a subtype has to fill a subtype's columns.
+CREATE PROCEDURE Add_SyncQueue_utxTests.FakeQueue
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueType';
+    INSERT INTO dbo.SyncQueueType ([Type])
+    VALUES ('AddTestJobA'), ('AddTestJobB');
+END;
+GO
 -- Each invalid-item test catches the error itself, to assert afterwards that nothing was written.
 CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx enqueues one Pending row when given one item]
 AS
@@ -11,9 +22,9 @@ BEGIN
     DECLARE @First dbo.[_Timestamp];
     DECLARE @Last dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey, Payload)
-    VALUES (1, 'CustomerSync', N'C-1', N'{"name":"Ada"}');
+    VALUES (1, 'AddTestJobA', N'C-1', N'{"name":"Ada"}');
 
     EXEC @RetCode = dbo.Add_SyncQueue_utx
         @Items = @Items,
@@ -64,7 +75,7 @@ BEGIN
         ScheduledFor,
         UpdatedAt
     )
-    VALUES (@First, 'CustomerSync', N'C-1', N'{"name":"Ada"}', 'Pending', NULL, 0, NULL, NULL, @First, @First);
+    VALUES (@First, 'AddTestJobA', N'C-1', N'{"name":"Ada"}', 'Pending', NULL, 0, NULL, NULL, @First, @First);
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
@@ -76,9 +87,9 @@ BEGIN
     DECLARE @Later dbo.[_Timestamp] = DATEADD(HOUR, 1, SYSUTCDATETIME());
     DECLARE @ScheduledFor dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey, ScheduledFor)
-    VALUES (1, 'InventorySync', N'SKU-1', @Later);
+    VALUES (1, 'AddTestJobB', N'SKU-1', @Later);
 
     EXEC dbo.Add_SyncQueue_utx @Items = @Items, @FirstEnqueuedAt = @First OUTPUT;
 
@@ -102,13 +113,13 @@ BEGIN
     DECLARE @Third dbo.[_Timestamp];
     DECLARE @RowCount INT;
     DECLARE @RetCode INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     -- Inserted out of order: the keys must follow ItemNo, not the order of the rows.
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
     VALUES
-    (3, 'CustomerSync', N'C-3'),
-    (1, 'InventorySync', N'SKU-1'),
-    (2, 'CustomerSync', N'C-2');
+    (3, 'AddTestJobA', N'C-3'),
+    (1, 'AddTestJobB', N'SKU-1'),
+    (2, 'AddTestJobA', N'C-2');
 
     EXEC @RetCode = dbo.Add_SyncQueue_utx
         @Items = @Items,
@@ -154,11 +165,11 @@ BEGIN
     DECLARE @First1 dbo.[_Timestamp];
     DECLARE @Last1 dbo.[_Timestamp];
     DECLARE @First2 dbo.[_Timestamp];
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items1 (ItemNo, [Type], EntityKey)
-    VALUES (1, 'CustomerSync', N'C-1'), (2, 'CustomerSync', N'C-2');
+    VALUES (1, 'AddTestJobA', N'C-1'), (2, 'AddTestJobA', N'C-2');
     INSERT INTO @Items2 (ItemNo, [Type], EntityKey)
-    VALUES (1, 'CustomerSync', N'C-3');
+    VALUES (1, 'AddTestJobA', N'C-3');
 
     EXEC dbo.Add_SyncQueue_utx @Items = @Items1, @FirstEnqueuedAt = @First1 OUTPUT, @LastEnqueuedAt = @Last1 OUTPUT;
     EXEC dbo.Add_SyncQueue_utx @Items = @Items2, @FirstEnqueuedAt = @First2 OUTPUT;
@@ -175,14 +186,14 @@ BEGIN
     DECLARE @Future dbo.[_Timestamp] = CAST(DATEADD(HOUR, 1, SYSUTCDATETIME()) AS DATETIME2(6));
     DECLARE @First dbo.[_Timestamp];
     DECLARE @ExpectedFirst dbo.[_Timestamp];
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     -- A clock that stepped back: the last key handed out is later than now.
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
-    VALUES (@Future, 'CustomerSync', N'C-0', 'Pending', NULL, 0, NULL, @Future, @Future);
+    VALUES (@Future, 'AddTestJobA', N'C-0', 'Pending', NULL, 0, NULL, @Future, @Future);
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
-    VALUES (1, 'CustomerSync', N'C-1');
+    VALUES (1, 'AddTestJobA', N'C-1');
 
     EXEC dbo.Add_SyncQueue_utx @Items = @Items, @FirstEnqueuedAt = @First OUTPUT;
 
@@ -196,7 +207,7 @@ BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
     VALUES (1, NULL, N'C-1');
 
@@ -220,7 +231,7 @@ BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
     VALUES (1, 'NoSuchSync', N'C-1');
 
@@ -244,9 +255,9 @@ BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
-    VALUES (1, 'CustomerSync', NULL);
+    VALUES (1, 'AddTestJobA', NULL);
 
     BEGIN TRY
         EXEC dbo.Add_SyncQueue_utx @Items = @Items;
@@ -268,9 +279,9 @@ BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
-    VALUES (1, 'CustomerSync', N'   ');
+    VALUES (1, 'AddTestJobA', N'   ');
 
     BEGIN TRY
         EXEC dbo.Add_SyncQueue_utx @Items = @Items;
@@ -292,9 +303,9 @@ BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey, Payload)
-    VALUES (1, 'CustomerSync', N'C-1', N'{not json');
+    VALUES (1, 'AddTestJobA', N'C-1', N'{not json');
 
     BEGIN TRY
         EXEC dbo.Add_SyncQueue_utx @Items = @Items;
@@ -316,9 +327,9 @@ BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
-    VALUES (1, 'CustomerSync', N'C-1'), (2, 'NoSuchSync', N'C-2');
+    VALUES (1, 'AddTestJobA', N'C-1'), (2, 'NoSuchSync', N'C-2');
 
     BEGIN TRY
         EXEC dbo.Add_SyncQueue_utx @Items = @Items;
@@ -338,7 +349,7 @@ CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 whe
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Items must hold%';
 
     EXEC dbo.Add_SyncQueue_utx @Items = @Items;
@@ -357,9 +368,9 @@ CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50002 whe
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
-    VALUES (1, 'CustomerSync', N'C-1');
+    VALUES (1, 'AddTestJobA', N'C-1');
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
 
     EXEC dbo.Add_SyncQueue_utx @Items = @Items;
@@ -371,11 +382,11 @@ BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @ErrorNumber INT;
     DECLARE @Written INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
     SELECT TOP (4001)
         ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS ItemNo,
-        'CustomerSync' AS [Type],
+        'AddTestJobA' AS [Type],
         N'C' AS EntityKey
     FROM sys.all_columns AS a
     CROSS JOIN sys.all_columns AS b;
@@ -414,7 +425,7 @@ BEGIN
         GroupKey,
         DedupKey
     )
-    VALUES (@EnqueuedAt, 'CustomerSync', @EntityKey, @Status, NULL, 0, NULL, @EnqueuedAt, @EnqueuedAt, 0, NULL, @DedupKey);
+    VALUES (@EnqueuedAt, 'AddTestJobA', @EntityKey, @Status, NULL, 0, NULL, @EnqueuedAt, @EnqueuedAt, 0, NULL, @DedupKey);
 END;
 GO
 CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx stores Priority GroupKey and DedupKey when an item has them]
@@ -422,12 +433,12 @@ AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @RetCode INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     -- Item 2 gives none of the three: Priority 0, no group, no DedupKey.
     INSERT INTO @Items (ItemNo, [Type], EntityKey, [Priority], GroupKey, DedupKey)
     VALUES
-    (1, 'CustomerSync', N'C-1', -5, N'customer:1', N'sync:C-1'),
-    (2, 'InventorySync', N'SKU-1', NULL, NULL, NULL);
+    (1, 'AddTestJobA', N'C-1', -5, N'customer:1', N'sync:C-1'),
+    (2, 'AddTestJobB', N'SKU-1', NULL, NULL, NULL);
 
     EXEC @RetCode = dbo.Add_SyncQueue_utx @Items = @Items;
 
@@ -463,15 +474,15 @@ BEGIN
     DECLARE @Second DATETIME2(7);
     DECLARE @Enqueued NVARCHAR(MAX);
     DECLARE @RetCode INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     EXEC Add_SyncQueue_utxTests.AddQueued
         @EnqueuedAt = @Holder, @Status = 'Pending', @DedupKey = N'sync:C-1', @EntityKey = N'C-1';
     -- Item 2 repeats the queued request; items 1 and 3 are new.
     INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
     VALUES
-    (1, 'CustomerSync', N'C-2', NULL),
-    (2, 'CustomerSync', N'C-1 again', N'sync:C-1'),
-    (3, 'CustomerSync', N'C-3', N'sync:C-3');
+    (1, 'AddTestJobA', N'C-2', NULL),
+    (2, 'AddTestJobA', N'C-1 again', N'sync:C-1'),
+    (3, 'AddTestJobA', N'C-3', N'sync:C-3');
 
     EXEC @RetCode = dbo.Add_SyncQueue_utx
         @Items = @Items,
@@ -543,7 +554,7 @@ BEGIN
     DECLARE @Enqueued NVARCHAR(MAX);
     DECLARE @RetCode INT;
     DECLARE @Rows INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     -- One holder in each unfinished state.
     EXEC Add_SyncQueue_utxTests.AddQueued
         @EnqueuedAt = @PendingKey, @Status = 'Pending', @DedupKey = N'k-pending', @EntityKey = N'C-1';
@@ -555,10 +566,10 @@ BEGIN
         @EnqueuedAt = @PausedKey, @Status = 'Paused', @DedupKey = N'k-paused', @EntityKey = N'C-4';
     INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
     VALUES
-    (1, 'CustomerSync', N'C-4', N'k-paused'),
-    (2, 'CustomerSync', N'C-3', N'k-error'),
-    (3, 'CustomerSync', N'C-2', N'k-processing'),
-    (4, 'CustomerSync', N'C-1', N'k-pending');
+    (1, 'AddTestJobA', N'C-4', N'k-paused'),
+    (2, 'AddTestJobA', N'C-3', N'k-error'),
+    (3, 'AddTestJobA', N'C-2', N'k-processing'),
+    (4, 'AddTestJobA', N'C-1', N'k-pending');
 
     EXEC @RetCode = dbo.Add_SyncQueue_utx
         @Items = @Items,
@@ -600,14 +611,14 @@ BEGIN
     DECLARE @Last DATETIME2(7);
     DECLARE @Second DATETIME2(7);
     DECLARE @Enqueued NVARCHAR(MAX);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     -- Items 2, 5 and 7 share a DedupKey (listed out of order); item 3 has none.
     INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
     VALUES
-    (5, 'CustomerSync', N'C-5', N'sync:x'),
-    (7, 'CustomerSync', N'C-7', N'sync:x'),
-    (3, 'CustomerSync', N'C-3', NULL),
-    (2, 'CustomerSync', N'C-2', N'sync:x');
+    (5, 'AddTestJobA', N'C-5', N'sync:x'),
+    (7, 'AddTestJobA', N'C-7', N'sync:x'),
+    (3, 'AddTestJobA', N'C-3', NULL),
+    (2, 'AddTestJobA', N'C-2', N'sync:x');
 
     EXEC dbo.Add_SyncQueue_utx
         @Items = @Items,
@@ -666,7 +677,7 @@ BEGIN
     DECLARE @Enqueued NVARCHAR(MAX);
     DECLARE @Duplicates INT;
     DECLARE @NewRows INT;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     -- One item in each finished state, each with its own DedupKey.
     EXEC Add_SyncQueue_utxTests.AddQueued
         @EnqueuedAt = '2024-01-01T00:00:01', @Status = 'Completed', @DedupKey = N'k-1', @EntityKey = N'C-1';
@@ -680,11 +691,11 @@ BEGIN
         @EnqueuedAt = '2024-01-01T00:00:05', @Status = 'PartiallyCompleted', @DedupKey = N'k-5', @EntityKey = N'C-5';
     INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
     VALUES
-    (1, 'CustomerSync', N'C-1', N'k-1'),
-    (2, 'CustomerSync', N'C-2', N'k-2'),
-    (3, 'CustomerSync', N'C-3', N'k-3'),
-    (4, 'CustomerSync', N'C-4', N'k-4'),
-    (5, 'CustomerSync', N'C-5', N'k-5');
+    (1, 'AddTestJobA', N'C-1', N'k-1'),
+    (2, 'AddTestJobA', N'C-2', N'k-2'),
+    (3, 'AddTestJobA', N'C-3', N'k-3'),
+    (4, 'AddTestJobA', N'C-4', N'k-4'),
+    (5, 'AddTestJobA', N'C-5', N'k-5');
 
     EXEC dbo.Add_SyncQueue_utx @Items = @Items, @FirstEnqueuedAt = @First OUTPUT, @Enqueued = @Enqueued OUTPUT;
 
@@ -706,11 +717,11 @@ BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey, GroupKey)
     VALUES
-    (1, 'CustomerSync', N'C-1', N'customer:1'),
-    (2, 'CustomerSync', N'C-2', N'   ');
+    (1, 'AddTestJobA', N'C-1', N'customer:1'),
+    (2, 'AddTestJobA', N'C-2', N'   ');
 
     BEGIN TRY
         EXEC dbo.Add_SyncQueue_utx @Items = @Items;
@@ -732,11 +743,11 @@ BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
     VALUES
-    (1, 'CustomerSync', N'C-1', N'sync:C-1'),
-    (3, 'CustomerSync', N'C-3', N'');
+    (1, 'AddTestJobA', N'C-1', N'sync:C-1'),
+    (3, 'AddTestJobA', N'C-3', N'');
 
     BEGIN TRY
         EXEC dbo.Add_SyncQueue_utx @Items = @Items;
@@ -765,11 +776,11 @@ BEGIN
     DECLARE @ErrorMessage NVARCHAR(4000);
     -- A truncation error must only end its statement, not doom tSQLt's transaction.
     SET XACT_ABORT OFF;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
 
     BEGIN TRY
         INSERT INTO @Items (ItemNo, [Type], EntityKey, GroupKey)
-        VALUES (1, 'CustomerSync', N'C-1', REPLICATE(N'g', 101));
+        VALUES (1, 'AddTestJobA', N'C-1', REPLICATE(N'g', 101));
     END TRY
     BEGIN CATCH
         SET @ListError = ERROR_NUMBER();
@@ -804,11 +815,11 @@ BEGIN
     DECLARE @ErrorMessage NVARCHAR(4000);
     -- A truncation error must only end its statement, not doom tSQLt's transaction.
     SET XACT_ABORT OFF;
-    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
 
     BEGIN TRY
         INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
-        VALUES (1, 'CustomerSync', N'C-1', REPLICATE(N'd', 201));
+        VALUES (1, 'AddTestJobA', N'C-1', REPLICATE(N'd', 201));
     END TRY
     BEGIN CATCH
         SET @ListError = ERROR_NUMBER();

@@ -158,6 +158,17 @@ def archived_keys(spark: Any, root: str, queue: str, days: list[date]) -> Any | 
     return frame.where(F.col("Day").isin(wanted)).select("EnqueuedAt", "UpdatedAt")
 
 
+def _check_columns(driver: Any, name: str) -> None:
+    """Refuse a queue whose worker view has columns the archive layout does not carry (the
+    columns of a job queue's subtypes): its purge would remove what no file kept."""
+    carried = {c.casefold() for c in spec(name).read_columns()}
+    left_out = [c for c in driver.view_columns(name) if c.casefold() not in carried]
+    if left_out:
+        raise RelqError(f"queue {name}: dbo.Worker_{name}_V has columns the pipeline's archive does not "
+                        f"carry ({', '.join(left_out)}: a subtype's); archive it with dbo.Purge_{name}_trx "
+                        f"@Archive = 1 into dbo.{name}Archive instead; nothing was done")
+
+
 def archive(spark: Any, store: Store, queue: str, root: str, *, older_than_minutes: int, partitions: int = 8,
             now: datetime | None = None, console: Console | None = None,
             range_rows: int = RANGE_ROWS) -> ArchiveResult:
@@ -171,6 +182,7 @@ def archive(spark: Any, store: Store, queue: str, root: str, *, older_than_minut
         # The database's spelling, everywhere: the lock's name is compared byte for byte and
         # the archive's Queue partition is named by it (SYNCQUEUE would miss SyncQueue's rows).
         name = driver.queue_name(queue)
+        _check_columns(driver, name)
         resource = LOCK_PREFIX + name
         if not driver.try_lock(resource):
             raise RelqError(f"another pipeline.archive of {name} is running (it holds the application lock "

@@ -90,6 +90,11 @@ class Session(Protocol):
 
     def job_types(self, queue: str) -> list[str]: ...
 
+    def view_columns(self, queue: str) -> list[str]:
+        """The columns of the queue's worker view, as the database has them (a job queue's
+        subtypes add theirs)."""
+        ...
+
     def enqueue(self, queue: str, items: Sequence[dict[str, Any]]) -> list[tuple[int, bool]]:
         """Enqueue ``items`` (each with an ItemNo, at most ENQUEUE_LIMIT) in one call:
         (ItemNo, IsDuplicate) for each. Raises ItemRejected."""
@@ -295,6 +300,12 @@ class SqlSession:
         if s.kind != JOB:
             raise RelqError(f"queue {s.name} has no job types")
         return [t for (t,) in self._query(s.name, f"SELECT [Type] FROM dbo.{s.name}Type;")]
+
+    def view_columns(self, queue: str) -> list[str]:
+        name = spec(queue).name
+        sql = ("SELECT c.name FROM sys.columns AS c "
+               "WHERE c.object_id = OBJECT_ID(N'dbo.Worker_' + ? + N'_V') ORDER BY c.column_id;")
+        return [c for (c,) in self._query(name, sql, name)]
 
     def enqueue(self, queue: str, items: Sequence[dict[str, Any]]) -> list[tuple[int, bool]]:
         s = spec(queue)

@@ -7,6 +7,11 @@ relq/scaffold/templates, in three groups:
 - job_queues/: the rest of a queue of the job shape (SyncQueue's: typed jobs on an
   entity with a JSON payload): tables, list types, job types, enqueue, claim,
   report, purge, drain, worker view, grants and a tSQLt class;
+- subtypes/: a job queue's exclusive subtypes, when its catalogue entry asks for
+  them: per subtype a table of the type's own columns (dbo.<Queue>_<Type>) and its
+  tSQLt class, and once per queue dbo.<Queue>_IsType_fn, which their CHECKs call.
+  A subtype's columns also reach the list type, Add_, the worker view, the archive
+  and the purge through the job_queues/ templates;
 - all_queues/: objects over every queue at once (the health views).
 
 A queue of the custom shape (Notification: a subtype and delivery channels) gets
@@ -20,7 +25,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -35,9 +40,19 @@ else:  # pragma: no cover
 TEMPLATES = Path(__file__).parent / "templates"
 CATALOGUE = "database/queues.toml"
 NAME = "QUEUE"  # stands for the queue's name in a template's file name
+SUBTYPE = "SUBTYPE"  # and for a subtype's job type in a subtypes/ template's
 SHAPES = ("job", "custom")
 GROUPS = {"every_queue": SHAPES, "job_queues": ("job",)}
+SUBTYPES = "subtypes"  # rendered for a job queue with subtypes
 ONCE = "all_queues"
+# The job types the Add_ tSQLt classes enqueue (they fake dbo.<Queue>Type), so that
+# none of them has a subtype whose columns the tests would have to fill.
+TEST_TYPES = ("AddTestJobA", "AddTestJobB")
+# The columns a job queue's list type, worker view and archive have already: a subtype's
+# columns join them there, so they may not take one of these names.
+BASE_COLUMNS = ("ItemNo", "EnqueuedAt", "Type", "EntityKey", "Payload", "Status", "Step", "AttemptNum",
+                "Response", "Error", "StartedAt", "Duration", "ScheduledFor", "UpdatedAt", "Priority",
+                "GroupKey", "DedupKey", "LockedBy", "LeaseUntil", "ArchivedAt")
 # At most 14 characters: the templates' longest lines then stay within the house
 # style's 120 columns (sqlfluff LT05), and every transaction name within SQL Server's 32.
 _QUEUE_NAME = re.compile(r"[A-Z][A-Za-z0-9]{1,13}")
@@ -46,6 +61,69 @@ _PREFIX = re.compile(r"[a-z][a-z0-9]*")
 _ALIAS = re.compile(r"[a-z]")
 _WORDS = re.compile(r"[a-z][a-z -]{0,19}")  # short enough to keep the comments' lines in the style
 _LITERAL_ALIAS = re.compile(r"\bAS ([a-z])\b")  # a template's own one-letter aliases
+_COLUMN_NAME = re.compile(r"[A-Z][A-Za-z0-9]{0,29}")
+# A subtype column's SQL type: one of the project's alias types, or a built-in type.
+_SQL_TYPE = re.compile(
+    r"dbo\.(?:[A-Za-z][A-Za-z0-9]*|\[_[A-Za-z0-9]+\])"
+    r"|(?:N?VARCHAR|N?CHAR|VARBINARY|BINARY)\((?:[1-9][0-9]{0,3}|MAX)\)"
+    r"|(?:DECIMAL|NUMERIC)\([1-9][0-9]?, ?[0-9][0-9]?\)"
+    r"|(?:DATETIME2|DATETIMEOFFSET|TIME)\([0-7]\)"
+    r"|TINYINT|SMALLINT|INT|BIGINT|BIT|DATE|UNIQUEIDENTIFIER|FLOAT|REAL|MONEY", re.IGNORECASE)
+_COLUMN = re.compile(r"\s*(\S+)\s+(.+?)(\s+NULL)?\s*", re.IGNORECASE)
+
+
+# A literal of each built-in type, for the tSQLt classes to fill a subtype's column with.
+_SAMPLES = ((re.compile(r"N(?:VAR)?CHAR\b"), "N'x'"), (re.compile(r"(?:VAR)?CHAR\b"), "'x'"),
+            (re.compile(r"(?:VAR)?BINARY\b"), "0x01"), (re.compile(r"UNIQUEIDENTIFIER"), "NEWID()"),
+            (re.compile(r"DATETIME2|DATETIMEOFFSET|DATE\b"), "'2024-01-01T00:00:00'"),
+            (re.compile(r"TIME\b"), "'08:00:00'"), (re.compile(r"\w"), "1"))
+_ALIAS_FROM = re.compile(r"CREATE TYPE dbo\.(\S+) FROM (\S+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str  # Amount
+    type: str  # DECIMAL(19, 4), dbo.EntityKey
+    null: bool = False  # NULL allowed: the column is optional when enqueueing
+    base: str = ""  # the built-in type it stores (an alias type's, from database/types)
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.type}" + (" NULL" if self.null else "")
+
+    @property
+    def sample(self) -> str:
+        """A literal of the column's type (unresolved: 1)."""
+        return next(literal for pattern, literal in _SAMPLES if pattern.match(self.base.upper() or "INT"))
+
+
+@dataclass(frozen=True)
+class Subtype:
+    """An exclusive subtype of a job queue: the columns only items of one job type have,
+    in a table of their own (dbo.<Queue>_<Type>), one row per item of that type."""
+
+    type: str
+    columns: tuple[Column, ...]
+
+
+def parse_column(text: str) -> Column:
+    """'Amount DECIMAL(19,4)' or 'Reference NVARCHAR(100) NULL' -> Column (unchecked)."""
+    match = _COLUMN.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise RelqError(f"a subtype column is 'Name TYPE' or 'Name TYPE NULL', not {text!r}")
+    name, sql_type, null = match.groups()
+    if _SQL_TYPE.fullmatch(sql_type) and not sql_type.lower().startswith("dbo."):
+        sql_type = re.sub(r",\s*", ", ", sql_type.upper())
+    return Column(name, sql_type, null is not None)
+
+
+def parse_subtype(text: str) -> Subtype:
+    """'CardPayment: Amount DECIMAL(19,4), Reference NVARCHAR(100) NULL' -> Subtype (unchecked):
+    `invoke new-queue --subtype`'s form. Commas inside a type's parentheses stay with it."""
+    job_type, colon, columns = text.partition(":")
+    if not colon:
+        raise RelqError(f"a subtype is 'Type: Column TYPE, Column TYPE NULL, ...', not {text!r}")
+    parts = re.split(r",(?![^(]*\))", columns)
+    return Subtype(job_type.strip(), tuple(parse_column(c) for c in parts if c.strip()))
 
 
 @dataclass(frozen=True)
@@ -57,11 +135,17 @@ class Queue:
     noun: str = "job"  # words for the comments: "sync job"
     verb: tuple[str, str] = ("process", "processed")
     types: tuple[str, ...] = ()
+    subtypes: tuple[Subtype, ...] = ()
 
     def variables(self) -> dict[str, object]:
+        subtypes = [{"type": s.type, "table": f"{self.name}_{s.type}", "alias": f"s{n}",
+                     "columns": [dict(vars(c), sample=c.sample) for c in s.columns]}
+                    for n, s in enumerate(self.subtypes, 1)]
         return {"Queue": self.name, "prefix": self.prefix, "a": self.alias, "noun": self.noun,
                 "nouns": self.noun + "s", "verb": self.verb[0], "verbed": self.verb[1],
-                "types": list(self.types)}
+                "types": list(self.types), "subtypes": subtypes, "test_types": list(TEST_TYPES),
+                # every subtype's columns, in catalogue order, with the subtype they belong to
+                "subtype_columns": [dict(c, subtype=s) for s in subtypes for c in s["columns"]]}
 
 
 def load(root: Path) -> list[Queue]:
@@ -76,15 +160,51 @@ def load(root: Path) -> list[Queue]:
         try:
             queue = Queue(entry["name"], entry["prefix"], entry["alias"], entry.get("shape", "job"),
                           entry.get("noun", "job"), tuple(entry.get("verb", ("process", "processed"))),
-                          tuple(entry.get("types", ())))
+                          tuple(entry.get("types", ())), _subtypes(entry.get("subtype", []), root))
         except (KeyError, TypeError) as exc:
             raise RelqError(f"{CATALOGUE}: queue {n} lacks {exc}") from None
+        except RelqError as exc:
+            raise RelqError(f"{CATALOGUE}: queue {n}: {exc}") from None
         _check(queue, f"{CATALOGUE}: queue {n} ({queue.name})")
         queues.append(queue)
     if not queues:
         raise RelqError(f"{CATALOGUE}: no [[queue]]: the health views need at least one")
     _check_unique(queues, CATALOGUE)
     return queues
+
+
+def _subtypes(entries: list[dict[str, object]], root: Path) -> tuple[Subtype, ...]:
+    """A catalogue entry's [[queue.subtype]] tables: type = "...", columns = ["Name TYPE", ...]."""
+    if not isinstance(entries, list):
+        raise RelqError("[[queue.subtype]] is a list of tables with type and columns")
+    subtypes = []
+    for entry in entries:
+        columns = entry.get("columns") if isinstance(entry, dict) else None
+        if not isinstance(columns, list) or not isinstance(entry.get("type"), str):
+            raise RelqError("each [[queue.subtype]] has type = \"...\" and columns = [\"Name TYPE\", ...]")
+        subtypes.append(Subtype(entry["type"], tuple(parse_column(c) for c in columns)))
+    return resolve(tuple(subtypes), root)
+
+
+def resolve(subtypes: tuple[Subtype, ...], root: Path) -> tuple[Subtype, ...]:
+    """``subtypes`` with each column's built-in type: an alias type's from its file in
+    ``root``'s database/types (a RelqError when there is none)."""
+    aliases = {m.group(1).casefold(): m.group(2).rstrip(";")
+               for f in (root / "database/types").glob("*.sql")
+               for m in [_ALIAS_FROM.search(f.read_text(encoding="utf-8"))] if m}
+    resolved = []
+    for subtype in subtypes:
+        columns = []
+        for column in subtype.columns:
+            base = column.type
+            if base.lower().startswith("dbo."):
+                base = aliases.get(base[4:].casefold(), "")
+                if not base:
+                    raise RelqError(f"subtype {subtype.type}: column {column.name}'s type {column.type} "
+                                    f"is not an alias type of database/types")
+            columns.append(replace(column, base=base))
+        resolved.append(replace(subtype, columns=tuple(columns)))
+    return tuple(resolved)
 
 
 def _check_unique(queues: list[Queue], where: str) -> None:
@@ -120,8 +240,41 @@ def _check(queue: Queue, where: str) -> None:
     bad = [t for t in queue.types if not _TYPE_NAME.fullmatch(t)]
     if bad:
         problems.append(f"job types are 1 to 50 letters, digits and _ (not {', '.join(map(repr, bad))})")
+    if set(map(str.casefold, TEST_TYPES)) & {t.casefold() for t in queue.types}:
+        problems.append(f"{' and '.join(TEST_TYPES)} are the tSQLt classes' own job types")
+    problems += _subtype_problems(queue)
     if problems:
         raise RelqError(f"{where}: " + "; ".join(problems))
+
+
+def _subtype_problems(queue: Queue) -> list[str]:
+    if queue.subtypes and queue.shape != "job":
+        return ["only a job queue takes subtypes from the templates"]
+    problems = []
+    seen_types: set[str] = set()
+    seen_columns = {c.casefold() for c in BASE_COLUMNS}
+    for subtype in queue.subtypes:
+        where = f"subtype {subtype.type}"
+        if subtype.type not in queue.types:
+            problems.append(f"{where}: not one of the queue's job types (spelt as there)")
+        if subtype.type.casefold() in seen_types:
+            problems.append(f"{where}: a job type has one subtype")
+        seen_types.add(subtype.type.casefold())
+        if not subtype.columns:
+            problems.append(f"{where}: lists no column")
+        for column in subtype.columns:
+            if not _COLUMN_NAME.fullmatch(column.name):
+                problems.append(f"{where}: column {column.name!r} is PascalCase, 1 to 30 letters and digits")
+            elif column.name.upper() in _reserved():
+                problems.append(f"{where}: column {column.name} is a T-SQL reserved word")
+            elif column.name.casefold() in seen_columns:
+                # the list type, the worker view and the archive hold every subtype's columns side by side
+                problems.append(f"{where}: column {column.name} is taken (by the queue or another subtype)")
+            seen_columns.add(column.name.casefold())
+            if not _SQL_TYPE.fullmatch(column.type):
+                problems.append(f"{where}: column {column.name}'s type {column.type!r} is not one the "
+                                f"templates take (dbo.<alias type>, NVARCHAR(n), INT, DECIMAL(p, s), ...)")
+    return problems
 
 
 @functools.cache
@@ -136,7 +289,7 @@ def _reserved() -> frozenset[str]:
 def _taken_aliases(shape: str) -> frozenset[str]:
     """The one-letter aliases the templates a queue of ``shape`` gets use for other tables
     (a job queue's own alias, q, is written literally in its templates)."""
-    groups = [g for g, shapes in GROUPS.items() if shape in shapes] + [ONCE]
+    groups = [g for g, shapes in GROUPS.items() if shape in shapes] + [ONCE] + [SUBTYPES] * (shape == "job")
     found = {a for g in groups for t in templates(g) for a in _LITERAL_ALIAS.findall(t.read_text())}
     return frozenset(found - {"q"} if shape == "job" else found)
 
@@ -152,18 +305,26 @@ def templates(group: str | None = None) -> list[Path]:
     return sorted(folder.rglob("*.sql.tmpl"))
 
 
-def _target(template: Path, name: str | None = None) -> str:
+def _target(template: Path, name: str | None = None, subtype: str | None = None) -> str:
     folder = template.parent.name
     file = template.name.removesuffix(".tmpl")
     if name is not None:
         file = file.replace(NAME, name)
+    if subtype is not None:
+        file = file.replace(SUBTYPE, subtype)
     return f"tests_tsqlt/{file}" if folder == "tests_tsqlt" else f"database/{folder}/{file}"
 
 
-def render(template: Path, queue: Queue) -> tuple[str, str]:
-    """(the file's path under the project, its text) of one queue's object."""
+def render(template: Path, queue: Queue, subtype: int | None = None) -> tuple[str, str]:
+    """(the file's path under the project, its text) of one queue's object; of its subtype
+    number ``subtype`` (0-based) for a subtypes/ template named after one."""
     source = template.relative_to(TEMPLATES).as_posix()
-    return _target(template, queue.name), _environment().get_template(source).render(queue.variables())
+    variables = queue.variables()
+    if subtype is None:
+        return _target(template, queue.name), _environment().get_template(source).render(variables)
+    own = variables["subtypes"][subtype]  # type: ignore[index]
+    return (_target(template, queue.name, own["type"]),
+            _environment().get_template(source).render(variables, subtype=own))
 
 
 def render_once(template: Path, queues: list[Queue]) -> tuple[str, str]:
@@ -175,8 +336,14 @@ def render_once(template: Path, queues: list[Queue]) -> tuple[str, str]:
 
 def queue_renders(queue: Queue) -> list[tuple[str, str]]:
     """One queue's own files: (path, text)."""
-    return [render(t, queue) for group, shapes in GROUPS.items() if queue.shape in shapes
-            for t in templates(group)]
+    own = [render(t, queue) for group, shapes in GROUPS.items() if queue.shape in shapes
+           for t in templates(group)]
+    for template in templates(SUBTYPES) if queue.subtypes else []:
+        if SUBTYPE in template.name:
+            own += [render(template, queue, n) for n in range(len(queue.subtypes))]
+        else:
+            own.append(render(template, queue))
+    return own
 
 
 def renders(queues: list[Queue]) -> list[tuple[str, str]]:
@@ -203,7 +370,8 @@ def _write(root: Path, files: list[tuple[str, str]]) -> list[str]:
 
 
 def new_queue(root: Path, name: str, types: list[str], noun: str | None = None,
-              verb: tuple[str, str] = ("process", "processed")) -> list[str]:
+              verb: tuple[str, str] = ("process", "processed"),
+              subtypes: tuple[Subtype, ...] = ()) -> list[str]:
     """Add a queue of the job shape to ``root``'s catalogue and write its files and the
     files over every queue (the health views, the settings' defaults); other queues'
     files are left as they are. Nothing is written when the name, a type or an existing
@@ -211,7 +379,7 @@ def new_queue(root: Path, name: str, types: list[str], noun: str | None = None,
     queues = load(root)
     default_noun = f"{_words(name)} job"
     noun = noun or (default_noun if _WORDS.fullmatch(default_noun) else "job")
-    queue = Queue(name, name.lower(), "q", "job", noun, verb, tuple(types))
+    queue = Queue(name, name.lower(), "q", "job", noun, verb, tuple(types), resolve(tuple(subtypes), root))
     where = f"new queue {name}"
     _check(queue, where)
     if any(q.name.casefold() == name.casefold() for q in queues):
@@ -241,7 +409,13 @@ def _words(name: str) -> str:
 
 
 def _entry(queue: Queue) -> str:
-    types = ", ".join(f'"{t}"' for t in queue.types)
-    return (f'\n[[queue]]\nname = "{queue.name}"\nprefix = "{queue.prefix}"\nalias = "{queue.alias}"\n'
-            f'shape = "job"\nnoun = "{queue.noun}"\nverb = ["{queue.verb[0]}", "{queue.verb[1]}"]\n'
-            f"types = [{types}]\n")
+    """The queue's catalogue entry (its words are checked: TOML strings need no escapes)."""
+    def strings(values: object) -> str:
+        return ", ".join(f'"{v}"' for v in values)  # type: ignore[attr-defined]
+
+    entry = (f'\n[[queue]]\nname = "{queue.name}"\nprefix = "{queue.prefix}"\nalias = "{queue.alias}"\n'
+             f'shape = "job"\nnoun = "{queue.noun}"\nverb = [{strings(queue.verb)}]\n'
+             f"types = [{strings(queue.types)}]\n")
+    for subtype in queue.subtypes:
+        entry += f'\n[[queue.subtype]]\ntype = "{subtype.type}"\ncolumns = [{strings(subtype.columns)}]\n'
+    return entry

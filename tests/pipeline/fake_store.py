@@ -65,6 +65,7 @@ class FakeStore:
     skew: timedelta = timedelta(0)  # the database's clock, ahead of the test's
     blocked_email: str | None = None  # the database refuses addresses ending so (a rule Spark does not know)
     fail_unlock: bool = False  # releasing the application lock fails, as on a dropped connection
+    subtype_columns: tuple[str, ...] = ()  # the worker views' columns of a job queue's subtypes
 
     def create(self) -> FakeStore:
         with self.connect() as conn:
@@ -163,6 +164,12 @@ class FakeSession:
     def job_types(self, queue: str) -> list[str]:
         self._table(queue)
         return list(self.store.types)
+
+    def view_columns(self, queue: str) -> list[str]:
+        """What dbo.Worker_<Queue>_V has: what the archive reads (checked against the real
+        views' files by tests/pipeline/test_queues.py), and any subtype's columns."""
+        self._table(queue)
+        return [*spec(queue).read_columns(), *self.store.subtype_columns]
 
     def _refusal(self, queue: str, item: dict[str, Any]) -> str | None:
         if spec(queue).kind == JOB:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import re
 from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -17,6 +18,8 @@ from relq.errors import RelqError
 from relq.pipeline import layout
 from relq.pipeline.archive import LOCK_PREFIX, archive, ranges
 from relq.pipeline.enqueue import enqueue
+from relq.pipeline.queues import spec
+from tests.conftest import REPO
 from tests.pipeline.fake_store import FakeStore, iso, now
 
 SCHEMA = "Type STRING, EntityKey STRING"
@@ -314,3 +317,27 @@ def test_a_failed_unlock_is_reported_and_never_replaces_the_result_or_the_error(
         archive(spark, broken, "SyncQueue", str(tmp_path / "archive2"), older_than_minutes=60,
                 console=Console(file=io.StringIO()))
     assert "while unlocking" not in str(caught.value) and len(broken.calls("unlock")) == 1
+
+
+def test_a_queue_with_subtype_columns_is_refused_before_anything_is_locked_read_or_purged(
+        spark, tmp_path) -> None:
+    """The archive layout has no place for a subtype's columns: purging what it read would lose them."""
+    store = filled(spark, tmp_path, 3, subtype_columns=("Iban", "Mandate"))
+    store.finish()
+
+    with pytest.raises(RelqError, match=r"columns the pipeline's archive does not carry \(Iban, Mandate"):
+        archive(spark, store, "SyncQueue", str(tmp_path / "archive"), older_than_minutes=60)
+
+    assert len(store.rows()) == 3 and not (tmp_path / "archive").exists()
+    assert store.calls("read") == [] and store.calls("purge") == []
+    with store.session() as session:
+        assert session.try_lock(LOCK_PREFIX + "SyncQueue")  # never taken, so free
+
+
+def test_the_archive_reads_every_column_of_the_real_worker_views() -> None:
+    """What the guard above compares with: each shipped queue's view has no column the archive drops."""
+    for queue in ("SyncQueue", "Notification"):
+        text = (REPO / f"database/views/dbo.Worker_{queue}_V.sql").read_text()
+        selected = text.split("SELECT", 1)[1].split("FROM", 1)[0]
+        columns = {re.split(r"[. ]", c.strip())[-1].strip("[]") for c in selected.split(",")}
+        assert columns == set(spec(queue).read_columns()), queue
