@@ -179,7 +179,13 @@ def test_new_queue_refuses_bad_input_and_writes_nothing(tmp_path: Path, name: st
     (["InvoicePdf: Pages TEXT"], "not one the templates take"),
     (["InvoicePdf: Pages INT; DROP TABLE x"], "not one the templates take"),
     (["InvoicePdf: Pages dbo.NoSuchType"], "not an alias type of database/types"),
+    (["InvoicePdf: Title NVARCHAR(4001)"], "the length is 1 to 4000"),
+    (["InvoicePdf: Title VARCHAR(8001)"], "the length is 1 to 8000"),
+    (["InvoicePdf: Title CHAR(MAX)"], "MAX is for the VAR types only"),
+    (["InvoicePdf: Total DECIMAL(39, 2)"], "the precision is 1 to 38"),
+    (["InvoicePdf: Total DECIMAL(2, 5)"], "the scale at most the precision"),
     (["InvoicePdf Pages INT"], "'Type: Column TYPE"),
+    (["IsType_fn: Pages INT"], "take the name of dbo.Invoice_IsType_fn"),
     (["InvoicePdf: Pages"], "'Name TYPE' or 'Name TYPE NULL'"),
 ])
 def test_new_queue_refuses_a_bad_subtype_and_writes_nothing(tmp_path: Path, subtypes: list[str],

@@ -73,10 +73,15 @@ _COLUMN = re.compile(r"\s*(\S+)\s+(.+?)(\s+NULL)?\s*", re.IGNORECASE)
 
 
 # A literal of each built-in type, for the tSQLt classes to fill a subtype's column with.
+# Every number type holds 0 (DECIMAL(3, 3) holds no 1); the tests compare columns with these.
 _SAMPLES = ((re.compile(r"N(?:VAR)?CHAR\b"), "N'x'"), (re.compile(r"(?:VAR)?CHAR\b"), "'x'"),
-            (re.compile(r"(?:VAR)?BINARY\b"), "0x01"), (re.compile(r"UNIQUEIDENTIFIER"), "NEWID()"),
+            (re.compile(r"(?:VAR)?BINARY\b"), "0x01"),
+            (re.compile(r"UNIQUEIDENTIFIER"), "'00000000-0000-0000-0000-000000000001'"),
             (re.compile(r"DATETIME2|DATETIMEOFFSET|DATE\b"), "'2024-01-01T00:00:00'"),
-            (re.compile(r"TIME\b"), "'08:00:00'"), (re.compile(r"\w"), "1"))
+            (re.compile(r"TIME\b"), "'08:00:00'"), (re.compile(r"\w"), "0"))
+# SQL Server's limits on a built-in type's length, precision and scale.
+_LENGTH = re.compile(r"(N?)(VAR)?(?:CHAR|BINARY)\(([0-9]+|MAX)\)", re.IGNORECASE)
+_PRECISION = re.compile(r"(?:DECIMAL|NUMERIC)\(([0-9]+), ?([0-9]+)\)", re.IGNORECASE)
 _ALIAS_FROM = re.compile(r"CREATE TYPE dbo\.(\S+) FROM (\S+)", re.IGNORECASE)
 
 
@@ -92,7 +97,7 @@ class Column:
 
     @property
     def sample(self) -> str:
-        """A literal of the column's type (unresolved: 1)."""
+        """A literal of the column's type (unresolved: 0)."""
         return next(literal for pattern, literal in _SAMPLES if pattern.match(self.base.upper() or "INT"))
 
 
@@ -257,6 +262,8 @@ def _subtype_problems(queue: Queue) -> list[str]:
         where = f"subtype {subtype.type}"
         if subtype.type not in queue.types:
             problems.append(f"{where}: not one of the queue's job types (spelt as there)")
+        if subtype.type.casefold() == "istype_fn":  # dbo.<Queue>_IsType_fn is the function's name
+            problems.append(f"{where}: a subtype's table would take the name of dbo.{queue.name}_IsType_fn")
         if subtype.type.casefold() in seen_types:
             problems.append(f"{where}: a job type has one subtype")
         seen_types.add(subtype.type.casefold())
@@ -274,7 +281,24 @@ def _subtype_problems(queue: Queue) -> list[str]:
             if not _SQL_TYPE.fullmatch(column.type):
                 problems.append(f"{where}: column {column.name}'s type {column.type!r} is not one the "
                                 f"templates take (dbo.<alias type>, NVARCHAR(n), INT, DECIMAL(p, s), ...)")
+            elif _out_of_range(column.type):
+                problems.append(f"{where}: column {column.name}'s type {column.type}: "
+                                f"{_out_of_range(column.type)}")
     return problems
+
+
+def _out_of_range(sql_type: str) -> str:
+    """Why SQL Server would refuse a built-in type's length, precision or scale ('' if it would not)."""
+    length, precision = _LENGTH.fullmatch(sql_type), _PRECISION.fullmatch(sql_type)
+    if length:
+        unicode, varying, size = length.groups()
+        if size.upper() == "MAX":
+            return "" if varying else "MAX is for the VAR types only"
+        limit = 4000 if unicode else 8000
+        return "" if int(size) <= limit else f"the length is 1 to {limit}"
+    if precision and not (1 <= int(precision[1]) <= 38 and int(precision[2]) <= int(precision[1])):
+        return "the precision is 1 to 38 and the scale at most the precision"
+    return ""
 
 
 @functools.cache
@@ -390,6 +414,9 @@ def new_queue(root: Path, name: str, types: list[str], noun: str | None = None,
     existing = {p.name.casefold(): p.relative_to(root).as_posix()
                 for folder in ("database", "tests_tsqlt") for p in (root / folder).rglob("*.sql")}
     names = [Path(path).name.casefold() for path, _ in own]
+    paths = [path.casefold() for path, _ in own]
+    if len(set(paths)) != len(paths):  # two renders of one file: the checks above should prevent it
+        raise RelqError(f"{where}: two of its objects would be written to one file; pick other names")
     taken = [existing[n] for n in names if n in existing]
     if taken:  # SQL Server's default collation compares names without case
         raise RelqError(f"{where}: {taken[0]} exists already; pick another name")
