@@ -20,8 +20,8 @@ RENDERS = renders(QUEUES)
 
 
 def test_every_group_has_templates() -> None:
-    assert len(templates("every_queue")) >= 10
-    assert len(templates("job_queues")) >= 30
+    assert len(templates("every_queue")) >= 19
+    assert len(templates("job_queues")) >= 25
     assert len(templates("all_queues")) >= 2
 
 
@@ -260,3 +260,30 @@ def test_a_broken_catalogue_is_one_readable_line(tmp_path: Path) -> None:
     (root / CATALOGUE).write_text("# no queues\n")
     with pytest.raises(RelqError, match="at least one"):
         load(root)
+
+
+@pytest.mark.parametrize(("old", "new", "problem"), [
+    ('types = ["ResetPassword"]\n', "", "a custom queue names a job type of its own"),
+    ('types = ["CustomerSync", "InventorySync"]\n',
+     'types = ["CustomerSync", "InventorySync"]\njoins = ["SyncQueue_X"]\n',
+     "joins lists a custom queue's tables"),
+    ('joins = ["Notification_ResetPassword"', 'joins = ["dbo.Notification_ResetPassword"', "by name"),
+])
+def test_a_catalogue_entry_of_the_wrong_shape_is_refused(tmp_path: Path, old: str, new: str,
+                                                          problem: str) -> None:
+    root = _project(tmp_path)
+    text = (root / CATALOGUE).read_text()
+    assert text.count(old) == 1
+    (root / CATALOGUE).write_text(text.replace(old, new))
+    with pytest.raises(RelqError, match=problem):
+        load(root)
+
+
+def test_the_custom_queue_fakes_the_tables_its_view_joins() -> None:
+    """Its worker view reads them: a NoTransaction test must not see the real ones' rows."""
+    notification = next(q for q in QUEUES if q.name == "Notification")
+    view = (REPO / "database/views/dbo.Worker_Notification_V.sql").read_text()
+    for table in notification.joins:
+        assert f"dbo.{table} AS" in view
+        assert f"FakeTable @TableName = N'dbo.{table}'" in (
+            REPO / "tests_tsqlt/Cancel_Notification_trxTests.class.sql").read_text()

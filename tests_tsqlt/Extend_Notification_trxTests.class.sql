@@ -3,11 +3,14 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Extend_Notification_trxTests';
 GO
--- Every table the renewal and its result row (dbo.Worker_Notification_V) read or
--- write, and the settings faked empty so that notification.leaseSeconds is 300. In a
--- NoTransaction test the fakes hold the committed rows; tSQLt puts the real tables
--- back after the test. The result row cannot be captured (INSERT ... EXEC would run
--- the _trx inside a transaction, where it refuses): the tests assert on the item.
+-- The queue, its history (read to tell a takeover from a stale token) and the
+-- settings, faked empty so that notification.leaseSeconds is 300 unless a test sets it.
+-- In a NoTransaction test the fakes hold the committed rows; tSQLt puts the real
+-- tables back after the test.
+--
+-- The result row cannot be captured here: INSERT ... EXEC runs the procedure inside
+-- the INSERT's transaction, where a _trx refuses (50001). The tests assert on the row
+-- the call left, and check the result's columns with sys.dm_exec_describe_first_result_set.
 CREATE PROCEDURE Extend_Notification_trxTests.FakeQueue
 AS
 BEGIN
@@ -19,14 +22,14 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
 END;
 GO
--- One ResetPassword item with every column the renewal reads.
+-- One job, by default in Processing on its first attempt, held by worker-1.
 CREATE PROCEDURE Extend_Notification_trxTests.AddItem
     @EnqueuedAt DATETIME2(7),
     @UpdatedAt DATETIME2(7),
+    @LeaseUntil DATETIME2(7),
     @Status VARCHAR(20) = 'Processing',
-    @AttemptNum SMALLINT = 1,
     @LockedBy NVARCHAR(128) = N'worker-1',
-    @LeaseUntil DATETIME2(7) = NULL
+    @AttemptNum SMALLINT = 1
 AS
 BEGIN
     INSERT INTO dbo.Notification (
@@ -35,15 +38,10 @@ BEGIN
         [Status],
         [Step],
         AttemptNum,
-        Response,
-        Error,
         StartedAt,
-        Duration,
         ScheduledFor,
         UpdatedAt,
         [Priority],
-        GroupKey,
-        DedupKey,
         LockedBy,
         LeaseUntil
     )
@@ -51,17 +49,12 @@ BEGIN
         @EnqueuedAt,
         'ResetPassword',
         @Status,
-        'Send',
+        'Push',
         @AttemptNum,
-        N'',
-        N'',
-        @UpdatedAt,
-        NULL,
+        @EnqueuedAt,
         @EnqueuedAt,
         @UpdatedAt,
         0,
-        NULL,
-        NULL,
         @LockedBy,
         @LeaseUntil
     );
@@ -79,22 +72,22 @@ BEGIN
     INSERT INTO dbo.NotificationAttempt (
         EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
     )
-    VALUES (@EnqueuedAt, @StartedAt, @AttemptNum, 'Send', @LockedBy, @Outcome, NULL, N'', N'');
+    VALUES (@EnqueuedAt, @StartedAt, @AttemptNum, 'Push', @LockedBy, @Outcome, NULL, N'', N'');
 END;
 GO
--- Calls the renewal, asserts the error it raised, and rolls back what it left open:
--- inside TRY the CATCH takes over before the procedure's own rollback runs.
+-- Calls the renewal with a missing or bad parameter and asserts that it raised 50007
+-- naming it. The checks come before the transaction: nothing is left open.
 CREATE PROCEDURE Extend_Notification_trxTests.AssertRefused
     @EnqueuedAt DATETIME2(7),
     @UpdatedAt DATETIME2(7),
-    @LeaseSeconds INT = NULL,
-    @ExpectedErrorNumber INT,
-    @ExpectedPattern NVARCHAR(400) = N'%',
+    @LeaseSeconds INT,
+    @ExpectedPattern NVARCHAR(200),
     @Case NVARCHAR(200)
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
+    DECLARE @TranCount INT;
     BEGIN TRY
         EXEC dbo.Extend_Notification_trx
             @EnqueuedAt = @EnqueuedAt,
@@ -106,28 +99,11 @@ BEGIN
             @ErrorNumber = ERROR_NUMBER(),
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
+    SET @TranCount = @@TRANCOUNT;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
-    EXEC tSQLt.AssertEquals @Expected = @ExpectedErrorNumber, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
     EXEC tSQLt.AssertLike @ExpectedPattern = @ExpectedPattern, @Actual = @ErrorMessage, @Message = @Case;
-END;
-GO
--- Asserts that the item still has the token and lease it had.
-CREATE PROCEDURE Extend_Notification_trxTests.AssertUnchanged
-    @EnqueuedAt DATETIME2(7),
-    @UpdatedAt DATETIME2(7),
-    @LeaseUntil DATETIME2(7)
-AS
-BEGIN
-    DECLARE @ActualUpdatedAt DATETIME2(7);
-    DECLARE @ActualLeaseUntil DATETIME2(7);
-    SELECT
-        @ActualUpdatedAt = n.UpdatedAt,
-        @ActualLeaseUntil = n.LeaseUntil
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @EnqueuedAt;
-    EXEC tSQLt.AssertEquals @Expected = @UpdatedAt, @Actual = @ActualUpdatedAt, @Message = N'UpdatedAt must not change';
-    EXEC tSQLt.AssertEquals
-        @Expected = @LeaseUntil, @Actual = @ActualLeaseUntil, @Message = N'LeaseUntil must not change';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = @Case;
 END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
@@ -144,123 +120,89 @@ GO
 CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx raises 50001 when a transaction is open]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @Lease DATETIME2(7) = DATEADD(SECOND, 30, SYSUTCDATETIME());
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Lease DATETIME2(7) = DATEADD(MINUTE, 1, SYSUTCDATETIME());
     EXEC Extend_Notification_trxTests.FakeQueue;
     EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
 
-    EXEC dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 120;
+    EXEC dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 600;
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx renews LeaseUntil and moves the token when the caller holds the item]
+CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx renews the lease and moves the token when the caller holds the item]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @Lease DATETIME2(7) = DATEADD(SECOND, 30, SYSUTCDATETIME());
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Lease DATETIME2(7) = DATEADD(SECOND, 10, SYSUTCDATETIME());
     DECLARE @Before DATETIME2(7);
     DECLARE @After DATETIME2(7);
     DECLARE @RetCode INT;
     DECLARE @TranCount INT;
     DECLARE @Status VARCHAR(20);
-    DECLARE @LockedBy NVARCHAR(128);
     DECLARE @AttemptNum INT;
+    DECLARE @LockedBy NVARCHAR(128);
     DECLARE @UpdatedAt DATETIME2(7);
     DECLARE @LeaseUntil DATETIME2(7);
-    DECLARE @OpenStartedAt DATETIME2(7);
+    DECLARE @OpenAttempts INT;
     EXEC Extend_Notification_trxTests.FakeQueue;
+    -- worker-1 claimed the item at @Token; ten seconds of its lease are left.
     EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
     EXEC Extend_Notification_trxTests.AddAttempt
         @EnqueuedAt = @Key, @StartedAt = @Token, @AttemptNum = 1, @LockedBy = N'worker-1';
 
     SET @Before = SYSUTCDATETIME();
-    EXEC @RetCode = dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 120;
+    EXEC @RetCode = dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 600;
     SET @After = SYSUTCDATETIME();
     SET @TranCount = @@TRANCOUNT;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
     SELECT
-        @Status = n.[Status],
-        @LockedBy = n.LockedBy,
-        @AttemptNum = n.AttemptNum,
-        @UpdatedAt = n.UpdatedAt,
-        @LeaseUntil = n.LeaseUntil
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
-    IF @LeaseUntil IS NULL OR @LeaseUntil < DATEADD(SECOND, 120, @Before) OR @LeaseUntil > DATEADD(SECOND, 120, @After)
-        EXEC tSQLt.Fail @Message0 = N'LeaseUntil must be 120 seconds after the call';
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @LockedBy = q.LockedBy,
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    IF
+        @LeaseUntil IS NULL
+        OR @LeaseUntil < DATEADD(SECOND, 600, @Before)
+        OR @LeaseUntil > DATEADD(SECOND, 600, @After)
+        EXEC tSQLt.Fail @Message0 = N'LeaseUntil must be the time of the call plus @LeaseSeconds (600)';
     IF @UpdatedAt IS NULL OR @UpdatedAt <= @Token
         EXEC tSQLt.Fail @Message0 = N'the renewal must move the token forward';
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
     EXEC tSQLt.AssertEqualsString @Expected = N'worker-1', @Actual = @LockedBy, @Message = N'LockedBy';
-    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'a renewal is no new attempt';
-    SELECT @OpenStartedAt = a.StartedAt
+    -- A renewal is no new attempt: the claim's attempt stays the open one.
+    SELECT @OpenAttempts = COUNT(*)
     FROM dbo.NotificationAttempt AS a
-    WHERE a.EnqueuedAt = @Key AND a.Outcome IS NULL;
-    EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @OpenStartedAt, @Message = N'the attempt stays open';
+    WHERE a.EnqueuedAt = @Key AND a.StartedAt = @Token AND a.Outcome IS NULL;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @OpenAttempts, @Message = N'the claim''s attempt';
+    SELECT @OpenAttempts = COUNT(*) FROM dbo.NotificationAttempt;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @OpenAttempts, @Message = N'attempt rows';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx accepts the new token and refuses the old one when it renews twice]
+CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx renews an expired lease when nobody took the item over]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @Lease DATETIME2(7) = DATEADD(SECOND, 30, SYSUTCDATETIME());
-    DECLARE @FirstRetCode INT;
-    DECLARE @SecondRetCode INT;
-    DECLARE @NewToken DATETIME2(7);
-    DECLARE @LatestToken DATETIME2(7);
-    DECLARE @LatestLease DATETIME2(7);
-    EXEC Extend_Notification_trxTests.FakeQueue;
-    EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
-    EXEC Extend_Notification_trxTests.AddAttempt
-        @EnqueuedAt = @Key, @StartedAt = @Token, @AttemptNum = 1, @LockedBy = N'worker-1';
-
-    EXEC @FirstRetCode = dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 60;
-    SELECT @NewToken = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
-    EXEC @SecondRetCode = dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @NewToken, @LeaseSeconds = 60;
-    SELECT
-        @LatestToken = n.UpdatedAt,
-        @LatestLease = n.LeaseUntil
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
-
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @FirstRetCode, @Message = N'first renewal';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @SecondRetCode, @Message = N'renewal with the new token';
-    IF @LatestToken IS NULL OR @LatestToken <= @NewToken
-        EXEC tSQLt.Fail @Message0 = N'each renewal must move the token forward';
-    -- Nobody claimed it since: the old token is merely stale.
-    EXEC Extend_Notification_trxTests.AssertRefused
-        @EnqueuedAt = @Key,
-        @UpdatedAt = @Token,
-        @LeaseSeconds = 60,
-        @ExpectedErrorNumber = 50005,
-        @Case = N'the first token';
-    EXEC Extend_Notification_trxTests.AssertUnchanged
-        @EnqueuedAt = @Key, @UpdatedAt = @LatestToken, @LeaseUntil = @LatestLease;
-END;
-GO
---[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx renews an expired lease for notificationleaseSeconds when nobody took the item]
-AS
-BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:01:00';
     DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
     DECLARE @Before DATETIME2(7);
     DECLARE @After DATETIME2(7);
     DECLARE @RetCode INT;
+    DECLARE @UpdatedAt DATETIME2(7);
     DECLARE @LeaseUntil DATETIME2(7);
-    DECLARE @LockedBy NVARCHAR(128);
     EXEC Extend_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.AppSettings (Param, ValInt, ValText) VALUES ('notification.leaseSeconds', 90, NULL);
+    -- No @LeaseSeconds: the setting gives the length.
+    INSERT INTO dbo.AppSettings (Param, ValInt, ValText) VALUES ('notification.leaseSeconds', 120, NULL);
+    -- The lease ran out a minute ago, but no claim has taken the item since.
     EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Expired;
     EXEC Extend_Notification_trxTests.AddAttempt
         @EnqueuedAt = @Key, @StartedAt = @Token, @AttemptNum = 1, @LockedBy = N'worker-1';
@@ -271,127 +213,228 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     SELECT
-        @LeaseUntil = n.LeaseUntil,
-        @LockedBy = n.LockedBy
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
-    IF @LeaseUntil IS NULL OR @LeaseUntil < DATEADD(SECOND, 90, @Before) OR @LeaseUntil > DATEADD(SECOND, 90, @After)
-        EXEC tSQLt.Fail @Message0 = N'LeaseUntil must be notification.leaseSeconds (90) after the call';
-    EXEC tSQLt.AssertEqualsString @Expected = N'worker-1', @Actual = @LockedBy, @Message = N'LockedBy';
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    IF
+        @LeaseUntil IS NULL
+        OR @LeaseUntil < DATEADD(SECOND, 120, @Before)
+        OR @LeaseUntil > DATEADD(SECOND, 120, @After)
+        EXEC tSQLt.Fail @Message0 = N'LeaseUntil must be the time of the call plus notification.leaseSeconds (120)';
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= @Token
+        EXEC tSQLt.Fail @Message0 = N'the renewal must move the token forward';
 END;
 GO
+-- The error leaves the procedure at its RAISERROR (tSQLt runs tests inside TRY...CATCH),
+-- so the _trx's own rollback never runs: the test reads the row inside the transaction
+-- the call left open, then rolls it back.
 --[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx raises 50010 and changes nothing when the item was claimed again after the token]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @OldToken DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @NewToken DATETIME2(7) = '2024-03-01T08:10:00';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @OldToken DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @NewToken DATETIME2(7) = '2024-01-01T00:02:00';
     DECLARE @Lease DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @LockedBy NVARCHAR(128);
     EXEC Extend_Notification_trxTests.FakeQueue;
-    -- worker-1's lease ran out; worker-2 claimed the item again at @NewToken.
+    -- worker-1 claimed it at @OldToken and stalled; its lease ran out and worker-2
+    -- claimed it again at @NewToken. worker-1 now tries to renew.
     EXEC Extend_Notification_trxTests.AddItem
-        @EnqueuedAt = @Key, @UpdatedAt = @NewToken, @AttemptNum = 2, @LockedBy = N'worker-2', @LeaseUntil = @Lease;
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @NewToken,
+        @LeaseUntil = @Lease,
+        @LockedBy = N'worker-2',
+        @AttemptNum = 2;
     EXEC Extend_Notification_trxTests.AddAttempt
         @EnqueuedAt = @Key, @StartedAt = @OldToken, @AttemptNum = 1, @LockedBy = N'worker-1', @Outcome = 'Error';
     EXEC Extend_Notification_trxTests.AddAttempt
         @EnqueuedAt = @Key, @StartedAt = @NewToken, @AttemptNum = 2, @LockedBy = N'worker-2';
 
-    EXEC Extend_Notification_trxTests.AssertRefused
-        @EnqueuedAt = @Key,
-        @UpdatedAt = @OldToken,
-        @LeaseSeconds = 120,
-        @ExpectedErrorNumber = 50010,
-        @ExpectedPattern = N'%worker-2%',
-        @Case = N'the late worker''s token';
+    BEGIN TRY
+        EXEC dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @OldToken, @LeaseSeconds = 600;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+    SELECT
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil,
+        @LockedBy = q.LockedBy
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC Extend_Notification_trxTests.AssertUnchanged @EnqueuedAt = @Key, @UpdatedAt = @NewToken, @LeaseUntil = @Lease;
+    EXEC tSQLt.AssertEquals @Expected = 50010, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%worker-2%', @Actual = @ErrorMessage, @Message = N'the new holder';
+    EXEC tSQLt.AssertEquals @Expected = @NewToken, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
+    EXEC tSQLt.AssertEquals @Expected = @Lease, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
+    EXEC tSQLt.AssertEqualsString @Expected = N'worker-2', @Actual = @LockedBy, @Message = N'LockedBy';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx raises 50005 and changes nothing when the token is stale and nobody claimed the item since]
+CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx raises 50005 and changes nothing when the token is stale]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @ClaimToken DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @CurrentToken DATETIME2(7) = '2024-03-01T08:00:06';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @ClaimToken DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @RenewedToken DATETIME2(7) = '2024-01-01T00:01:30';
     DECLARE @Lease DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @ErrorNumber INT;
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
     EXEC Extend_Notification_trxTests.FakeQueue;
-    -- The item changed after the claim (a step reported), under the same attempt.
-    EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @CurrentToken, @LeaseUntil = @Lease;
+    -- worker-1 claimed the item at @ClaimToken and renewed it to @RenewedToken; it then
+    -- passes the claim's token again. No claim came after it: a stale token, no takeover.
+    EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @RenewedToken, @LeaseUntil = @Lease;
     EXEC Extend_Notification_trxTests.AddAttempt
         @EnqueuedAt = @Key, @StartedAt = @ClaimToken, @AttemptNum = 1, @LockedBy = N'worker-1';
 
-    EXEC Extend_Notification_trxTests.AssertRefused
-        @EnqueuedAt = @Key,
-        @UpdatedAt = @ClaimToken,
-        @LeaseSeconds = 120,
-        @ExpectedErrorNumber = 50005,
-        @Case = N'the claim''s token';
+    BEGIN TRY
+        EXEC dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @ClaimToken, @LeaseSeconds = 600;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SELECT
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC Extend_Notification_trxTests.AssertUnchanged
-        @EnqueuedAt = @Key, @UpdatedAt = @CurrentToken, @LeaseUntil = @Lease;
+    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = @RenewedToken, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
+    EXEC tSQLt.AssertEquals @Expected = @Lease, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
+END;
+GO
+--[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx accepts the new token and refuses the old one when it renews twice]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Lease DATETIME2(7) = DATEADD(SECOND, 30, SYSUTCDATETIME());
+    DECLARE @FirstRetCode INT;
+    DECLARE @SecondRetCode INT;
+    DECLARE @NewToken DATETIME2(7);
+    DECLARE @LatestToken DATETIME2(7);
+    DECLARE @LatestLease DATETIME2(7);
+    DECLARE @ErrorNumber INT;
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
+    EXEC Extend_Notification_trxTests.FakeQueue;
+    EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
+    EXEC Extend_Notification_trxTests.AddAttempt
+        @EnqueuedAt = @Key, @StartedAt = @Token, @AttemptNum = 1, @LockedBy = N'worker-1';
+
+    EXEC @FirstRetCode = dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 60;
+    SELECT @NewToken = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC @SecondRetCode = dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @NewToken, @LeaseSeconds = 60;
+    SELECT
+        @LatestToken = q.UpdatedAt,
+        @LatestLease = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    -- Nobody claimed it since: the first token is merely stale.
+    BEGIN TRY
+        EXEC dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 60;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SELECT
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @FirstRetCode, @Message = N'first renewal';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @SecondRetCode, @Message = N'renewal with the new token';
+    IF @LatestToken IS NULL OR @LatestToken <= @NewToken
+        EXEC tSQLt.Fail @Message0 = N'each renewal must move the token forward';
+    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber, @Message = N'the first token';
+    EXEC tSQLt.AssertEquals @Expected = @LatestToken, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
+    EXEC tSQLt.AssertEquals @Expected = @LatestLease, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx raises 50006 and changes nothing when the item is not Processing]
 AS
 BEGIN
-    DECLARE @ErrorKey DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @CompletedKey DATETIME2(7) = '2024-03-01T08:00:01';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:02:00';
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
     EXEC Extend_Notification_trxTests.FakeQueue;
+    -- The worker reported Completed and renews with the token the report gave it.
     EXEC Extend_Notification_trxTests.AddItem
-        @EnqueuedAt = @ErrorKey, @UpdatedAt = @Token, @Status = 'Error', @LockedBy = NULL;
-    EXEC Extend_Notification_trxTests.AddItem
-        @EnqueuedAt = @CompletedKey, @UpdatedAt = @Token, @Status = 'Completed', @LockedBy = NULL;
+        @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = NULL, @Status = 'Completed';
 
-    EXEC Extend_Notification_trxTests.AssertRefused
-        @EnqueuedAt = @ErrorKey,
-        @UpdatedAt = @Token,
-        @LeaseSeconds = 120,
-        @ExpectedErrorNumber = 50006,
-        @Case = N'an Error item';
-    EXEC Extend_Notification_trxTests.AssertRefused
-        @EnqueuedAt = @CompletedKey,
-        @UpdatedAt = @Token,
-        @LeaseSeconds = 120,
-        @ExpectedErrorNumber = 50006,
-        @Case = N'a Completed item';
+    BEGIN TRY
+        EXEC dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 600;
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+    SELECT
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC Extend_Notification_trxTests.AssertUnchanged @EnqueuedAt = @ErrorKey, @UpdatedAt = @Token, @LeaseUntil = NULL;
-    EXEC Extend_Notification_trxTests.AssertUnchanged
-        @EnqueuedAt = @CompletedKey, @UpdatedAt = @Token, @LeaseUntil = NULL;
+    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%Completed%Processing%', @Actual = @ErrorMessage;
+    EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx raises 50004 when no item has the key]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @OtherKey DATETIME2(7) = '2024-03-01T08:00:01';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:01:00';
     DECLARE @Lease DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @ErrorNumber INT;
     EXEC Extend_Notification_trxTests.FakeQueue;
+    -- Another item exists, so that only the key can be wrong.
     EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
 
-    EXEC Extend_Notification_trxTests.AssertRefused
-        @EnqueuedAt = @OtherKey,
-        @UpdatedAt = @Token,
-        @LeaseSeconds = 120,
-        @ExpectedErrorNumber = 50004,
-        @Case = N'an unknown key';
+    BEGIN TRY
+        EXEC dbo.Extend_Notification_trx @EnqueuedAt = '2024-01-01T00:00:02', @UpdatedAt = @Token, @LeaseSeconds = 600;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC Extend_Notification_trxTests.AssertUnchanged @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
+    EXEC tSQLt.AssertEquals @Expected = 50004, @Actual = @ErrorNumber;
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx raises 50007 and changes nothing when LeaseSeconds is out of range]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:01:00';
     DECLARE @Lease DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @Unchanged INT;
     EXEC Extend_Notification_trxTests.FakeQueue;
     EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
 
@@ -399,61 +442,110 @@ BEGIN
         @EnqueuedAt = @Key,
         @UpdatedAt = @Token,
         @LeaseSeconds = 0,
-        @ExpectedErrorNumber = 50007,
         @ExpectedPattern = N'%@LeaseSeconds%',
         @Case = N'@LeaseSeconds 0';
     EXEC Extend_Notification_trxTests.AssertRefused
         @EnqueuedAt = @Key,
         @UpdatedAt = @Token,
-        @LeaseSeconds = -30,
-        @ExpectedErrorNumber = 50007,
+        @LeaseSeconds = -5,
         @ExpectedPattern = N'%@LeaseSeconds%',
-        @Case = N'@LeaseSeconds -30';
+        @Case = N'@LeaseSeconds -5';
     EXEC Extend_Notification_trxTests.AssertRefused
         @EnqueuedAt = @Key,
         @UpdatedAt = @Token,
         @LeaseSeconds = 86401,
-        @ExpectedErrorNumber = 50007,
         @ExpectedPattern = N'%@LeaseSeconds%',
         @Case = N'@LeaseSeconds 86401';
-    -- A NULL @LeaseSeconds takes the setting, which is checked the same way.
+    -- No @LeaseSeconds, and a setting out of range: refused the same way.
     INSERT INTO dbo.AppSettings (Param, ValInt, ValText) VALUES ('notification.leaseSeconds', 0, NULL);
     EXEC Extend_Notification_trxTests.AssertRefused
         @EnqueuedAt = @Key,
         @UpdatedAt = @Token,
         @LeaseSeconds = NULL,
-        @ExpectedErrorNumber = 50007,
         @ExpectedPattern = N'%@LeaseSeconds%',
         @Case = N'notification.leaseSeconds 0';
 
-    EXEC Extend_Notification_trxTests.AssertUnchanged @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
+    SET @Unchanged = (
+        SELECT COUNT(*)
+        FROM dbo.Notification AS q
+        WHERE q.EnqueuedAt = @Key AND q.UpdatedAt = @Token AND q.LeaseUntil = @Lease
+    );
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Unchanged, @Message = N'the item is unchanged';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx raises 50007 when EnqueuedAt or UpdatedAt is NULL]
+CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx raises 50007 and changes nothing when EnqueuedAt or UpdatedAt is NULL]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:01:00';
     DECLARE @Lease DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @Unchanged INT;
     EXEC Extend_Notification_trxTests.FakeQueue;
     EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
 
     EXEC Extend_Notification_trxTests.AssertRefused
         @EnqueuedAt = NULL,
         @UpdatedAt = @Token,
-        @LeaseSeconds = 120,
-        @ExpectedErrorNumber = 50007,
+        @LeaseSeconds = 600,
         @ExpectedPattern = N'%@EnqueuedAt%',
         @Case = N'@EnqueuedAt NULL';
     EXEC Extend_Notification_trxTests.AssertRefused
         @EnqueuedAt = @Key,
         @UpdatedAt = NULL,
-        @LeaseSeconds = 120,
-        @ExpectedErrorNumber = 50007,
+        @LeaseSeconds = 600,
         @ExpectedPattern = N'%@UpdatedAt%',
         @Case = N'@UpdatedAt NULL';
 
-    EXEC Extend_Notification_trxTests.AssertUnchanged @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
+    SET @Unchanged = (
+        SELECT COUNT(*)
+        FROM dbo.Notification AS q
+        WHERE q.EnqueuedAt = @Key AND q.UpdatedAt = @Token AND q.LeaseUntil = @Lease
+    );
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Unchanged, @Message = N'the item is unchanged';
+END;
+GO
+-- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
+-- leaves a session: a _trx would return with an implicit transaction still open.
+--[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx raises 50001 when implicit transactions are on]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Lease DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @ErrorNumber INT;
+    EXEC Extend_Notification_trxTests.FakeQueue;
+    EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
+
+    SET IMPLICIT_TRANSACTIONS ON;
+    BEGIN TRY
+        EXEC dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 600;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET IMPLICIT_TRANSACTIONS OFF;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+END;
+GO
+-- The worker reads the key, its new token and the new lease. The metadata comes from
+-- SQL Server's analysis of the procedure, without running it.
+CREATE PROCEDURE Extend_Notification_trxTests.[test Extend_Notification_trx returns EnqueuedAt UpdatedAt and LeaseUntil when a worker reads its row]
+AS
+BEGIN
+    DECLARE @Columns NVARCHAR(4000);
+    SELECT
+        @Columns = STRING_AGG(CONCAT(r.name, N' ', r.system_type_name, N' ', r.error_message), N', ')
+        WITHIN GROUP (ORDER BY r.column_ordinal)
+    FROM sys.dm_exec_describe_first_result_set(
+        N'EXEC dbo.Extend_Notification_trx @EnqueuedAt = NULL, @UpdatedAt = NULL;', NULL, 0
+    ) AS r;
+
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'EnqueuedAt datetime2(7) , UpdatedAt datetime2(7) , LeaseUntil datetime2(7) ',
+        @Actual = @Columns;
 END;
 GO

@@ -315,6 +315,59 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx accepts the new token and refuses the old one when it renews twice]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Lease DATETIME2(7) = DATEADD(SECOND, 30, SYSUTCDATETIME());
+    DECLARE @FirstRetCode INT;
+    DECLARE @SecondRetCode INT;
+    DECLARE @NewToken DATETIME2(7);
+    DECLARE @LatestToken DATETIME2(7);
+    DECLARE @LatestLease DATETIME2(7);
+    DECLARE @ErrorNumber INT;
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
+    EXEC Extend_SyncQueue_trxTests.FakeQueue;
+    EXEC Extend_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
+    EXEC Extend_SyncQueue_trxTests.AddAttempt
+        @EnqueuedAt = @Key, @StartedAt = @Token, @AttemptNum = 1, @LockedBy = N'worker-1';
+
+    EXEC @FirstRetCode = dbo.Extend_SyncQueue_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 60;
+    SELECT @NewToken = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC @SecondRetCode = dbo.Extend_SyncQueue_trx @EnqueuedAt = @Key, @UpdatedAt = @NewToken, @LeaseSeconds = 60;
+    SELECT
+        @LatestToken = q.UpdatedAt,
+        @LatestLease = q.LeaseUntil
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    -- Nobody claimed it since: the first token is merely stale.
+    BEGIN TRY
+        EXEC dbo.Extend_SyncQueue_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 60;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SELECT
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @FirstRetCode, @Message = N'first renewal';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @SecondRetCode, @Message = N'renewal with the new token';
+    IF @LatestToken IS NULL OR @LatestToken <= @NewToken
+        EXEC tSQLt.Fail @Message0 = N'each renewal must move the token forward';
+    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber, @Message = N'the first token';
+    EXEC tSQLt.AssertEquals @Expected = @LatestToken, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
+    EXEC tSQLt.AssertEquals @Expected = @LatestLease, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
+END;
+GO
+--[@tSQLt:NoTransaction]('Extend_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 50006 and changes nothing when the item is not Processing]
 AS
 BEGIN

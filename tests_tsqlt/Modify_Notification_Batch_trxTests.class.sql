@@ -3,10 +3,10 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Modify_Notification_Batch_trxTests';
 GO
--- Every table the reports write (the attempt history included) and their
--- result rows (dbo.Worker_Notification_V) read, and the settings faked empty so
--- that notification.maxAttempts is 3. In a NoTransaction test the fakes hold
--- the committed rows; tSQLt puts the real tables back after the test.
+-- Every table the reports write (the attempt history included) and their result
+-- rows (dbo.Worker_Notification_V) read, and the settings faked empty so that
+-- notification.maxAttempts is 3. In a NoTransaction test the fakes hold the
+-- committed rows; tSQLt puts the real tables back after the test.
 -- dbo.QueueStatus and dbo.QueueTransition stay real.
 -- The batch's result set cannot be read here: a _trx refuses INSERT ... EXEC
 -- (it runs inside the INSERT's transaction), so these tests assert on the rows
@@ -22,13 +22,11 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
 END;
 GO
--- An item in Processing, claimed by worker-a five seconds ago, with its open
--- attempt. The claim's token, the attempt's StartedAt, is @ClaimedAt; the item's
--- token now is @Token (the same unless an Extend_ or a step report moved it).
+-- An item in Processing, claimed by worker-a at @Token five seconds ago, with
+-- its open attempt.
 CREATE PROCEDURE Modify_Notification_Batch_trxTests.AddClaimedItem
     @EnqueuedAt DATETIME2(7),
-    @Token DATETIME2(7),
-    @ClaimedAt DATETIME2(7) = NULL
+    @Token DATETIME2(7)
 AS
 BEGIN
     DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
@@ -45,6 +43,9 @@ BEGIN
         Duration,
         ScheduledFor,
         UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey,
         LockedBy,
         LeaseUntil
     )
@@ -52,7 +53,7 @@ BEGIN
         @EnqueuedAt,
         'ResetPassword',
         'Processing',
-        'Send',
+        'Fetch',
         1,
         N'',
         N'',
@@ -60,11 +61,16 @@ BEGIN
         NULL,
         @EnqueuedAt,
         @Token,
+        0,
+        NULL,
+        NULL,
         N'worker-a',
         @LeaseUntil
     );
-    INSERT INTO dbo.NotificationAttempt (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration)
-    VALUES (@EnqueuedAt, ISNULL(@ClaimedAt, @Token), 1, 'Send', N'worker-a', NULL, NULL);
+    INSERT INTO dbo.NotificationAttempt (
+        EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
+    )
+    VALUES (@EnqueuedAt, @Token, 1, 'Fetch', N'worker-a', NULL, NULL, N'', N'');
 END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
@@ -84,9 +90,9 @@ BEGIN
     DECLARE @Outcomes dbo.NotificationOutcomeList;
     EXEC Modify_Notification_Batch_trxTests.FakeQueue;
     EXEC Modify_Notification_Batch_trxTests.AddClaimedItem
-        @EnqueuedAt = '2024-03-01T08:00:00', @Token = '2024-03-01T08:00:05';
+        @EnqueuedAt = '2024-01-01T00:00:01', @Token = '2024-01-01T00:00:05';
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
-    VALUES ('2024-03-01T08:00:00', '2024-03-01T08:00:05', 'Completed');
+    VALUES ('2024-01-01T00:00:01', '2024-01-01T00:00:05', 'Completed');
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
 
     EXEC dbo.Modify_Notification_Batch_trx @Outcomes = @Outcomes;
@@ -96,12 +102,12 @@ GO
 CREATE PROCEDURE Modify_Notification_Batch_trxTests.[test Modify_Notification_Batch_trx applies every outcome and commits when all are legal]
 AS
 BEGIN
-    DECLARE @First DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @FirstToken DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @Second DATETIME2(7) = '2024-03-01T08:00:01';
-    DECLARE @SecondToken DATETIME2(7) = '2024-03-01T08:00:06';
-    DECLARE @Third DATETIME2(7) = '2024-03-01T08:00:02';
-    DECLARE @ThirdToken DATETIME2(7) = '2024-03-01T08:00:07';
+    DECLARE @First DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @FirstToken DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @Second DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @SecondToken DATETIME2(7) = '2024-01-01T00:00:06';
+    DECLARE @Third DATETIME2(7) = '2024-01-01T00:00:03';
+    DECLARE @ThirdToken DATETIME2(7) = '2024-01-01T00:00:07';
     DECLARE @RetryAt DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
     DECLARE @Outcomes dbo.NotificationOutcomeList;
     DECLARE @RetCode INT;
@@ -112,17 +118,18 @@ BEGIN
     DECLARE @Error NVARCHAR(MAX);
     DECLARE @ScheduledFor DATETIME2(7);
     DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
     DECLARE @Outcome VARCHAR(20);
     EXEC Modify_Notification_Batch_trxTests.FakeQueue;
     EXEC Modify_Notification_Batch_trxTests.AddClaimedItem @EnqueuedAt = @First, @Token = @FirstToken;
     EXEC Modify_Notification_Batch_trxTests.AddClaimedItem @EnqueuedAt = @Second, @Token = @SecondToken;
     EXEC Modify_Notification_Batch_trxTests.AddClaimedItem @EnqueuedAt = @Third, @Token = @ThirdToken;
-    -- A completion, a retry and a step advance.
+    -- A step advance, a completion and a retry, listed out of key order.
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status], [Step], Response, Error, ScheduledFor)
     VALUES
-    (@Third, @ThirdToken, 'Processing', 'Confirm', NULL, NULL, NULL),
-    (@First, @FirstToken, 'Completed', NULL, N'250 2.0.0 OK', NULL, NULL),
-    (@Second, @SecondToken, 'Error', NULL, NULL, N'451 try later', @RetryAt);
+    (@Third, @ThirdToken, 'Processing', 'Push', NULL, NULL, NULL),
+    (@First, @FirstToken, 'Completed', NULL, N'{"synced":true}', NULL, NULL),
+    (@Second, @SecondToken, 'Error', NULL, NULL, N'HTTP 503', @RetryAt);
 
     EXEC @RetCode = dbo.Modify_Notification_Batch_trx @Outcomes = @Outcomes;
     SET @TranCount = @@TRANCOUNT;
@@ -131,44 +138,46 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
 
     SELECT
-        @Status = n.[Status],
-        @Response = n.Response,
-        @UpdatedAt = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @First;
+        @Status = q.[Status],
+        @Response = q.Response,
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @First;
     SELECT @Outcome = a.Outcome
     FROM dbo.NotificationAttempt AS a
     WHERE a.EnqueuedAt = @First;
     EXEC tSQLt.AssertEqualsString @Expected = 'Completed', @Actual = @Status, @Message = N'first: Status';
-    EXEC tSQLt.AssertEqualsString @Expected = N'250 2.0.0 OK', @Actual = @Response, @Message = N'first: Response';
+    EXEC tSQLt.AssertEqualsString @Expected = N'{"synced":true}', @Actual = @Response, @Message = N'first: Response';
     EXEC tSQLt.AssertEqualsString @Expected = 'Completed', @Actual = @Outcome, @Message = N'first: attempt Outcome';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'first: the lease is cleared';
     IF @UpdatedAt IS NULL OR @UpdatedAt <= @FirstToken
         EXEC tSQLt.Fail @Message0 = N'first: the report must move UpdatedAt forward';
 
     SELECT
-        @Status = n.[Status],
-        @Error = n.Error,
-        @ScheduledFor = n.ScheduledFor
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Second;
+        @Status = q.[Status],
+        @Error = q.Error,
+        @ScheduledFor = q.ScheduledFor
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Second;
     SELECT @Outcome = a.Outcome
     FROM dbo.NotificationAttempt AS a
     WHERE a.EnqueuedAt = @Second;
     EXEC tSQLt.AssertEqualsString @Expected = 'Error', @Actual = @Status, @Message = N'second: Status';
-    EXEC tSQLt.AssertEqualsString @Expected = N'451 try later', @Actual = @Error, @Message = N'second: Error';
+    EXEC tSQLt.AssertEqualsString @Expected = N'HTTP 503', @Actual = @Error, @Message = N'second: Error';
     EXEC tSQLt.AssertEquals @Expected = @RetryAt, @Actual = @ScheduledFor, @Message = N'second: ScheduledFor';
     EXEC tSQLt.AssertEqualsString @Expected = 'Error', @Actual = @Outcome, @Message = N'second: attempt Outcome';
 
     SELECT
-        @Status = n.[Status],
-        @Step = n.[Step]
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Third;
+        @Status = q.[Status],
+        @Step = q.[Step]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Third;
     SELECT @Outcome = a.Outcome
     FROM dbo.NotificationAttempt AS a
     WHERE a.EnqueuedAt = @Third;
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'third: Status';
-    EXEC tSQLt.AssertEqualsString @Expected = 'Confirm', @Actual = @Step, @Message = N'third: Step';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Push', @Actual = @Step, @Message = N'third: Step';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @Outcome, @Message = N'third: the attempt stays open';
 END;
 GO
@@ -177,34 +186,32 @@ CREATE PROCEDURE Modify_Notification_Batch_trxTests.[test Modify_Notification_Ba
 AS
 BEGIN
     -- The first item's outcome is legal and applied first (key order); the
-    -- second's token is stale (its worker extended the lease and kept the old
-    -- token), though nobody claimed it since. All or nothing: the first must not
-    -- stay applied.
+    -- second's token is stale. All or nothing: the first must not stay applied.
     -- The RAISERROR moves control to the CATCH below before the procedure's own
     -- rollback, so the test rolls back the transaction the batch left open: a
     -- batch that had committed the first item on its own would still show it.
-    DECLARE @First DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @FirstToken DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @Second DATETIME2(7) = '2024-03-01T08:00:01';
-    DECLARE @StaleToken DATETIME2(7) = '2024-03-01T08:00:06';
-    DECLARE @SecondToken DATETIME2(7) = '2024-03-01T08:00:07';
+    DECLARE @First DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @FirstToken DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @Second DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @SecondToken DATETIME2(7) = '2024-01-01T00:00:06';
+    DECLARE @StaleToken DATETIME2(7) = '2024-01-01T00:00:04';
     DECLARE @Outcomes dbo.NotificationOutcomeList;
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
     DECLARE @FirstStatus VARCHAR(20);
     DECLARE @FirstUpdatedAt DATETIME2(7);
+    DECLARE @FirstResponse NVARCHAR(MAX);
     DECLARE @FirstOutcome VARCHAR(20);
     DECLARE @SecondStatus VARCHAR(20);
     DECLARE @SecondUpdatedAt DATETIME2(7);
     DECLARE @SecondOutcome VARCHAR(20);
     EXEC Modify_Notification_Batch_trxTests.FakeQueue;
     EXEC Modify_Notification_Batch_trxTests.AddClaimedItem @EnqueuedAt = @First, @Token = @FirstToken;
-    EXEC Modify_Notification_Batch_trxTests.AddClaimedItem
-        @EnqueuedAt = @Second, @Token = @SecondToken, @ClaimedAt = @StaleToken;
+    EXEC Modify_Notification_Batch_trxTests.AddClaimedItem @EnqueuedAt = @Second, @Token = @SecondToken;
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status], Response)
     VALUES
-    (@First, @FirstToken, 'Completed', N'250 2.0.0 OK'),
-    (@Second, @StaleToken, 'Completed', N'250 2.0.0 OK');
+    (@First, @FirstToken, 'Completed', N'{"synced":true}'),
+    (@Second, @StaleToken, 'Completed', N'{"synced":true}');
 
     BEGIN TRY
         EXEC dbo.Modify_Notification_Batch_trx @Outcomes = @Outcomes;
@@ -217,26 +224,28 @@ BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
     SELECT
-        @FirstStatus = n.[Status],
-        @FirstUpdatedAt = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @First;
+        @FirstStatus = q.[Status],
+        @FirstUpdatedAt = q.UpdatedAt,
+        @FirstResponse = q.Response
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @First;
     SELECT @FirstOutcome = a.Outcome
     FROM dbo.NotificationAttempt AS a
     WHERE a.EnqueuedAt = @First;
     SELECT
-        @SecondStatus = n.[Status],
-        @SecondUpdatedAt = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Second;
+        @SecondStatus = q.[Status],
+        @SecondUpdatedAt = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Second;
     SELECT @SecondOutcome = a.Outcome
     FROM dbo.NotificationAttempt AS a
     WHERE a.EnqueuedAt = @Second;
     EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
     -- The message names the refused item (style 126 of its key).
-    EXEC tSQLt.AssertLike @ExpectedPattern = N'%2024-03-01T08:00:01%', @Actual = @ErrorMessage;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%2024-01-01T00:00:02%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @FirstStatus, @Message = N'first: Status';
     EXEC tSQLt.AssertEquals @Expected = @FirstToken, @Actual = @FirstUpdatedAt, @Message = N'first: UpdatedAt';
+    EXEC tSQLt.AssertEqualsString @Expected = N'', @Actual = @FirstResponse, @Message = N'first: Response';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @FirstOutcome, @Message = N'first: the attempt stays open';
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @SecondStatus, @Message = N'second: Status';
     EXEC tSQLt.AssertEquals @Expected = @SecondToken, @Actual = @SecondUpdatedAt, @Message = N'second: UpdatedAt';
@@ -249,14 +258,13 @@ AS
 BEGIN
     -- Reports go in key order whatever order the caller listed them in: the
     -- earlier item was claimed again since the caller's token (50010), the
-    -- later one only has a stale token, nobody having claimed it since (50005);
-    -- the batch stops at the earlier.
-    DECLARE @First DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @FirstOldToken DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @FirstNewToken DATETIME2(7) = '2024-03-01T08:10:05';
-    DECLARE @Second DATETIME2(7) = '2024-03-01T08:00:01';
-    DECLARE @StaleToken DATETIME2(7) = '2024-03-01T08:00:06';
-    DECLARE @SecondToken DATETIME2(7) = '2024-03-01T08:00:07';
+    -- later one only has a stale token (50005); the batch stops at the earlier.
+    DECLARE @First DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @FirstOldToken DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @FirstNewToken DATETIME2(7) = '2024-01-01T00:10:05';
+    DECLARE @Second DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @SecondToken DATETIME2(7) = '2024-01-01T00:00:06';
+    DECLARE @StaleToken DATETIME2(7) = '2024-01-01T00:00:04';
     DECLARE @Outcomes dbo.NotificationOutcomeList;
     DECLARE @ErrorNumber INT;
     EXEC Modify_Notification_Batch_trxTests.FakeQueue;
@@ -264,9 +272,8 @@ BEGIN
     INSERT INTO dbo.NotificationAttempt (
         EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
     )
-    VALUES (@First, @FirstOldToken, 1, 'Send', N'worker-z', 'Error', NULL, N'', N'abandoned: the lease expired');
-    EXEC Modify_Notification_Batch_trxTests.AddClaimedItem
-        @EnqueuedAt = @Second, @Token = @SecondToken, @ClaimedAt = @StaleToken;
+    VALUES (@First, @FirstOldToken, 1, 'Fetch', N'worker-z', 'Error', NULL, N'', N'abandoned: the lease expired');
+    EXEC Modify_Notification_Batch_trxTests.AddClaimedItem @EnqueuedAt = @Second, @Token = @SecondToken;
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
     VALUES
     (@Second, @StaleToken, 'Completed'),
@@ -316,9 +323,9 @@ BEGIN
     DECLARE @ErrorNumber INT;
     EXEC Modify_Notification_Batch_trxTests.FakeQueue;
     EXEC Modify_Notification_Batch_trxTests.AddClaimedItem
-        @EnqueuedAt = '2024-03-01T08:00:00', @Token = '2024-03-01T08:00:05';
+        @EnqueuedAt = '2024-01-01T00:00:01', @Token = '2024-01-01T00:00:05';
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
-    VALUES ('2024-03-01T08:00:00', '2024-03-01T08:00:05', 'Completed');
+    VALUES ('2024-01-01T00:00:01', '2024-01-01T00:00:05', 'Completed');
 
     SET IMPLICIT_TRANSACTIONS ON;
     BEGIN TRY

@@ -10,6 +10,9 @@ AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.NotificationAttempt', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
 END;
 GO
 -- An item in @Status: its token is @EnqueuedAt + 5 s and it is due an hour after
@@ -45,7 +48,7 @@ BEGIN
         @EnqueuedAt,
         'ResetPassword',
         @Status,
-        CASE WHEN @AttemptNum > 0 THEN 'Send' END,
+        CASE WHEN @AttemptNum > 0 THEN 'Push' END,
         @AttemptNum,
         N'',
         N'',
@@ -61,8 +64,10 @@ BEGIN
         @DedupKey
     );
     IF @Processing = 1
-        INSERT INTO dbo.NotificationAttempt (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration)
-        VALUES (@EnqueuedAt, @Token, @AttemptNum, 'Send', N'worker-a', NULL, NULL);
+        INSERT INTO dbo.NotificationAttempt (
+            EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
+        )
+        VALUES (@EnqueuedAt, @Token, @AttemptNum, 'Push', N'worker-a', NULL, NULL, N'', N'');
 END;
 GO
 -- Compares the queue and its history with #Before and #BeforeAttempt, which the
@@ -72,15 +77,15 @@ CREATE PROCEDURE Move_Notification_utxTests.AssertNothingChanged
 AS
 BEGIN
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.Duration,
-        n.ScheduledFor,
-        n.LeaseUntil,
-        n.UpdatedAt
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.LeaseUntil,
+        q.UpdatedAt
     INTO #After
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After', @Message = N'dbo.Notification';
     SELECT
         a.EnqueuedAt,
@@ -105,9 +110,9 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx cancels the item when it is Pending or Error or Paused]
 AS
 BEGIN
-    DECLARE @Pending DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Error DATETIME2(7) = '2024-03-01T08:01:00';
-    DECLARE @Paused DATETIME2(7) = '2024-03-01T08:02:00';
+    DECLARE @Pending DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Error DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Paused DATETIME2(7) = '2024-01-01T00:02:00';
     DECLARE @RetPending INT;
     DECLARE @RetError INT;
     DECLARE @RetPaused INT;
@@ -124,12 +129,12 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetError, @Message = N'return code (Error)';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetPaused, @Message = N'return code (Paused)';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.ScheduledFor
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.ScheduledFor
     INTO #Actual
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT TOP (0)
         a.EnqueuedAt,
         a.[Status],
@@ -148,8 +153,8 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx cancels the item and ends its open attempt as Cancelled when it is Processing]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     DECLARE @RetCode INT;
     DECLARE @NewUpdatedAt DATETIME2(7);
     DECLARE @Status VARCHAR(20);
@@ -169,12 +174,12 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     SELECT
-        @Status = n.[Status],
-        @Duration = n.Duration,
-        @LeaseUntil = n.LeaseUntil,
-        @UpdatedAt = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+        @Status = q.[Status],
+        @Duration = q.Duration,
+        @LeaseUntil = q.LeaseUntil,
+        @UpdatedAt = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     SELECT
         @Outcome = a.Outcome,
         @AttemptDuration = a.Duration
@@ -195,8 +200,8 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx pauses the item when it is Pending or Error]
 AS
 BEGIN
-    DECLARE @Pending DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Error DATETIME2(7) = '2024-03-01T08:01:00';
+    DECLARE @Pending DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Error DATETIME2(7) = '2024-01-01T00:01:00';
     DECLARE @RetPending INT;
     DECLARE @RetError INT;
     EXEC Move_Notification_utxTests.FakeQueue;
@@ -204,18 +209,18 @@ BEGIN
     EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = @Error, @Status = 'Error';
 
     EXEC @RetPending = dbo.Move_Notification_utx
-        @EnqueuedAt = @Pending, @UpdatedAt = '2024-03-01T08:00:05', @Action = 'Pause';
+        @EnqueuedAt = @Pending, @UpdatedAt = '2024-01-01T00:00:05', @Action = 'Pause';
     EXEC @RetError = dbo.Move_Notification_utx @EnqueuedAt = @Error, @Action = 'Pause';
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetPending, @Message = N'return code (Pending)';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetError, @Message = N'return code (Error)';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.ScheduledFor
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.ScheduledFor
     INTO #Actual
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT TOP (0)
         a.EnqueuedAt,
         a.[Status],
@@ -233,8 +238,8 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx resumes the item as Pending and keeps its due time when Resume has no ScheduledFor]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @DueAt DATETIME2(7) = '2024-03-01T09:00:00';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @DueAt DATETIME2(7) = DATEADD(HOUR, 1, @Key);  -- AddItem's due time
     DECLARE @RetCode INT;
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;
@@ -246,11 +251,11 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum,
-        @ScheduledFor = n.ScheduledFor
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @ScheduledFor = q.ScheduledFor
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum is kept';
     EXEC tSQLt.AssertEquals @Expected = @DueAt, @Actual = @ScheduledFor, @Message = N'ScheduledFor is kept';
@@ -259,8 +264,8 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx resumes the item as Pending due at the given time when Resume has ScheduledFor]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     DECLARE @ResumeAt DATETIME2(7) = DATEADD(DAY, 1, SYSUTCDATETIME());
     DECLARE @RetCode INT;
     DECLARE @Status VARCHAR(20);
@@ -276,10 +281,10 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     SELECT
-        @Status = n.[Status],
-        @ScheduledFor = n.ScheduledFor
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+        @Status = q.[Status],
+        @ScheduledFor = q.ScheduledFor
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = @ResumeAt, @Actual = @ScheduledFor, @Message = N'ScheduledFor';
 END;
@@ -287,8 +292,8 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx terminates the item and ends its open attempt when it is Processing]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     DECLARE @RetCode INT;
     DECLARE @Status VARCHAR(20);
     DECLARE @Duration BIGINT;
@@ -302,11 +307,11 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     SELECT
-        @Status = n.[Status],
-        @Duration = n.Duration,
-        @LeaseUntil = n.LeaseUntil
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+        @Status = q.[Status],
+        @Duration = q.Duration,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     SELECT
         @Outcome = a.Outcome,
         @AttemptDuration = a.Duration
@@ -323,7 +328,7 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx retries the item now with a fresh budget when a Failed item gets Retry without ScheduledFor]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
     DECLARE @Before DATETIME2(7);
     DECLARE @After DATETIME2(7);
     DECLARE @RetCode INT;
@@ -340,12 +345,12 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum,
-        @Duration = n.Duration,
-        @ScheduledFor = n.ScheduledFor
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @Duration = q.Duration,
+        @ScheduledFor = q.ScheduledFor
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'a fresh budget';
     EXEC tSQLt.AssertEquals @Expected = 4000, @Actual = @Duration, @Message = N'the last attempt''s Duration is kept';
@@ -356,8 +361,8 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx retries the item at the given time when a Failed item gets Retry with ScheduledFor]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     DECLARE @RetryAt DATETIME2(7) = DATEADD(HOUR, 2, SYSUTCDATETIME());
     DECLARE @RetCode INT;
     DECLARE @Status VARCHAR(20);
@@ -374,11 +379,11 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum,
-        @ScheduledFor = n.ScheduledFor
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @ScheduledFor = q.ScheduledFor
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'a fresh budget';
     EXEC tSQLt.AssertEquals @Expected = @RetryAt, @Actual = @ScheduledFor, @Message = N'ScheduledFor';
@@ -387,10 +392,10 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx moves only the due time when a Pending or Error or Paused item is rescheduled]
 AS
 BEGIN
-    DECLARE @Pending DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Error DATETIME2(7) = '2024-03-01T08:01:00';
-    DECLARE @Paused DATETIME2(7) = '2024-03-01T08:02:00';
-    DECLARE @NewTime DATETIME2(7) = '2024-03-02T06:30:00';
+    DECLARE @Pending DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Error DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Paused DATETIME2(7) = '2024-01-01T00:02:00';
+    DECLARE @NewTime DATETIME2(7) = '2024-01-02T06:30:00';
     DECLARE @RetPending INT;
     DECLARE @RetError INT;
     DECLARE @RetPaused INT;
@@ -402,21 +407,21 @@ BEGIN
     EXEC @RetPending = dbo.Move_Notification_utx
         @EnqueuedAt = @Pending, @Action = 'Reschedule', @ScheduledFor = @NewTime;
     EXEC @RetError = dbo.Move_Notification_utx
-        @EnqueuedAt = @Error, @UpdatedAt = '2024-03-01T08:01:05', @Action = 'Reschedule', @ScheduledFor = @NewTime;
+        @EnqueuedAt = @Error, @UpdatedAt = '2024-01-01T00:01:05', @Action = 'Reschedule', @ScheduledFor = @NewTime;
     EXEC @RetPaused = dbo.Move_Notification_utx @EnqueuedAt = @Paused, @Action = 'Reschedule', @ScheduledFor = @NewTime;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetPending, @Message = N'return code (Pending)';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetError, @Message = N'return code (Error)';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetPaused, @Message = N'return code (Paused)';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.[Step],
-        n.AttemptNum,
-        n.Duration,
-        n.ScheduledFor
+        q.EnqueuedAt,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor
     INTO #Actual
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT TOP (0)
         a.EnqueuedAt,
         a.[Status],
@@ -429,28 +434,28 @@ BEGIN
     INSERT INTO #Expected (EnqueuedAt, [Status], [Step], AttemptNum, Duration, ScheduledFor)
     VALUES
     (@Pending, 'Pending', NULL, 0, NULL, @NewTime),
-    (@Error, 'Error', 'Send', 1, 4000, @NewTime),
-    (@Paused, 'Paused', 'Send', 1, 4000, @NewTime);
+    (@Error, 'Error', 'Push', 1, 4000, @NewTime),
+    (@Paused, 'Paused', 'Push', 1, 4000, @NewTime);
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx raises 50006 and changes nothing when a Processing item is paused]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
     DECLARE @ErrorNumber INT;
     EXEC Move_Notification_utxTests.FakeQueue;
     EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Processing';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.Duration,
-        n.ScheduledFor,
-        n.LeaseUntil,
-        n.UpdatedAt
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.LeaseUntil,
+        q.UpdatedAt
     INTO #Before
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT
         a.EnqueuedAt,
         a.StartedAt,
@@ -473,20 +478,20 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx raises 50006 and changes nothing when a Pending item is terminated]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
     DECLARE @ErrorNumber INT;
     EXEC Move_Notification_utxTests.FakeQueue;
     EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Pending', @AttemptNum = 0;
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.Duration,
-        n.ScheduledFor,
-        n.LeaseUntil,
-        n.UpdatedAt
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.LeaseUntil,
+        q.UpdatedAt
     INTO #Before
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT
         a.EnqueuedAt,
         a.StartedAt,
@@ -511,20 +516,20 @@ AS
 BEGIN
     -- Failed -> Pending is a row of dbo.QueueTransition, but it is Retry's move:
     -- Resume starts from Paused only (a resume must not hand out a fresh budget).
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
     DECLARE @ErrorNumber INT;
     EXEC Move_Notification_utxTests.FakeQueue;
     EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Failed', @AttemptNum = 3;
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.Duration,
-        n.ScheduledFor,
-        n.LeaseUntil,
-        n.UpdatedAt
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.LeaseUntil,
+        q.UpdatedAt
     INTO #Before
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT
         a.EnqueuedAt,
         a.StartedAt,
@@ -547,20 +552,20 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx raises 50008 and changes nothing when a Completed item is cancelled]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
     DECLARE @ErrorNumber INT;
     EXEC Move_Notification_utxTests.FakeQueue;
     EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Completed';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.Duration,
-        n.ScheduledFor,
-        n.LeaseUntil,
-        n.UpdatedAt
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.LeaseUntil,
+        q.UpdatedAt
     INTO #Before
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT
         a.EnqueuedAt,
         a.StartedAt,
@@ -584,21 +589,21 @@ CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx raises 5
 AS
 BEGIN
     -- A running attempt has no due time to move: only a claim made it run.
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @NewTime DATETIME2(7) = '2024-03-02T06:30:00';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @NewTime DATETIME2(7) = '2024-01-02T06:30:00';
     DECLARE @ErrorNumber INT;
     EXEC Move_Notification_utxTests.FakeQueue;
     EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Processing';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.Duration,
-        n.ScheduledFor,
-        n.LeaseUntil,
-        n.UpdatedAt
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.LeaseUntil,
+        q.UpdatedAt
     INTO #Before
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT
         a.EnqueuedAt,
         a.StartedAt,
@@ -621,21 +626,21 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx raises 50005 and changes nothing when the given token is stale]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @StaleToken DATETIME2(7) = '2024-03-01T08:00:04';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @StaleToken DATETIME2(7) = '2024-01-01T00:00:04';
     DECLARE @ErrorNumber INT;
     EXEC Move_Notification_utxTests.FakeQueue;
     EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Pending', @AttemptNum = 0;
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.Duration,
-        n.ScheduledFor,
-        n.LeaseUntil,
-        n.UpdatedAt
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.LeaseUntil,
+        q.UpdatedAt
     INTO #Before
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT
         a.EnqueuedAt,
         a.StartedAt,
@@ -659,56 +664,56 @@ CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx raises 5
 AS
 BEGIN
     EXEC Move_Notification_utxTests.FakeQueue;
-    EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = '2024-03-01T08:00:00', @Status = 'Pending', @AttemptNum = 0;
+    EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:00', @Status = 'Pending', @AttemptNum = 0;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50004;
 
-    EXEC dbo.Move_Notification_utx @EnqueuedAt = '2024-03-01T08:00:01', @Action = 'Cancel';
+    EXEC dbo.Move_Notification_utx @EnqueuedAt = '2024-01-01T00:00:01', @Action = 'Cancel';
 END;
 GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx raises 50007 when the action is unknown]
 AS
 BEGIN
     EXEC Move_Notification_utxTests.FakeQueue;
-    EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = '2024-03-01T08:00:00', @Status = 'Pending', @AttemptNum = 0;
+    EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:00', @Status = 'Pending', @AttemptNum = 0;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Action%';
 
-    EXEC dbo.Move_Notification_utx @EnqueuedAt = '2024-03-01T08:00:00', @Action = 'Delete';
+    EXEC dbo.Move_Notification_utx @EnqueuedAt = '2024-01-01T00:00:00', @Action = 'Delete';
 END;
 GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx raises 50007 when Reschedule has no ScheduledFor]
 AS
 BEGIN
     EXEC Move_Notification_utxTests.FakeQueue;
-    EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = '2024-03-01T08:00:00', @Status = 'Pending', @AttemptNum = 0;
+    EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:00', @Status = 'Pending', @AttemptNum = 0;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@ScheduledFor%';
 
-    EXEC dbo.Move_Notification_utx @EnqueuedAt = '2024-03-01T08:00:00', @Action = 'Reschedule';
+    EXEC dbo.Move_Notification_utx @EnqueuedAt = '2024-01-01T00:00:00', @Action = 'Reschedule';
 END;
 GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx raises 50011 and changes nothing when Retry finds the DedupKey on another unfinished item]
 AS
 BEGIN
-    -- The failed item left the dedup index when it failed; the same request was
+    -- The failed item left the dedup index when it failed; the same job was
     -- enqueued again since and is still Pending.
-    DECLARE @Failed DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Holder DATETIME2(7) = '2024-03-01T08:01:00';
+    DECLARE @Failed DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Holder DATETIME2(7) = '2024-01-01T00:01:00';
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
     EXEC Move_Notification_utxTests.FakeQueue;
     EXEC Move_Notification_utxTests.AddItem
-        @EnqueuedAt = @Failed, @Status = 'Failed', @AttemptNum = 3, @DedupKey = N'reset:42';
+        @EnqueuedAt = @Failed, @Status = 'Failed', @AttemptNum = 3, @DedupKey = N'sync:C-1';
     EXEC Move_Notification_utxTests.AddItem
-        @EnqueuedAt = @Holder, @Status = 'Pending', @AttemptNum = 0, @DedupKey = N'reset:42';
+        @EnqueuedAt = @Holder, @Status = 'Pending', @AttemptNum = 0, @DedupKey = N'sync:C-1';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.Duration,
-        n.ScheduledFor,
-        n.LeaseUntil,
-        n.UpdatedAt
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.LeaseUntil,
+        q.UpdatedAt
     INTO #Before
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT
         a.EnqueuedAt,
         a.StartedAt,
@@ -728,7 +733,91 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 50011, @Actual = @ErrorNumber;
     -- The message names the item that holds the key (style 126 of its key).
-    EXEC tSQLt.AssertLike @ExpectedPattern = N'%2024-03-01T08:01:00%', @Actual = @ErrorMessage;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%2024-01-01T00:01:00%', @Actual = @ErrorMessage;
+    EXEC Move_Notification_utxTests.AssertNothingChanged;
+END;
+GO
+CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx raises 50006 and changes nothing when an Error item is retried]
+AS
+BEGIN
+    -- An item in Error still has attempts left: Retry is for a Failed item only.
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Move_Notification_utxTests.FakeQueue;
+    EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Error', @AttemptNum = 1;
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.LeaseUntil,
+        q.UpdatedAt
+    INTO #Before
+    FROM dbo.Notification AS q;
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.Outcome,
+        a.Duration
+    INTO #BeforeAttempt
+    FROM dbo.NotificationAttempt AS a;
+
+    BEGIN TRY
+        EXEC dbo.Move_Notification_utx @EnqueuedAt = @Key, @Action = 'Retry';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%cannot go from Error to Pending%', @Actual = @ErrorMessage;
+    EXEC Move_Notification_utxTests.AssertNothingChanged;
+END;
+GO
+CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx raises 50008 and changes nothing when a Paused item is retried]
+AS
+BEGIN
+    -- A paused item is not editable (dbo.QueueIsEditable_fn): only Resume, Cancel and
+    -- Reschedule may change it, so Retry is refused as 50008 before any transition
+    -- is looked at.
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Move_Notification_utxTests.FakeQueue;
+    EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Paused', @AttemptNum = 1;
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.Duration,
+        q.ScheduledFor,
+        q.LeaseUntil,
+        q.UpdatedAt
+    INTO #Before
+    FROM dbo.Notification AS q;
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.Outcome,
+        a.Duration
+    INTO #BeforeAttempt
+    FROM dbo.NotificationAttempt AS a;
+
+    BEGIN TRY
+        EXEC dbo.Move_Notification_utx @EnqueuedAt = @Key, @Action = 'Retry';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50008, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%is Paused and can no longer change%', @Actual = @ErrorMessage;
     EXEC Move_Notification_utxTests.AssertNothingChanged;
 END;
 GO
@@ -739,6 +828,6 @@ BEGIN
     EXEC Move_Notification_utxTests.FakeQueue;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
 
-    EXEC dbo.Move_Notification_utx @EnqueuedAt = '2024-03-01T08:00:00', @Action = 'Cancel';
+    EXEC dbo.Move_Notification_utx @EnqueuedAt = '2024-01-01T00:00:00', @Action = 'Cancel';
 END;
 GO

@@ -4,8 +4,8 @@ GO
 EXEC tSQLt.NewTestClass 'Pause_Notification_trxTests';
 GO
 -- Every table the control writes (the attempt history included) and its result
--- row (dbo.Worker_Notification_V) reads. In a NoTransaction test the fakes hold
--- the committed rows; tSQLt puts the real tables back after the test.
+-- row (dbo.Worker_Notification_V) reads. In a NoTransaction test the fakes hold the
+-- committed rows; tSQLt puts the real tables back after the test.
 -- dbo.QueueStatus and dbo.QueueTransition stay real. The result row cannot be
 -- read here: a _trx refuses INSERT ... EXEC (it would run inside the INSERT's
 -- transaction), so the tests assert on the row left in the queue; the rules of
@@ -18,6 +18,51 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
+END;
+GO
+-- The item under test: key 2024-01-01T00:00:00, token five seconds later, due at
+-- 01:00 that day. A Pending item, never claimed.
+CREATE PROCEDURE Pause_Notification_trxTests.AddItem
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    INSERT INTO dbo.Notification (
+        EnqueuedAt,
+        [Type],
+        [Status],
+        [Step],
+        AttemptNum,
+        Response,
+        Error,
+        StartedAt,
+        Duration,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey,
+        LockedBy,
+        LeaseUntil
+    )
+    VALUES (
+        @Key,
+        'ResetPassword',
+        'Pending',
+        NULL,
+        0,
+        N'',
+        N'',
+        NULL,
+        NULL,
+        '2024-01-01T01:00:00',
+        @Token,
+        0,
+        NULL,
+        NULL,
+        NULL,
+        NULL
+    );
 END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
@@ -34,40 +79,10 @@ GO
 CREATE PROCEDURE Pause_Notification_trxTests.[test Pause_Notification_trx raises 50001 when a transaction is open]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @DueAt DATETIME2(7) = '2024-03-01T09:00:00';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     EXEC Pause_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (
-        EnqueuedAt,
-        [Type],
-        [Status],
-        [Step],
-        AttemptNum,
-        Response,
-        Error,
-        StartedAt,
-        Duration,
-        ScheduledFor,
-        UpdatedAt,
-        LockedBy,
-        LeaseUntil
-    )
-    VALUES (
-        @Key,
-        'ResetPassword',
-        'Pending',
-        NULL,
-        0,
-        N'',
-        N'',
-        NULL,
-        NULL,
-        @DueAt,
-        @Token,
-        NULL,
-        NULL
-    );
+    EXEC Pause_Notification_trxTests.AddItem;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
 
     EXEC dbo.Pause_Notification_trx
@@ -79,9 +94,10 @@ GO
 CREATE PROCEDURE Pause_Notification_trxTests.[test Pause_Notification_trx pauses the item and commits when no transaction is open]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @DueAt DATETIME2(7) = '2024-03-01T09:00:00';
+    -- A Pending item becomes Paused; its due time is kept.
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @DueAt DATETIME2(7) = '2024-01-01T01:00:00';
     DECLARE @RetCode INT;
     DECLARE @TranCount INT;
     DECLARE @Status VARCHAR(20);
@@ -89,36 +105,7 @@ BEGIN
     DECLARE @ScheduledFor DATETIME2(7);
     DECLARE @UpdatedAt DATETIME2(7);
     EXEC Pause_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (
-        EnqueuedAt,
-        [Type],
-        [Status],
-        [Step],
-        AttemptNum,
-        Response,
-        Error,
-        StartedAt,
-        Duration,
-        ScheduledFor,
-        UpdatedAt,
-        LockedBy,
-        LeaseUntil
-    )
-    VALUES (
-        @Key,
-        'ResetPassword',
-        'Pending',
-        NULL,
-        0,
-        N'',
-        N'',
-        NULL,
-        NULL,
-        @DueAt,
-        @Token,
-        NULL,
-        NULL
-    );
+    EXEC Pause_Notification_trxTests.AddItem;
 
     EXEC @RetCode = dbo.Pause_Notification_trx
         @EnqueuedAt = @Key,
@@ -128,14 +115,15 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
     SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum,
-        @ScheduledFor = n.ScheduledFor,
-        @UpdatedAt = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @ScheduledFor = q.ScheduledFor,
+        @UpdatedAt = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEqualsString @Expected = 'Paused', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = @DueAt, @Actual = @ScheduledFor, @Message = N'ScheduledFor is kept';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'AttemptNum is kept';
     IF @UpdatedAt IS NULL OR @UpdatedAt <= @Token
         EXEC tSQLt.Fail @Message0 = N'the change must move UpdatedAt forward';
 END;
@@ -146,41 +134,12 @@ GO
 CREATE PROCEDURE Pause_Notification_trxTests.[test Pause_Notification_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     DECLARE @ErrorNumber INT;
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @DueAt DATETIME2(7) = '2024-03-01T09:00:00';
+    DECLARE @UpdatedAt DATETIME2(7);
     EXEC Pause_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (
-        EnqueuedAt,
-        [Type],
-        [Status],
-        [Step],
-        AttemptNum,
-        Response,
-        Error,
-        StartedAt,
-        Duration,
-        ScheduledFor,
-        UpdatedAt,
-        LockedBy,
-        LeaseUntil
-    )
-    VALUES (
-        @Key,
-        'ResetPassword',
-        'Pending',
-        NULL,
-        0,
-        N'',
-        N'',
-        NULL,
-        NULL,
-        @DueAt,
-        @Token,
-        NULL,
-        NULL
-    );
+    EXEC Pause_Notification_trxTests.AddItem;
 
     SET IMPLICIT_TRANSACTIONS ON;
     BEGIN TRY
@@ -194,6 +153,10 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
+    SELECT @UpdatedAt = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
 END;
 GO

@@ -4,8 +4,8 @@ GO
 EXEC tSQLt.NewTestClass 'Terminate_Notification_trxTests';
 GO
 -- Every table the control writes (the attempt history included) and its result
--- row (dbo.Worker_Notification_V) reads. In a NoTransaction test the fakes hold
--- the committed rows; tSQLt puts the real tables back after the test.
+-- row (dbo.Worker_Notification_V) reads. In a NoTransaction test the fakes hold the
+-- committed rows; tSQLt puts the real tables back after the test.
 -- dbo.QueueStatus and dbo.QueueTransition stay real. The result row cannot be
 -- read here: a _trx refuses INSERT ... EXEC (it would run inside the INSERT's
 -- transaction), so the tests assert on the row left in the queue; the rules of
@@ -18,6 +18,56 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
+END;
+GO
+-- The item under test: key 2024-01-01T00:00:00, token five seconds later, due at
+-- 01:00 that day. A Processing item claimed by worker-a
+-- five seconds ago, with its lease and its open attempt (started at the token).
+CREATE PROCEDURE Terminate_Notification_trxTests.AddItem
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    INSERT INTO dbo.Notification (
+        EnqueuedAt,
+        [Type],
+        [Status],
+        [Step],
+        AttemptNum,
+        Response,
+        Error,
+        StartedAt,
+        Duration,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey,
+        LockedBy,
+        LeaseUntil
+    )
+    VALUES (
+        @Key,
+        'ResetPassword',
+        'Processing',
+        'Push',
+        1,
+        N'',
+        N'',
+        DATEADD(SECOND, -5, SYSUTCDATETIME()),
+        NULL,
+        '2024-01-01T01:00:00',
+        @Token,
+        0,
+        NULL,
+        NULL,
+        N'worker-a',
+        DATEADD(MINUTE, 5, SYSUTCDATETIME())
+    );
+    INSERT INTO dbo.NotificationAttempt (
+        EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
+    )
+    VALUES (@Key, @Token, 1, 'Push', N'worker-a', NULL, NULL, N'', N'');
 END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
@@ -34,43 +84,10 @@ GO
 CREATE PROCEDURE Terminate_Notification_trxTests.[test Terminate_Notification_trx raises 50001 when a transaction is open]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @DueAt DATETIME2(7) = '2024-03-01T09:00:00';
-    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     EXEC Terminate_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (
-        EnqueuedAt,
-        [Type],
-        [Status],
-        [Step],
-        AttemptNum,
-        Response,
-        Error,
-        StartedAt,
-        Duration,
-        ScheduledFor,
-        UpdatedAt,
-        LockedBy,
-        LeaseUntil
-    )
-    VALUES (
-        @Key,
-        'ResetPassword',
-        'Processing',
-        'Send',
-        1,
-        N'',
-        N'',
-        @StartedAt,
-        NULL,
-        @DueAt,
-        @Token,
-        N'worker-a',
-        DATEADD(MINUTE, 5, SYSUTCDATETIME())
-    );
-    INSERT INTO dbo.NotificationAttempt (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration)
-    VALUES (@Key, @Token, 1, 'Send', N'worker-a', NULL, NULL);
+    EXEC Terminate_Notification_trxTests.AddItem;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
 
     EXEC dbo.Terminate_Notification_trx
@@ -82,50 +99,20 @@ GO
 CREATE PROCEDURE Terminate_Notification_trxTests.[test Terminate_Notification_trx terminates the item and commits when no transaction is open]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @DueAt DATETIME2(7) = '2024-03-01T09:00:00';
-    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
-    DECLARE @Outcome VARCHAR(20);
+    -- A Processing item becomes Terminated and its open attempt ends.
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @DueAt DATETIME2(7) = '2024-01-01T01:00:00';
     DECLARE @RetCode INT;
     DECLARE @TranCount INT;
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;
     DECLARE @ScheduledFor DATETIME2(7);
     DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @Outcome VARCHAR(20);
     EXEC Terminate_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (
-        EnqueuedAt,
-        [Type],
-        [Status],
-        [Step],
-        AttemptNum,
-        Response,
-        Error,
-        StartedAt,
-        Duration,
-        ScheduledFor,
-        UpdatedAt,
-        LockedBy,
-        LeaseUntil
-    )
-    VALUES (
-        @Key,
-        'ResetPassword',
-        'Processing',
-        'Send',
-        1,
-        N'',
-        N'',
-        @StartedAt,
-        NULL,
-        @DueAt,
-        @Token,
-        N'worker-a',
-        DATEADD(MINUTE, 5, SYSUTCDATETIME())
-    );
-    INSERT INTO dbo.NotificationAttempt (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration)
-    VALUES (@Key, @Token, 1, 'Send', N'worker-a', NULL, NULL);
+    EXEC Terminate_Notification_trxTests.AddItem;
 
     EXEC @RetCode = dbo.Terminate_Notification_trx
         @EnqueuedAt = @Key,
@@ -135,17 +122,20 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
     SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum,
-        @ScheduledFor = n.ScheduledFor,
-        @UpdatedAt = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
-    EXEC tSQLt.AssertEqualsString @Expected = 'Terminated', @Actual = @Status, @Message = N'Status';
-    EXEC tSQLt.AssertEquals @Expected = @DueAt, @Actual = @ScheduledFor, @Message = N'ScheduledFor is kept';
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @ScheduledFor = q.ScheduledFor,
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     SELECT @Outcome = a.Outcome
     FROM dbo.NotificationAttempt AS a
     WHERE a.EnqueuedAt = @Key AND a.StartedAt = @Token;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Terminated', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = @DueAt, @Actual = @ScheduledFor, @Message = N'ScheduledFor is kept';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum is kept';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'the lease is cleared';
     EXEC tSQLt.AssertEqualsString @Expected = 'Terminated', @Actual = @Outcome, @Message = N'the attempt''s Outcome';
     IF @UpdatedAt IS NULL OR @UpdatedAt <= @Token
         EXEC tSQLt.Fail @Message0 = N'the change must move UpdatedAt forward';
@@ -157,44 +147,12 @@ GO
 CREATE PROCEDURE Terminate_Notification_trxTests.[test Terminate_Notification_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     DECLARE @ErrorNumber INT;
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @DueAt DATETIME2(7) = '2024-03-01T09:00:00';
-    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @UpdatedAt DATETIME2(7);
     EXEC Terminate_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (
-        EnqueuedAt,
-        [Type],
-        [Status],
-        [Step],
-        AttemptNum,
-        Response,
-        Error,
-        StartedAt,
-        Duration,
-        ScheduledFor,
-        UpdatedAt,
-        LockedBy,
-        LeaseUntil
-    )
-    VALUES (
-        @Key,
-        'ResetPassword',
-        'Processing',
-        'Send',
-        1,
-        N'',
-        N'',
-        @StartedAt,
-        NULL,
-        @DueAt,
-        @Token,
-        N'worker-a',
-        DATEADD(MINUTE, 5, SYSUTCDATETIME())
-    );
-    INSERT INTO dbo.NotificationAttempt (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration)
-    VALUES (@Key, @Token, 1, 'Send', N'worker-a', NULL, NULL);
+    EXEC Terminate_Notification_trxTests.AddItem;
 
     SET IMPLICIT_TRANSACTIONS ON;
     BEGIN TRY
@@ -208,6 +166,10 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
+    SELECT @UpdatedAt = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
 END;
 GO

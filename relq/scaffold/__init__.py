@@ -1,12 +1,12 @@
 """The relational-queue pattern, written down once. The queues are listed in
 database/queues.toml; their objects are rendered from the Jinja templates under
-relq/scaffold/templates, in three groups:
+relq/scaffold/templates, in four groups:
 
 - every_queue/: what every relational queue has alike (the item controls, Move_,
-  Extend_, the batch report, the attempt history);
+  Extend_, the batch report, the attempt history) and their tSQLt classes;
 - job_queues/: the rest of a queue of the job shape (SyncQueue's: typed jobs on an
   entity with a JSON payload): tables, list types, job types, enqueue, claim,
-  report, purge, drain, worker view, grants and a tSQLt class;
+  report, purge, drain, worker view, grants and their tSQLt classes;
 - subtypes/: a job queue's exclusive subtypes, when its catalogue entry asks for
   them: per subtype a table of the type's own columns (dbo.<Queue>_<Type>) and its
   tSQLt class, and once per queue dbo.<Queue>_IsType_fn, which their CHECKs call.
@@ -15,10 +15,12 @@ relq/scaffold/templates, in three groups:
 - all_queues/: objects over every queue at once (the health views).
 
 A queue of the custom shape (Notification: a subtype and delivery channels) gets
-every_queue/ only and writes the rest by hand. The queues' files must be exactly
-what the templates make (tests/test_scaffold.py compares them), so a change to a
-templated object is made in its template and rendered for every queue
-(`invoke render-queues`); `invoke new-queue` adds a queue of the job shape."""
+every_queue/ only and writes the rest by hand (its catalogue entry names the
+tables its worker view joins, which every_queue/'s tSQLt classes fake with it).
+The queues' files must be exactly what the templates make (tests/test_scaffold.py
+compares them), so a change to a templated object is made in its template and
+rendered for every queue (`invoke render-queues`); `invoke new-queue` adds a queue
+of the job shape."""
 
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ _ALIAS = re.compile(r"[a-z]")
 _WORDS = re.compile(r"[a-z][a-z -]{0,19}")  # short enough to keep the comments' lines in the style
 _LITERAL_ALIAS = re.compile(r"\bAS ([a-z])\b")  # a template's own one-letter aliases
 _COLUMN_NAME = re.compile(r"[A-Z][A-Za-z0-9]{0,29}")
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
 # A subtype column's SQL type: one of the project's alias types, or a built-in type.
 _SQL_TYPE = re.compile(
     r"dbo\.(?:[A-Za-z][A-Za-z0-9]*|\[_[A-Za-z0-9]+\])"
@@ -141,6 +144,9 @@ class Queue:
     verb: tuple[str, str] = ("process", "processed")
     types: tuple[str, ...] = ()
     subtypes: tuple[Subtype, ...] = ()
+    # A custom queue's tables that its worker view joins (its subtypes and channels): the
+    # templated tSQLt classes fake them with the queue. A job queue's are its subtypes'.
+    joins: tuple[str, ...] = ()
 
     def variables(self) -> dict[str, object]:
         subtypes = [{"type": s.type, "table": f"{self.name}_{s.type}", "alias": f"s{n}",
@@ -149,6 +155,8 @@ class Queue:
         return {"Queue": self.name, "prefix": self.prefix, "a": self.alias, "noun": self.noun,
                 "nouns": self.noun + "s", "verb": self.verb[0], "verbed": self.verb[1],
                 "types": list(self.types), "subtypes": subtypes, "test_types": list(TEST_TYPES),
+                "entity": self.shape == "job",  # EntityKey and Payload: a job queue's columns
+                "view_tables": [s["table"] for s in subtypes] + list(self.joins),
                 # every subtype's columns, in catalogue order, with the subtype they belong to
                 "subtype_columns": [dict(c, subtype=s) for s in subtypes for c in s["columns"]]}
 
@@ -165,7 +173,8 @@ def load(root: Path) -> list[Queue]:
         try:
             queue = Queue(entry["name"], entry["prefix"], entry["alias"], entry.get("shape", "job"),
                           entry.get("noun", "job"), tuple(entry.get("verb", ("process", "processed"))),
-                          tuple(entry.get("types", ())), _subtypes(entry.get("subtype", []), root))
+                          tuple(entry.get("types", ())), _subtypes(entry.get("subtype", []), root),
+                          tuple(entry.get("joins", ())))
         except (KeyError, TypeError) as exc:
             raise RelqError(f"{CATALOGUE}: queue {n} lacks {exc}") from None
         except RelqError as exc:
@@ -245,6 +254,10 @@ def _check(queue: Queue, where: str) -> None:
     bad = [t for t in queue.types if not _TYPE_NAME.fullmatch(t)]
     if bad:
         problems.append(f"job types are 1 to 50 letters, digits and _ (not {', '.join(map(repr, bad))})")
+    if queue.shape == "custom" and not queue.types:
+        problems.append("a custom queue names a job type of its own for the tSQLt classes' items")
+    if (queue.joins and queue.shape != "custom") or not all(_IDENTIFIER.fullmatch(j) for j in queue.joins):
+        problems.append("joins lists a custom queue's tables its worker view joins, by name")
     if set(map(str.casefold, TEST_TYPES)) & {t.casefold() for t in queue.types}:
         problems.append(f"{' and '.join(TEST_TYPES)} are the tSQLt classes' own job types")
     problems += _subtype_problems(queue)
