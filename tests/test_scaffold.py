@@ -4,6 +4,7 @@ every queue at once."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -268,6 +269,10 @@ def test_a_broken_catalogue_is_one_readable_line(tmp_path: Path) -> None:
      'types = ["CustomerSync", "InventorySync"]\njoins = ["SyncQueue_X"]\n',
      "joins lists a custom queue's tables"),
     ('joins = ["Notification_ResetPassword"', 'joins = ["dbo.Notification_ResetPassword"', "by name"),
+    ('joins = ["Notification_ResetPassword"', 'joins = ["Notification_Email"', "each once"),
+    ('joins = ["Notification_ResetPassword"', 'joins = ["NotificationAttempt"', "not the queue's own"),
+    ('joins = ["Notification_ResetPassword", ', 'joins = [1, ', "joins is a list of names"),
+    ('types = ["ResetPassword"]', 'types = "ResetPassword"', "types is a list of names"),
 ])
 def test_a_catalogue_entry_of_the_wrong_shape_is_refused(tmp_path: Path, old: str, new: str,
                                                           problem: str) -> None:
@@ -283,7 +288,11 @@ def test_the_custom_queue_fakes_the_tables_its_view_joins() -> None:
     """Its worker view reads them: a NoTransaction test must not see the real ones' rows."""
     notification = next(q for q in QUEUES if q.name == "Notification")
     view = (REPO / "database/views/dbo.Worker_Notification_V.sql").read_text()
-    for table in notification.joins:
-        assert f"dbo.{table} AS" in view
-        assert f"FakeTable @TableName = N'dbo.{table}'" in (
-            REPO / "tests_tsqlt/Cancel_Notification_trxTests.class.sql").read_text()
+    assert set(re.findall(r"(?:FROM|JOIN) dbo\.(\w+) AS", view)) == {"Notification", *notification.joins}
+    classes = [path for path, _ in queue_renders(notification) if path.startswith("tests_tsqlt/")]
+    assert len(classes) >= 9
+    for path in classes:
+        text = (REPO / path).read_text()
+        if "FakeTable @TableName = N'dbo.Notification'" in text:
+            for table in notification.joins:
+                assert f"FakeTable @TableName = N'dbo.{table}'" in text, (path, table)

@@ -199,6 +199,7 @@ BEGIN
     DECLARE @RetCode INT;
     DECLARE @UpdatedAt DATETIME2(7);
     DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @LockedBy NVARCHAR(128);
     EXEC Extend_Notification_trxTests.FakeQueue;
     -- No @LeaseSeconds: the setting gives the length.
     INSERT INTO dbo.AppSettings (Param, ValInt, ValText) VALUES ('notification.leaseSeconds', 120, NULL);
@@ -217,6 +218,10 @@ BEGIN
         @LeaseUntil = q.LeaseUntil
     FROM dbo.Notification AS q
     WHERE q.EnqueuedAt = @Key;
+    SELECT @LockedBy = q.LockedBy
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = N'worker-1', @Actual = @LockedBy, @Message = N'LockedBy';
     IF
         @LeaseUntil IS NULL
         OR @LeaseUntil < DATEADD(SECOND, 120, @Before)
@@ -402,6 +407,24 @@ BEGIN
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%Completed%Processing%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
+
+    -- An item back in Error (its attempt failed, a retry is due) is no longer held either.
+    SET @ErrorNumber = NULL;
+    UPDATE dbo.Notification
+    SET [Status] = 'Error'
+    WHERE EnqueuedAt = @Key;
+    BEGIN TRY
+        EXEC dbo.Extend_Notification_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 600;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SELECT @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber, @Message = N'an Error item';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'an Error item: LeaseUntil';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')
@@ -412,6 +435,8 @@ BEGIN
     DECLARE @Token DATETIME2(7) = '2024-01-01T00:01:00';
     DECLARE @Lease DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
     DECLARE @ErrorNumber INT;
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
     EXEC Extend_Notification_trxTests.FakeQueue;
     -- Another item exists, so that only the key can be wrong.
     EXEC Extend_Notification_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
@@ -422,9 +447,16 @@ BEGIN
     BEGIN CATCH
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
+    SELECT
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
     EXEC tSQLt.AssertEquals @Expected = 50004, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the other item: UpdatedAt';
+    EXEC tSQLt.AssertEquals @Expected = @Lease, @Actual = @LeaseUntil, @Message = N'the other item: LeaseUntil';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_Notification_trxTests.RollbackLeftOpen')

@@ -198,6 +198,7 @@ BEGIN
     DECLARE @RetCode INT;
     DECLARE @UpdatedAt DATETIME2(7);
     DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @LockedBy NVARCHAR(128);
     EXEC Extend_SyncQueue_trxTests.FakeQueue;
     -- No @LeaseSeconds: the setting gives the length.
     INSERT INTO dbo.AppSettings (Param, ValInt, ValText) VALUES ('syncqueue.leaseSeconds', 120, NULL);
@@ -216,6 +217,10 @@ BEGIN
         @LeaseUntil = q.LeaseUntil
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
+    SELECT @LockedBy = q.LockedBy
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = N'worker-1', @Actual = @LockedBy, @Message = N'LockedBy';
     IF
         @LeaseUntil IS NULL
         OR @LeaseUntil < DATEADD(SECOND, 120, @Before)
@@ -401,6 +406,24 @@ BEGIN
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%Completed%Processing%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
+
+    -- An item back in Error (its attempt failed, a retry is due) is no longer held either.
+    SET @ErrorNumber = NULL;
+    UPDATE dbo.SyncQueue
+    SET [Status] = 'Error'
+    WHERE EnqueuedAt = @Key;
+    BEGIN TRY
+        EXEC dbo.Extend_SyncQueue_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 600;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SELECT @LeaseUntil = q.LeaseUntil
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber, @Message = N'an Error item';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'an Error item: LeaseUntil';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_SyncQueue_trxTests.RollbackLeftOpen')
@@ -411,6 +434,8 @@ BEGIN
     DECLARE @Token DATETIME2(7) = '2024-01-01T00:01:00';
     DECLARE @Lease DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
     DECLARE @ErrorNumber INT;
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @LeaseUntil DATETIME2(7);
     EXEC Extend_SyncQueue_trxTests.FakeQueue;
     -- Another item exists, so that only the key can be wrong.
     EXEC Extend_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
@@ -421,9 +446,16 @@ BEGIN
     BEGIN CATCH
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
+    SELECT
+        @UpdatedAt = q.UpdatedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
     EXEC tSQLt.AssertEquals @Expected = 50004, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the other item: UpdatedAt';
+    EXEC tSQLt.AssertEquals @Expected = @Lease, @Actual = @LeaseUntil, @Message = N'the other item: LeaseUntil';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_SyncQueue_trxTests.RollbackLeftOpen')

@@ -19,11 +19,14 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
 END;
 GO
--- An item in Processing, claimed by worker-a at @Token five seconds ago, with
--- its open attempt.
+-- An item in Processing, claimed by worker-a five seconds ago, with its open
+-- attempt. The claim's token, the attempt's StartedAt, is @ClaimedAt; the item's
+-- token now is @Token (the same unless an Extend_ or a step report moved it).
+-- A report with a token older than the claim's is a takeover (50010), not stale.
 CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.AddClaimedItem
     @EnqueuedAt DATETIME2(7),
-    @Token DATETIME2(7)
+    @Token DATETIME2(7),
+    @ClaimedAt DATETIME2(7) = NULL
 AS
 BEGIN
     DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
@@ -71,7 +74,7 @@ BEGIN
     INSERT INTO dbo.SyncQueueAttempt (
         EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
     )
-    VALUES (@EnqueuedAt, @Token, 1, 'Fetch', N'worker-a', NULL, NULL, N'', N'');
+    VALUES (@EnqueuedAt, ISNULL(@ClaimedAt, @Token), 1, 'Fetch', N'worker-a', NULL, NULL, N'', N'');
 END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
@@ -208,7 +211,8 @@ BEGIN
     DECLARE @SecondOutcome VARCHAR(20);
     EXEC Modify_SyncQueue_Batch_trxTests.FakeQueue;
     EXEC Modify_SyncQueue_Batch_trxTests.AddClaimedItem @EnqueuedAt = @First, @Token = @FirstToken;
-    EXEC Modify_SyncQueue_Batch_trxTests.AddClaimedItem @EnqueuedAt = @Second, @Token = @SecondToken;
+    EXEC Modify_SyncQueue_Batch_trxTests.AddClaimedItem
+        @EnqueuedAt = @Second, @Token = @SecondToken, @ClaimedAt = @StaleToken;
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status], Response)
     VALUES
     (@First, @FirstToken, 'Completed', N'{"synced":true}'),
@@ -274,7 +278,8 @@ BEGIN
         EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
     )
     VALUES (@First, @FirstOldToken, 1, 'Fetch', N'worker-z', 'Error', NULL, N'', N'abandoned: the lease expired');
-    EXEC Modify_SyncQueue_Batch_trxTests.AddClaimedItem @EnqueuedAt = @Second, @Token = @SecondToken;
+    EXEC Modify_SyncQueue_Batch_trxTests.AddClaimedItem
+        @EnqueuedAt = @Second, @Token = @SecondToken, @ClaimedAt = @StaleToken;
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
     VALUES
     (@Second, @StaleToken, 'Completed'),

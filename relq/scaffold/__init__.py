@@ -173,8 +173,8 @@ def load(root: Path) -> list[Queue]:
         try:
             queue = Queue(entry["name"], entry["prefix"], entry["alias"], entry.get("shape", "job"),
                           entry.get("noun", "job"), tuple(entry.get("verb", ("process", "processed"))),
-                          tuple(entry.get("types", ())), _subtypes(entry.get("subtype", []), root),
-                          tuple(entry.get("joins", ())))
+                          _names(entry, "types"), _subtypes(entry.get("subtype", []), root),
+                          _names(entry, "joins"))
         except (KeyError, TypeError) as exc:
             raise RelqError(f"{CATALOGUE}: queue {n} lacks {exc}") from None
         except RelqError as exc:
@@ -185,6 +185,14 @@ def load(root: Path) -> list[Queue]:
         raise RelqError(f"{CATALOGUE}: no [[queue]]: the health views need at least one")
     _check_unique(queues, CATALOGUE)
     return queues
+
+
+def _names(entry: dict[str, object], key: str) -> tuple[str, ...]:
+    """A catalogue entry's list of names (types, joins): a list of strings."""
+    value = entry.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RelqError(f'{key} is a list of names: {key} = ["...", ...]')
+    return tuple(value)
 
 
 def _subtypes(entries: list[dict[str, object]], root: Path) -> tuple[Subtype, ...]:
@@ -256,8 +264,11 @@ def _check(queue: Queue, where: str) -> None:
         problems.append(f"job types are 1 to 50 letters, digits and _ (not {', '.join(map(repr, bad))})")
     if queue.shape == "custom" and not queue.types:
         problems.append("a custom queue names a job type of its own for the tSQLt classes' items")
-    if (queue.joins and queue.shape != "custom") or not all(_IDENTIFIER.fullmatch(j) for j in queue.joins):
-        problems.append("joins lists a custom queue's tables its worker view joins, by name")
+    own = {f"{queue.name}{suffix}".casefold() for suffix in ("", "Attempt", "Archive", "Type")}
+    if ((queue.joins and queue.shape != "custom") or not all(_IDENTIFIER.fullmatch(j) for j in queue.joins)
+            or len({j.casefold() for j in queue.joins} | own) != len(queue.joins) + len(own)):
+        problems.append("joins lists a custom queue's tables its worker view joins, by name, each once "
+                        "(not the queue's own)")
     if set(map(str.casefold, TEST_TYPES)) & {t.casefold() for t in queue.types}:
         problems.append(f"{' and '.join(TEST_TYPES)} are the tSQLt classes' own job types")
     problems += _subtype_problems(queue)
