@@ -296,3 +296,9 @@ def test_the_custom_queue_fakes_the_tables_its_view_joins() -> None:
         if "FakeTable @TableName = N'dbo.Notification'" in text:
             for table in notification.joins:
                 assert f"FakeTable @TableName = N'dbo.{table}'" in text, (path, table)
+
+
+def test_a_subtype_column_is_required_unless_declared_null() -> None:
+    subtype = parse_subtype("InvoicePdf: Template NVARCHAR(100) NOT NULL, Copies int null, Pages INT")
+    assert [(c.name, c.type, c.null) for c in subtype.columns] == [
+        ("Template", "NVARCHAR(100)", False), ("Copies", "INT", True), ("Pages", "INT", False)]

@@ -72,7 +72,7 @@ _SQL_TYPE = re.compile(
     r"|(?:DECIMAL|NUMERIC)\([1-9][0-9]?, ?[0-9][0-9]?\)"
     r"|(?:DATETIME2|DATETIMEOFFSET|TIME)\([0-7]\)"
     r"|TINYINT|SMALLINT|INT|BIGINT|BIT|DATE|UNIQUEIDENTIFIER|FLOAT|REAL|MONEY", re.IGNORECASE)
-_COLUMN = re.compile(r"\s*(\S+)\s+(.+?)(\s+NULL)?\s*", re.IGNORECASE)
+_COLUMN = re.compile(r"\s*(\S+)\s+(.+?)(\s+(?:NOT\s+)?NULL)?\s*", re.IGNORECASE)
 
 
 # A literal of each built-in type, for the tSQLt classes to fill a subtype's column with.
@@ -121,7 +121,7 @@ def parse_column(text: str) -> Column:
     name, sql_type, null = match.groups()
     if _SQL_TYPE.fullmatch(sql_type) and not sql_type.lower().startswith("dbo."):
         sql_type = re.sub(r",\s*", ", ", sql_type.upper())
-    return Column(name, sql_type, null is not None)
+    return Column(name, sql_type, null is not None and "NOT" not in null.upper())
 
 
 def parse_subtype(text: str) -> Subtype:
