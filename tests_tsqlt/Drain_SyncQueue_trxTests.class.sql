@@ -16,8 +16,12 @@ GO
 CREATE PROCEDURE Drain_SyncQueue_trxTests.FakeQueue
 AS
 BEGIN
+    -- The claim and the purge read the queue (and the claim its history) WITH (FORCESEEK):
+    -- a fake has no index to seek (error 8622) until its primary key is applied again.
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC tSQLt.ApplyConstraint @TableName = N'dbo.SyncQueue', @ConstraintName = N'PK_SyncQueue';
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueAttempt', @Defaults = 1;
+    EXEC tSQLt.ApplyConstraint @TableName = N'dbo.SyncQueueAttempt', @ConstraintName = N'PK_SyncQueueAttempt';
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueTypeProcedure';
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
 END;

@@ -16,8 +16,12 @@ GO
 CREATE PROCEDURE Next_Notification_Batch_trxTests.FakeQueue
 AS
 BEGIN
+    -- The claim and the purge read the queue (and the claim its history) WITH (FORCESEEK):
+    -- a fake has no index to seek (error 8622) until its primary key is applied again.
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification', @Defaults = 1;
+    EXEC tSQLt.ApplyConstraint @TableName = N'dbo.Notification', @ConstraintName = N'PK_Notification';
     EXEC tSQLt.FakeTable @TableName = N'dbo.NotificationAttempt', @Defaults = 1;
+    EXEC tSQLt.ApplyConstraint @TableName = N'dbo.NotificationAttempt', @ConstraintName = N'PK_NotificationAttempt';
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;

@@ -14,8 +14,12 @@ GO
 CREATE PROCEDURE Next_Notification_trxTests.FakeQueue
 AS
 BEGIN
+    -- The claim and the purge read the queue (and the claim its history) WITH (FORCESEEK):
+    -- a fake has no index to seek (error 8622) until its primary key is applied again.
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification', @Defaults = 1;
+    EXEC tSQLt.ApplyConstraint @TableName = N'dbo.Notification', @ConstraintName = N'PK_Notification';
     EXEC tSQLt.FakeTable @TableName = N'dbo.NotificationAttempt', @Defaults = 1;
+    EXEC tSQLt.ApplyConstraint @TableName = N'dbo.NotificationAttempt', @ConstraintName = N'PK_NotificationAttempt';
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
@@ -95,6 +99,8 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = N'worker-1', @Actual = @LockedBy, @Message = N'LockedBy';
     IF @UpdatedAt IS NULL OR @UpdatedAt <= '2024-01-01T00:00:01'
         EXEC tSQLt.Fail @Message0 = N'the claim must move UpdatedAt forward';
+    IF @StartedAt IS NULL
+        EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt';
     SET @ExpectedLease = DATEADD(SECOND, 300, @StartedAt);
     EXEC tSQLt.AssertEquals @Expected = @ExpectedLease, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
     SELECT

@@ -14,8 +14,12 @@ GO
 CREATE PROCEDURE Purge_Notification_trxTests.FakeQueue
 AS
 BEGIN
+    -- The claim and the purge read the queue (and the claim its history) WITH (FORCESEEK):
+    -- a fake has no index to seek (error 8622) until its primary key is applied again.
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification';
+    EXEC tSQLt.ApplyConstraint @TableName = N'dbo.Notification', @ConstraintName = N'PK_Notification';
     EXEC tSQLt.FakeTable @TableName = N'dbo.NotificationAttempt';
+    EXEC tSQLt.ApplyConstraint @TableName = N'dbo.NotificationAttempt', @ConstraintName = N'PK_NotificationAttempt';
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword';
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email';
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms';
