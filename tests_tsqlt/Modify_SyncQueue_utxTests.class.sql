@@ -458,31 +458,68 @@ BEGIN
         @Expected = N'released unworked by its worker', @Actual = @Error, @Message = N'the attempt says why';
 END;
 GO
-CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50006 when Pending reports Completed]
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50006 and changes nothing when Pending reports Completed]
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
     -- never claimed: no worker may complete it
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
     )
     VALUES (@Key, 'CustomerSync', N'C-1', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -5, @Now), @Token);
-    EXEC tSQLt.ExpectException
-        @ExpectedErrorNumber = 50006,
-        @ExpectedMessagePattern = N'%cannot go from Pending to Completed%';
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.ScheduledFor,
+        q.UpdatedAt
+    INTO #Expected
+    FROM dbo.SyncQueue AS q;
 
-    EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Completed';
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Completed';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%cannot go from Pending to Completed%', @Actual = @ErrorMessage;
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.ScheduledFor,
+        q.UpdatedAt
+    INTO #Actual
+    FROM dbo.SyncQueue AS q;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueue';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueueAttempt';
 END;
 GO
-CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50008 when the item is Completed]
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50008 and changes nothing when the item is Completed]
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
@@ -491,10 +528,45 @@ BEGIN
         @Key, 'CustomerSync', N'C-1', 'Completed', 'Push', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
         @Token
     );
-    EXEC tSQLt.ExpectException
-        @ExpectedErrorNumber = 50008, @ExpectedMessagePattern = N'%is Completed and can no longer change%';
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.ScheduledFor,
+        q.UpdatedAt
+    INTO #Expected
+    FROM dbo.SyncQueue AS q;
 
-    EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Error', @Error = N'late report';
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx
+            @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Error', @Error = N'late report';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50008, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%is Completed and can no longer change%', @Actual = @ErrorMessage;
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.ScheduledFor,
+        q.UpdatedAt
+    INTO #Actual
+    FROM dbo.SyncQueue AS q;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueue';
+    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueueAttempt';
 END;
 GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx fails the item when its last attempt errs]
@@ -505,6 +577,7 @@ BEGIN
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @NewUpdatedAt dbo.[_Timestamp];
     DECLARE @Duration BIGINT;
+    DECLARE @Outcome VARCHAR(20);
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
@@ -513,6 +586,9 @@ BEGIN
         @Key, 'CustomerSync', N'C-1', 'Processing', 'Push', 3, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
         @Token
     );
+    -- its third claim, the attempt still open
+    INSERT INTO dbo.SyncQueueAttempt (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration)
+    VALUES (@Key, @Token, 3, 'Push', N'worker-a', NULL, NULL);
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -556,6 +632,10 @@ BEGIN
     SELECT @Duration = q.Duration FROM dbo.SyncQueue AS q;
     IF @Duration IS NULL OR @Duration < 2000
         EXEC tSQLt.Fail @Message0 = N'Duration must be the milliseconds since StartedAt (at least 2000)';
+    SELECT @Outcome = a.Outcome
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.EnqueuedAt = @Key AND a.StartedAt = @Token;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Failed', @Actual = @Outcome, @Message = N'the attempt''s Outcome';
 END;
 GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx reschedules an Error when attempts are left]
