@@ -228,6 +228,98 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
 END;
 GO
+-- INSERT ... EXEC runs the procedure inside the INSERT's own transaction (@@TRANCOUNT
+-- is 1 in it), where a COMMIT would not commit and a ROLLBACK is refused: the _trx
+-- refuses the call, and a caller reads its rows as a result set instead.
+--[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50001 and claims nothing when its rows are captured by INSERT EXEC]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @Status VARCHAR(20);
+    DECLARE @Attempts INT;
+    EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+    CREATE TABLE #Rows (
+        EnqueuedAt DATETIME2(7) NULL,
+        UpdatedAt DATETIME2(7) NULL,
+        LeaseUntil DATETIME2(7) NULL,
+        AttemptNum SMALLINT NULL
+    );
+
+    BEGIN TRY
+        INSERT INTO #Rows (EnqueuedAt, UpdatedAt, LeaseUntil, AttemptNum)
+        EXEC dbo.Next_SyncQueue_Batch_trx @LockedBy = N'worker-1';
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    SELECT @Status = q.[Status]
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
+    SELECT @Attempts = COUNT(*) FROM dbo.SyncQueueAttempt;
+    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
+END;
+GO
+--[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50007 and leaves no transaction when BatchSize is out of range]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @TranCount INT;
+    DECLARE @Status VARCHAR(20);
+    EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+
+    -- Refused before the procedure opens its transaction, so even a CATCH that
+    -- takes over at the error finds none open.
+    BEGIN TRY
+        EXEC dbo.Next_SyncQueue_Batch_trx @LockedBy = N'worker-1', @BatchSize = 0;
+    END TRY
+    BEGIN CATCH
+        SET @ErrorNumber = ERROR_NUMBER();
+    END CATCH;
+    SET @TranCount = @@TRANCOUNT;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    SELECT @Status = q.[Status]
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
+END;
+GO
+-- An item that comes due while the call waits is claimed by the same call.
+--[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx claims an item that comes due during the wait when WaitMs is long enough]
+AS
+BEGIN
+    DECLARE @Soon DATETIME2(7) = DATEADD(MILLISECOND, 300, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @Status VARCHAR(20);
+    DECLARE @StartedAt DATETIME2(7);
+    EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @ScheduledFor = @Soon;
+
+    EXEC @RetCode = dbo.Next_SyncQueue_Batch_trx @LockedBy = N'worker-1', @WaitMs = 10000;
+
+    SELECT
+        @Status = q.[Status],
+        @StartedAt = q.StartedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = 'Processing', @Actual = @Status, @Message = N'the item came due and was claimed';
+    IF @StartedAt IS NULL OR @StartedAt < @Soon
+        EXEC tSQLt.Fail @Message0 = N'the claim must not come before the item is due';
+END;
+GO
 -- Only a lower bound on the time: a loaded server may take longer, never shorter.
 --[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx waits about WaitMs and claims nothing when nothing comes due]
