@@ -431,6 +431,57 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'@Claimed';
 END;
 GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx records a LockedBy of 128 characters when it is at the limit]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @LockedBy NVARCHAR(400) = REPLICATE(N'w', 128);
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @RowLockedBy NVARCHAR(400);
+    DECLARE @AttemptLockedBy NVARCHAR(400);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @Key;
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = @LockedBy, @EnqueuedAt = @EnqueuedAt OUTPUT;
+
+    SELECT @RowLockedBy = q.LockedBy
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    SELECT @AttemptLockedBy = a.LockedBy
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    EXEC tSQLt.AssertEqualsString @Expected = @LockedBy, @Actual = @RowLockedBy, @Message = N'the item''s LockedBy';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = @LockedBy, @Actual = @AttemptLockedBy, @Message = N'the attempt''s LockedBy';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx hands nothing back when LockedBy is NULL]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Holder NVARCHAR(128) = LEFT(ISNULL(HOST_NAME(), N''), 100) + N'/' + CAST(@@SPID AS NVARCHAR(10));
+    DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @AttemptNum INT;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = @Holder,
+        @LeaseUntil = @Later,
+        @UpdatedAt = '2024-01-01T00:01:00';
+
+    EXEC dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT;
+
+    SELECT @AttemptNum = q.AttemptNum
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
+END;
+GO
 -- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
 -- after such tests by itself, and this would run twice.
 CREATE PROCEDURE Next_SyncQueue_utxTests.RollbackLeftOpen
