@@ -481,7 +481,10 @@ BEGIN
         q.Error,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.Duration,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Expected
     FROM dbo.SyncQueue AS q;
 
@@ -505,7 +508,10 @@ BEGIN
         q.Error,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.Duration,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Actual
     FROM dbo.SyncQueue AS q;
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueue';
@@ -528,6 +534,16 @@ BEGIN
         @Key, 'CustomerSync', N'C-1', 'Completed', 'Push', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
         @Token
     );
+    -- its finished attempt
+    INSERT INTO dbo.SyncQueueAttempt (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration)
+    VALUES (@Key, DATEADD(SECOND, -2, @Now), 1, 'Push', N'worker-a', 'Completed', 1500);
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.Outcome,
+        a.Duration
+    INTO #ExpectedAttempts
+    FROM dbo.SyncQueueAttempt AS a;
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -537,7 +553,10 @@ BEGIN
         q.Error,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.Duration,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Expected
     FROM dbo.SyncQueue AS q;
 
@@ -562,11 +581,22 @@ BEGIN
         q.Error,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.Duration,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Actual
     FROM dbo.SyncQueue AS q;
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueue';
-    EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueueAttempt';
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.Outcome,
+        a.Duration
+    INTO #ActualAttempts
+    FROM dbo.SyncQueueAttempt AS a;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedAttempts', @Actual = N'#ActualAttempts', @Message = N'dbo.SyncQueueAttempt';
 END;
 GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx fails the item when its last attempt errs]
