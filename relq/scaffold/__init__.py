@@ -211,6 +211,8 @@ def _subtypes(entries: list[dict[str, object]], root: Path) -> tuple[Subtype, ..
 def resolve(subtypes: tuple[Subtype, ...], root: Path) -> tuple[Subtype, ...]:
     """``subtypes`` with each column's built-in type: an alias type's from its file in
     ``root``'s database/types (a RelqError when there is none)."""
+    if not subtypes:  # every queue of the catalogue is loaded: most have none
+        return subtypes
     aliases = {m.group(1).casefold(): m.group(2).rstrip(";")
                for f in (root / "database/types").glob("*.sql")
                for m in [_ALIAS_FROM.search(f.read_text(encoding="utf-8"))] if m}
@@ -305,9 +307,8 @@ def _subtype_problems(queue: Queue) -> list[str]:
             if not _SQL_TYPE.fullmatch(column.type):
                 problems.append(f"{where}: column {column.name}'s type {column.type!r} is not one the "
                                 f"templates take (dbo.<alias type>, NVARCHAR(n), INT, DECIMAL(p, s), ...)")
-            elif _out_of_range(column.type):
-                problems.append(f"{where}: column {column.name}'s type {column.type}: "
-                                f"{_out_of_range(column.type)}")
+            elif why := _out_of_range(column.type):
+                problems.append(f"{where}: column {column.name}'s type {column.type}: {why}")
     return problems
 
 
