@@ -8,9 +8,9 @@ GO
    never holds many locks or makes a worker wait for long. Each transaction picks
    its items with UPDLOCK, ROWLOCK, READPAST (an item another session holds is
    left for the next run), copies them into dbo.SyncQueueArchive when asked,
-   deletes them (their attempt history goes with them: ON DELETE CASCADE; nothing
-   else refers to an item), and commits. The purge stops after a batch that was
-   not full, or after @MaxBatches.
+   deletes them with their attempt history (first, in chunks), which are all that
+   refers to an item, and commits. The purge stops after a batch that was not full,
+   or after @MaxBatches.
    The finished states are listed literally, as in the filter of the purge
    index IX_SyncQueue_Finished (UpdatedAt of the finished items), which the pick
    reads in order and stops at its batch. Keep the list in step with
