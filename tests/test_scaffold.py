@@ -21,8 +21,8 @@ RENDERS = renders(QUEUES)
 
 
 def test_every_group_has_templates() -> None:
-    assert len(templates("every_queue")) >= 19
-    assert len(templates("job_queues")) >= 25
+    assert len(templates("every_queue")) >= 27
+    assert len(templates("job_queues")) >= 12
     assert len(templates("all_queues")) >= 2
 
 
@@ -263,15 +263,27 @@ def test_a_broken_catalogue_is_one_readable_line(tmp_path: Path) -> None:
         load(root)
 
 
+RP_COLUMNS = 'columns = ["UserID", "Username", "OTP"]'
+
+
 @pytest.mark.parametrize(("old", "new", "problem"), [
     ('types = ["ResetPassword"]\n', "", "a custom queue names a job type of its own"),
     ('types = ["CustomerSync", "InventorySync"]\n',
-     'types = ["CustomerSync", "InventorySync"]\njoins = ["SyncQueue_X"]\n',
-     "joins lists a custom queue's tables"),
-    ('joins = ["Notification_ResetPassword"', 'joins = ["dbo.Notification_ResetPassword"', "by name"),
-    ('joins = ["Notification_ResetPassword"', 'joins = ["Notification_Email"', "each once"),
-    ('joins = ["Notification_ResetPassword"', 'joins = ["NotificationAttempt"', "not the queue's own"),
-    ('joins = ["Notification_ResetPassword", ', 'joins = [1, ', "joins is a list of names"),
+     'types = ["CustomerSync", "InventorySync"]\n[[queue.join]]\ntable = "SyncQueue_X"\ncolumns = ["X"]\n',
+     "names a custom queue's tables"),
+    ('table = "Notification_ResetPassword"', 'table = "dbo.Notification_ResetPassword"', "by name"),
+    ('table = "Notification_ResetPassword"', 'table = "Notification_Email"', "once"),
+    ('table = "Notification_ResetPassword"', 'table = "NotificationAttempt"', "not the queue's own"),
+    ('table = "Notification_ResetPassword"', "table = 1", r"each \[\[queue.join\]\] has table"),
+    (RP_COLUMNS, 'columns = ["UserID", 2]', "columns is a list of names"),
+    (RP_COLUMNS, "columns = []", "join Notification_ResetPassword: lists no column"),
+    (RP_COLUMNS, 'columns = ["UserID", "user_name"]', "'user_name' is PascalCase"),
+    (RP_COLUMNS, 'columns = ["UserID", "Select"]', "'Select' is PascalCase"),
+    (RP_COLUMNS, 'columns = ["UserID", "LockedBy"]', "column LockedBy is taken"),
+    ('columns = ["PhoneNumber"]', 'columns = ["EmailTo"]', "column EmailTo is taken"),
+    ('columns = ["PhoneNumber"]', 'columns = ["SmsError"]', "column SmsError is taken"),
+    ('table = "Notification_Sms"', 'table = "Sms"', "a channel's table is Notification_<Channel>"),
+    ('"PreferredLanguage"]\nchannel = true', '"PreferredLanguage"]\nchannel = "yes"', "maybe channel = true"),
     ('types = ["ResetPassword"]', 'types = "ResetPassword"', "types is a list of names"),
 ])
 def test_a_catalogue_entry_of_the_wrong_shape_is_refused(tmp_path: Path, old: str, new: str,
@@ -288,14 +300,30 @@ def test_the_custom_queue_fakes_the_tables_its_view_joins() -> None:
     """Its worker view reads them: a NoTransaction test must not see the real ones' rows."""
     notification = next(q for q in QUEUES if q.name == "Notification")
     view = (REPO / "database/views/dbo.Worker_Notification_V.sql").read_text()
-    assert set(re.findall(r"(?:FROM|JOIN) dbo\.(\w+) AS", view)) == {"Notification", *notification.joins}
+    tables = [join.table for join in notification.joins]
+    assert set(re.findall(r"(?:FROM|JOIN) dbo\.(\w+) AS", view)) == {"Notification", *tables}
     classes = [path for path, _ in queue_renders(notification) if path.startswith("tests_tsqlt/")]
     assert len(classes) >= 9
     for path in classes:
         text = (REPO / path).read_text()
         if "FakeTable @TableName = N'dbo.Notification'" in text:
-            for table in notification.joins:
+            for table in tables:
                 assert f"FakeTable @TableName = N'dbo.{table}'" in text, (path, table)
+
+
+def test_the_columns_a_custom_queue_joins_are_in_its_tables_and_archive() -> None:
+    """Its tables are written by hand: the catalogue's columns must be theirs, and its
+    archive must keep each column the worker view shows (the purge copies them)."""
+    for queue in (q for q in QUEUES if q.shape == "custom"):
+        archive = (REPO / f"database/tables/dbo.{queue.name}Archive.sql").read_text()
+        for join in queue.joins:
+            table = (REPO / f"database/tables/dbo.{join.table}.sql").read_text()
+            channel = join.table.removeprefix(f"{queue.name}_")
+            own = join.columns + (("Response", "Error") if join.channel else ())
+            for column in own:
+                assert re.search(rf"^ +{column} dbo\.", table, re.MULTILINE), (join.table, column)
+            for column in join.columns + ((f"{channel}Response", f"{channel}Error") if join.channel else ()):
+                assert re.search(rf"^ +{column} dbo\.", archive, re.MULTILINE), (archive, column)
 
 
 def test_a_subtype_column_is_required_unless_declared_null() -> None:

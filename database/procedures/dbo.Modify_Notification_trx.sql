@@ -10,8 +10,8 @@ GO
    @Response: the attempt's response; NULL keeps the recorded one.
    @Error: the attempt's error; NULL keeps the recorded one.
    @ScheduledFor: for an Error outcome, when to try again; NULL: after the backoff.
-   @EmailResponse, @EmailError: the e-mail channel's own result, when given.
-   @SmsResponse, @SmsError: the SMS channel's own result, when given.
+   @EmailResponse, @EmailError: the Email channel's own result, when given.
+   @SmsResponse, @SmsError: the Sms channel's own result, when given.
    Returns 0 with the updated item from dbo.Worker_Notification_V (its new UpdatedAt
    is the next token, LeaseUntil its lease while in Processing); 1 on error:
    50001 inside a transaction, and the errors of dbo.Modify_Notification_utx. */

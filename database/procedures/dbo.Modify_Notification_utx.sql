@@ -43,8 +43,8 @@ GO
    @ScheduledFor: for an Error outcome, when to try again (UTC); NULL: after the
      backoff. For a retry by hand, when it is due; NULL: now. For a release,
      when it is due; NULL: as it was.
-   @EmailResponse, @EmailError: the e-mail channel's own result, when given.
-   @SmsResponse, @SmsError: the SMS channel's own result, when given.
+   @EmailResponse, @EmailError: the Email channel's own result, when given.
+   @SmsResponse, @SmsError: the Sms channel's own result, when given.
    @NewUpdatedAt: OUTPUT, the item's new token.
    Returns 0; 1 on error: 50002 outside a transaction, 50003, 50004, 50005,
    50006, 50007 a missing or invalid parameter, 50008, 50009 the enqueue lock
@@ -202,7 +202,7 @@ BEGIN
         )
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'the notification has no e-mail channel to report on');
+            RAISERROR (50007, 16, 1, @Proc, N'the notification has no Email channel to report on');
             GOTO EXIT_ERROR;
         END;
     IF (
@@ -213,7 +213,7 @@ BEGIN
         )
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'the notification has no SMS channel to report on');
+            RAISERROR (50007, 16, 1, @Proc, N'the notification has no Sms channel to report on');
             GOTO EXIT_ERROR;
         END;
 

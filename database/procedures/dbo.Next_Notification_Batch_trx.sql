@@ -10,6 +10,7 @@ GO
      dbo.Next_Notification_utx).
    @BatchSize: how many items at most, 1 to 1000 (default 1).
    @WaitMs: how long to wait for a due item, 0 to 60000 ms (default 0: do not wait).
+   @Type: claim only items of this job type; NULL (the default): any.
    Returns 0 with one row per claimed item (EnqueuedAt, UpdatedAt, LeaseUntil,
    AttemptNum, from dbo.Worker_Notification_V) in claim order, none when nothing
    came due in time; 1 on error: 50001 inside a transaction, 50007 a bad @BatchSize or @WaitMs,
@@ -17,7 +18,8 @@ GO
 CREATE OR ALTER PROCEDURE dbo.Next_Notification_Batch_trx
     @LockedBy NVARCHAR(400) = NULL,
     @BatchSize INT = 1,
-    @WaitMs INT = 0
+    @WaitMs INT = 0,
+    @Type VARCHAR(400) = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -59,6 +61,7 @@ BEGIN
             EXEC @RetCode = dbo.Next_Notification_utx
                 @LockedBy = @LockedBy,
                 @BatchSize = @BatchSize,
+                @Type = @Type,
                 @Claimed = @Claimed OUTPUT;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;

@@ -5,12 +5,14 @@ GO
    form of dbo.Next_Notification_Batch_trx, which does the work (one way to claim).
    @LockedBy: the worker slot claiming; NULL records HOST_NAME()/@@SPID.
    @WaitMs: how long to wait for a due item, 0 to 60000 ms (default 0).
+   @Type: claim only items of this job type; NULL (the default): any.
    Returns 0 with one row (EnqueuedAt, UpdatedAt, LeaseUntil, AttemptNum), or no
    row when nothing is due; 1 on error: 50001 inside a transaction, and the
    errors of dbo.Next_Notification_Batch_trx. */
 CREATE OR ALTER PROCEDURE dbo.Next_Notification_trx
     @LockedBy NVARCHAR(400) = NULL,
-    @WaitMs INT = 0
+    @WaitMs INT = 0,
+    @Type VARCHAR(400) = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -25,7 +27,8 @@ BEGIN
     EXEC @RetCode = dbo.Next_Notification_Batch_trx
         @LockedBy = @LockedBy,
         @BatchSize = 1,
-        @WaitMs = @WaitMs;
+        @WaitMs = @WaitMs,
+        @Type = @Type;
     IF (@RetCode <> 0) GOTO EXIT_ERROR;
     RETURN 0;
 

@@ -34,15 +34,19 @@ GO
      in claim order (items claimed again, then by Priority, ScheduledFor, key);
      read it with OPENJSON ... WITH (EnqueuedAt DATETIME2(7), UpdatedAt
      DATETIME2(7)). NULL when nothing is due.
+   @Type: claim only items of this job type (a row of dbo.NotificationType), for a
+     worker that knows one type only; NULL
+     (the default): any type. Step 3 fails the dead items of every type.
    Returns 0, also when nothing is due; 1 on error: 50002 outside a transaction,
-   50007 a blank or over-long @LockedBy or a bad @BatchSize. On error the caller
-   rolls back. */
+   50007 a blank or over-long @LockedBy, a bad @BatchSize or an unknown @Type.
+   On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Next_Notification_utx
     @LockedBy NVARCHAR(400) = NULL,
     @BatchSize INT = 1,
     @EnqueuedAt dbo.[_Timestamp] = NULL OUTPUT,
     @UpdatedAt dbo.[_Timestamp] = NULL OUTPUT,
-    @Claimed NVARCHAR(MAX) = NULL OUTPUT
+    @Claimed NVARCHAR(MAX) = NULL OUTPUT,
+    @Type VARCHAR(400) = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -97,6 +101,17 @@ BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
             GOTO EXIT_ERROR;
         END;
+    IF (
+        @Type IS NOT NULL
+        AND NOT EXISTS (
+            SELECT 1 FROM dbo.NotificationType AS t
+            WHERE t.[Type] = @Type
+        )
+    )
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Type must be a job type of dbo.NotificationType, or NULL for any');
+            GOTO EXIT_ERROR;
+        END;
 
     -- 1. The candidates, read without keeping a lock: READPAST skips the rows
     -- other transactions are writing, and nothing is held while a group check
@@ -115,6 +130,7 @@ BEGIN
         n.[Status] = 'Processing'
         AND (n.LeaseUntil < @Now OR n.LockedBy = @LockedBy)
         AND n.AttemptNum < @MaxAttempts
+        AND (@Type IS NULL OR n.[Type] = @Type)
     ORDER BY n.LeaseUntil ASC;
     SELECT
         @RowCnt = @@ROWCOUNT,
@@ -131,6 +147,7 @@ BEGIN
         n.[Status] IN ('Pending', 'Error')
         AND n.ScheduledFor <= @Now
         AND n.AttemptNum < @MaxAttempts
+        AND (@Type IS NULL OR n.[Type] = @Type)
         AND (
             n.GroupKey IS NULL
             -- No READPAST here: an earlier item being written must be waited for, not skipped.
@@ -217,7 +234,7 @@ BEGIN
     FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST)
     WHERE
         n.[Status] = 'Processing'
-        AND (n.LeaseUntil < @Now OR n.LockedBy = @LockedBy)
+        AND (n.LeaseUntil < @Now OR (n.LockedBy = @LockedBy AND (@Type IS NULL OR n.[Type] = @Type)))
         AND n.AttemptNum >= @MaxAttempts
         AND NOT EXISTS (
             SELECT 1 FROM @Taken AS t

@@ -35,8 +35,8 @@ GO
      read it with OPENJSON ... WITH (EnqueuedAt DATETIME2(7), UpdatedAt
      DATETIME2(7)). NULL when nothing is due.
    @Type: claim only items of this job type (a row of dbo.SyncQueueType), for a
-     worker that knows one type only, such as dbo.Drain_SyncQueue_trx; NULL (the
-     default): any type. Step 3 fails the dead items of every type.
+     worker that knows one type only, such as dbo.Drain_SyncQueue_trx; NULL
+     (the default): any type. Step 3 fails the dead items of every type.
    Returns 0, also when nothing is due; 1 on error: 50002 outside a transaction,
    50007 a blank or over-long @LockedBy, a bad @BatchSize or an unknown @Type.
    On error the caller rolls back. */

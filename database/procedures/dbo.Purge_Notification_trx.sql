@@ -8,9 +8,10 @@ GO
    never holds many locks or makes a worker wait for long. Each transaction picks
    its items with UPDLOCK, ROWLOCK, READPAST (an item another session holds is
    left for the next run), copies them into dbo.NotificationArchive when asked,
-   deletes their ResetPassword, e-mail and SMS rows, then the items themselves
-   (and their attempt history, deleted first in chunks of 4,000), and commits. The
-   purge stops after a batch that was not full, or after @MaxBatches.
+   deletes them with their attempt history (first, in chunks) and their rows in
+   dbo.Notification_ResetPassword, dbo.Notification_Email, dbo.Notification_Sms
+   (next), which are all that refers to an item, and commits. The purge stops after
+   a batch that was not full, or after @MaxBatches.
    The finished states are listed literally, as in the filter of the purge
    index IX_Notification_Finished (UpdatedAt of the finished items), which the pick
    reads in order and stops at its batch. Keep the list in step with
@@ -310,7 +311,6 @@ BEGIN
                     SET @BatchArchived = @RowCnt;
                 END;
 
-            -- The subtype and channels refer to the item without a cascade: they go first.
             -- The attempt history first, in chunks below the 5,000 locks at which one
             -- statement escalates to a table lock (which would stop every claim): an
             -- item may have had any number of attempts.
@@ -326,6 +326,7 @@ BEGIN
                     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
                 END;
 
+            -- Then the rows of the tables the worker view joins: one per item at most.
             DELETE FROM dbo.Notification_ResetPassword WITH (ROWLOCK)
             WHERE EnqueuedAt IN (SELECT b.EnqueuedAt FROM @Batch AS b);
             SELECT

@@ -3,6 +3,7 @@ SET QUOTED_IDENTIFIER ON;
 GO
 /* QueueAdmin: controls items and keeps the tables small: the item controls, the
    drain for T-SQL jobs, purges, and the worker views to find the items.
+   Here the transport queues'; each relational queue's are in <Queue>.grants.sql.
    Least privilege: no grant on a queue table, so a member reads and writes
    queue rows only through the procedures and views (their owner's rights carry the
    access: ownership chaining). GRANT is idempotent: deploying twice changes nothing. */
@@ -11,14 +12,5 @@ IF DATABASE_PRINCIPAL_ID(N'QueueAdmin') IS NULL
         CREATE ROLE QueueAdmin AUTHORIZATION dbo;
     END;
 GO
-GRANT EXECUTE ON OBJECT::dbo.Cancel_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Move_Notification_utx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Pause_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Purge_Notification_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Purge_TransportMessage_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Reschedule_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Resume_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Retry_Notification_trx TO QueueAdmin;
-GRANT EXECUTE ON OBJECT::dbo.Terminate_Notification_trx TO QueueAdmin;
-GRANT SELECT ON OBJECT::dbo.Worker_Notification_V TO QueueAdmin;
 GO

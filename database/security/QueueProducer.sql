@@ -2,8 +2,9 @@ SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
 /* QueueProducer: enqueues: the Add_ and Send_ procedures, the list types they take,
-   and the job types a producer names (reference rows). A job queue's own grants are
-   in <Queue>.grants.sql.
+   and the job types a producer names (reference rows). Each relational queue's
+   grants are in <Queue>.grants.sql; here are the transport queues' and the Add_
+   procedures written by hand (Notification's).
    Least privilege: no grant on a queue table, so a member reads and writes
    queue rows only through the procedures and views (their owner's rights carry the
    access: ownership chaining). GRANT is idempotent: deploying twice changes nothing. */
@@ -17,7 +18,6 @@ GRANT EXECUTE ON OBJECT::dbo.Add_Notification_ResetPassword_Batch_utx TO QueuePr
 GRANT EXECUTE ON TYPE::dbo.Notification_ResetPasswordItemList TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Add_Notification_ResetPassword_trx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Add_Notification_ResetPassword_utx TO QueueProducer;
-GRANT SELECT ON OBJECT::dbo.NotificationType TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_FifoQueue_trx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_FifoQueue_utx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_HeapQueue_trx TO QueueProducer;

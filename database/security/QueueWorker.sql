@@ -3,6 +3,7 @@ SET QUOTED_IDENTIFIER ON;
 GO
 /* QueueWorker: works on items: claims, leases, reports, receives, the worker
    views, the outcome list types, and declaring its transport queues.
+   Here the transport queues'; each relational queue's are in <Queue>.grants.sql.
    Least privilege: no grant on a queue table, so a member reads and writes
    queue rows only through the procedures and views (their owner's rights carry the
    access: ownership chaining). GRANT is idempotent: deploying twice changes nothing. */
@@ -13,13 +14,6 @@ IF DATABASE_PRINCIPAL_ID(N'QueueWorker') IS NULL
 GO
 GRANT EXECUTE ON OBJECT::dbo.Add_TransportQueue_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Add_TransportQueue_utx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Extend_Notification_trx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Modify_Notification_Batch_trx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Modify_Notification_trx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Modify_Notification_utx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Next_Notification_Batch_trx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Next_Notification_trx TO QueueWorker;
-GRANT EXECUTE ON OBJECT::dbo.Next_Notification_utx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Receive_FifoQueue_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Receive_FifoQueue_utx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Receive_HeapQueue_trx TO QueueWorker;
@@ -32,6 +26,4 @@ GRANT EXECUTE ON OBJECT::dbo.Receive_StrictFifoQueue_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Receive_StrictFifoQueue_utx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Receive_TransportMessage_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Receive_TransportMessage_utx TO QueueWorker;
-GRANT SELECT ON OBJECT::dbo.Worker_Notification_V TO QueueWorker;
-GRANT EXECUTE ON TYPE::dbo.NotificationOutcomeList TO QueueWorker;
 GO

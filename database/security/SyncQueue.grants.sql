@@ -1,13 +1,12 @@
 SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
-/* What the queue roles may do with dbo.SyncQueue: enqueue and list the job
-   types (QueueProducer); claim, lease, report and read the worker view
-   (QueueWorker); control items, drain, purge and read the worker view
-   (QueueAdmin). QueueMonitor reads the health views only
-   (database/security/QueueMonitor.sql). The roles are created in their own
-   files; no grant is on a queue table (see QueueWorker.sql). GRANT is
-   idempotent: deploying twice changes nothing. */
+/* What the queue roles may do with dbo.SyncQueue: enqueue and list the job types
+   (QueueProducer); claim, lease, report and read the worker view (QueueWorker);
+   control items, drain, purge and read the worker view (QueueAdmin). QueueMonitor
+   reads the health views only (database/security/QueueMonitor.sql). The roles are
+   created in their own files; no grant is on a queue table (see QueueWorker.sql).
+   GRANT is idempotent: deploying twice changes nothing. */
 GRANT EXECUTE ON OBJECT::dbo.Add_SyncQueue_trx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Add_SyncQueue_utx TO QueueProducer;
 GRANT EXECUTE ON TYPE::dbo.SyncQueueItemList TO QueueProducer;

@@ -1,10 +1,9 @@
 SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
-/* dbo.Worker_Notification_V: what a worker sees of a notification: its work
-   item columns, its ResetPassword details and both channels (NULL where the
-   notification has no such subtype or channel). Next_ and Modify_ return their
-   item through it. */
+/* dbo.Worker_Notification_V: what a worker sees of a notification, with the
+   columns of the tables it joins (NULL where the notification has no row there).
+   Next_ and Modify_ return their item through it. */
 CREATE OR ALTER VIEW dbo.Worker_Notification_V
 AS
 SELECT
@@ -24,18 +23,18 @@ SELECT
     n.DedupKey,
     n.Response,
     n.Error,
-    rp.UserID,
-    rp.Username,
-    rp.OTP,
-    e.EmailTo,
-    e.PreferredLanguage,
-    e.Response AS EmailResponse,
-    e.Error AS EmailError,
-    s.PhoneNumber,
-    s.Response AS SmsResponse,
-    s.Error AS SmsError
+    s1.UserID,
+    s1.Username,
+    s1.OTP,
+    s2.EmailTo,
+    s2.PreferredLanguage,
+    s2.Response AS EmailResponse,
+    s2.Error AS EmailError,
+    s3.PhoneNumber,
+    s3.Response AS SmsResponse,
+    s3.Error AS SmsError
 FROM dbo.Notification AS n
-LEFT JOIN dbo.Notification_ResetPassword AS rp ON n.EnqueuedAt = rp.EnqueuedAt
-LEFT JOIN dbo.Notification_Email AS e ON n.EnqueuedAt = e.EnqueuedAt
-LEFT JOIN dbo.Notification_Sms AS s ON n.EnqueuedAt = s.EnqueuedAt;
+LEFT JOIN dbo.Notification_ResetPassword AS s1 ON n.EnqueuedAt = s1.EnqueuedAt
+LEFT JOIN dbo.Notification_Email AS s2 ON n.EnqueuedAt = s2.EnqueuedAt
+LEFT JOIN dbo.Notification_Sms AS s3 ON n.EnqueuedAt = s3.EnqueuedAt;
 GO

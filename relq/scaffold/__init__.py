@@ -135,6 +135,19 @@ def parse_subtype(text: str) -> Subtype:
 
 
 @dataclass(frozen=True)
+class Join:
+    """A custom queue's table written by hand that its worker view joins on the item's key
+    (a subtype, or a delivery channel): the columns the view shows of it, which its
+    archive keeps too. A channel (dbo.<Queue>_<Channel>) also has Response and Error,
+    its own delivery result: the view shows them as <Channel>Response and <Channel>Error,
+    and Modify_ records them (@<Channel>Response, @<Channel>Error)."""
+
+    table: str
+    columns: tuple[str, ...]
+    channel: bool = False
+
+
+@dataclass(frozen=True)
 class Queue:
     name: str  # SyncQueue
     prefix: str  # its settings' prefix in dbo.AppSettings: syncqueue
@@ -144,19 +157,32 @@ class Queue:
     verb: tuple[str, str] = ("process", "processed")
     types: tuple[str, ...] = ()
     subtypes: tuple[Subtype, ...] = ()
-    # A custom queue's tables that its worker view joins (its subtypes and channels): the
-    # templated tSQLt classes fake them with the queue. A job queue's are its subtypes'.
-    joins: tuple[str, ...] = ()
+    # A custom queue's tables that its worker view joins (its subtypes and channels). The
+    # templated tSQLt classes fake them with the queue; the purge deletes their rows first.
+    joins: tuple[Join, ...] = ()
 
     def variables(self) -> dict[str, object]:
         subtypes = [{"type": s.type, "table": f"{self.name}_{s.type}", "alias": f"s{n}",
                      "columns": [dict(vars(c), sample=c.sample) for c in s.columns]}
                     for n, s in enumerate(self.subtypes, 1)]
+        # The tables the worker view joins, as (table, alias, its columns there as
+        # (expression, name)) and a channel's name: a job queue's subtypes, or a custom
+        # queue's joins. The view, the purge's archive copy and Modify_ read these.
+        joined = [{"table": s["table"], "alias": s["alias"], "channel": None,
+                   "columns": [(f"{s['alias']}.{c['name']}", c["name"]) for c in s["columns"]]}
+                  for s in subtypes]
+        for n, join in enumerate(self.joins, 1):
+            alias, channel = f"s{n}", join.table.removeprefix(f"{self.name}_") if join.channel else None
+            result = [(f"{alias}.{c}", f"{channel}{c}") for c in ("Response", "Error")] if channel else []
+            joined.append({"table": join.table, "alias": alias, "channel": channel,
+                           "columns": [(f"{alias}.{c}", c) for c in join.columns] + result})
         return {"Queue": self.name, "prefix": self.prefix, "a": self.alias, "noun": self.noun,
                 "nouns": self.noun + "s", "verb": self.verb[0], "verbed": self.verb[1],
                 "types": list(self.types), "subtypes": subtypes, "test_types": list(TEST_TYPES),
                 "entity": self.shape == "job",  # EntityKey and Payload: a job queue's columns
-                "view_tables": [s["table"] for s in subtypes] + list(self.joins),
+                "joined": joined, "view_tables": [j["table"] for j in joined],
+                "joined_columns": [name for j in joined for _, name in j["columns"]],
+                "channels": [j for j in joined if j["channel"]],
                 # every subtype's columns, in catalogue order, with the subtype they belong to
                 "subtype_columns": [dict(c, subtype=s) for s in subtypes for c in s["columns"]]}
 
@@ -174,7 +200,7 @@ def load(root: Path) -> list[Queue]:
             queue = Queue(entry["name"], entry["prefix"], entry["alias"], entry.get("shape", "job"),
                           entry.get("noun", "job"), tuple(entry.get("verb", ("process", "processed"))),
                           _names(entry, "types"), _subtypes(entry.get("subtype", []), root),
-                          _names(entry, "joins"))
+                          _joins(entry.get("join", [])))
         except (KeyError, TypeError) as exc:
             raise RelqError(f"{CATALOGUE}: queue {n} lacks {exc}") from None
         except RelqError as exc:
@@ -188,11 +214,22 @@ def load(root: Path) -> list[Queue]:
 
 
 def _names(entry: dict[str, object], key: str) -> tuple[str, ...]:
-    """A catalogue entry's list of names (types, joins): a list of strings."""
+    """A catalogue entry's list of names (types, a join's columns): a list of strings."""
     value = entry.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise RelqError(f'{key} is a list of names: {key} = ["...", ...]')
     return tuple(value)
+
+
+def _joins(entries: list[dict[str, object]]) -> tuple[Join, ...]:
+    """A catalogue entry's [[queue.join]] tables: table = "...", columns = [...], channel = true."""
+    def well_formed(e: object) -> bool:
+        return (isinstance(e, dict) and isinstance(e.get("table"), str)
+                and isinstance(e.get("channel", False), bool))
+
+    if not isinstance(entries, list) or not all(map(well_formed, entries)):
+        raise RelqError('each [[queue.join]] has table = "...", columns = ["...", ...], maybe channel = true')
+    return tuple(Join(e["table"], _names(e, "columns"), e.get("channel", False)) for e in entries)
 
 
 def _subtypes(entries: list[dict[str, object]], root: Path) -> tuple[Subtype, ...]:
@@ -266,16 +303,41 @@ def _check(queue: Queue, where: str) -> None:
         problems.append(f"job types are 1 to 50 letters, digits and _ (not {', '.join(map(repr, bad))})")
     if queue.shape == "custom" and not queue.types:
         problems.append("a custom queue names a job type of its own for the tSQLt classes' items")
-    own = {f"{queue.name}{suffix}".casefold() for suffix in ("", "Attempt", "Archive", "Type")}
-    if ((queue.joins and queue.shape != "custom") or not all(_IDENTIFIER.fullmatch(j) for j in queue.joins)
-            or len({j.casefold() for j in queue.joins} | own) != len(queue.joins) + len(own)):
-        problems.append("joins lists a custom queue's tables its worker view joins, by name, each once "
-                        "(not the queue's own)")
+    problems += _join_problems(queue)
     if set(map(str.casefold, TEST_TYPES)) & {t.casefold() for t in queue.types}:
         problems.append(f"{' and '.join(TEST_TYPES)} are the tSQLt classes' own job types")
     problems += _subtype_problems(queue)
     if problems:
         raise RelqError(f"{where}: " + "; ".join(problems))
+
+
+def _join_problems(queue: Queue) -> list[str]:
+    if queue.joins and queue.shape != "custom":
+        return ["[[queue.join]] names a custom queue's tables (a job queue's come from [[queue.subtype]])"]
+    problems = []
+    own = {f"{queue.name}{suffix}".casefold() for suffix in ("", "Attempt", "Archive", "Type")}
+    tables = [j.table.casefold() for j in queue.joins]
+    if not all(_IDENTIFIER.fullmatch(j.table) for j in queue.joins) or len(set(tables) | own) != len(
+            tables) + len(own):
+        problems.append("[[queue.join]] names each table its worker view joins once, by name "
+                        "(not the queue's own)")
+    seen = {c.casefold() for c in BASE_COLUMNS}
+    for join in queue.joins:
+        where = f"join {join.table}"
+        if join.channel and not (join.table.startswith(f"{queue.name}_")
+                                 and _COLUMN_NAME.fullmatch(join.table.removeprefix(f"{queue.name}_"))):
+            problems.append(f"{where}: a channel's table is {queue.name}_<Channel>, the channel PascalCase")
+        if not join.columns:
+            problems.append(f"{where}: lists no column")
+        channel = join.table.removeprefix(f"{queue.name}_")
+        for column in join.columns + ((f"{channel}Response", f"{channel}Error") if join.channel else ()):
+            if not _COLUMN_NAME.fullmatch(column) or column.upper() in _reserved():
+                problems.append(f"{where}: column {column!r} is PascalCase, 1 to 30 letters and digits, "
+                                f"not a reserved word")
+            elif column.casefold() in seen:  # the view and the archive hold them side by side
+                problems.append(f"{where}: column {column} is taken (by the queue or another join)")
+            seen.add(column.casefold())
+    return problems
 
 
 def _subtype_problems(queue: Queue) -> list[str]:
