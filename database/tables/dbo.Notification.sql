@@ -56,7 +56,8 @@ GO
    purpose: the claim reads it from the row itself, so that its UPDLOCK and
    READPAST hold the row as well as this entry. A Modify_ locks the row first and
    this entry second; a claim that held only the entry could deadlock with it.
-   Databases deployed before leases get it from V0001__worker_lifecycle.sql. */
+   [Type] is included for a claim of one type (Next_'s @Type). Databases deployed
+   before leases get the index from V0001__worker_lifecycle.sql, [Type] from V0002. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -65,7 +66,7 @@ IF
     BEGIN
         CREATE NONCLUSTERED INDEX IX_Notification_Due
             ON dbo.Notification ([Priority] DESC, ScheduledFor)
-            INCLUDE (AttemptNum, GroupKey)
+            INCLUDE (AttemptNum, GroupKey, [Type])
             WHERE ([Status] IN ('Pending', 'Error'));
     END;
 GO

@@ -146,11 +146,12 @@ def test_a_migration_that_only_reads_a_table_does_not_cover_its_change(project: 
         make_plan(built(project), journal)
 
 
-def test_a_database_of_the_first_release_is_brought_up_to_date_by_migrations() -> None:
-    """The journal a deploy of the first release left (its files' checksums) against the
-    project as it is now: every table or type changed since must be covered by a migration,
-    or users who deployed the first release could not upgrade."""
-    journal = json.loads((FIXTURES / "release_1_journal.json").read_text())
+@pytest.mark.parametrize("journal_file", ["release_1_journal.json", "before_v0002_journal.json"])
+def test_a_database_of_an_earlier_release_is_brought_up_to_date_by_migrations(journal_file: str) -> None:
+    """The journal a deploy of an earlier release left (its files' checksums: the first
+    release, and the last before V0002) against the project as it is now: every table or
+    type changed since must be covered by a migration, or users could not upgrade."""
+    journal = json.loads((FIXTURES / journal_file).read_text())
     current = build(REPO, write=False)
     assert current.ok, [str(d) for d in current.diagnostics]
     plan = make_plan(current, journal)  # raises DeployRefused, naming the files, if one is not

@@ -46,7 +46,7 @@ def test_a_database_of_the_first_release_is_upgraded_with_its_work_in_place(
     assert len(claimed) == 1
 
     upgrade = deploy(REPO, mssql, create_db=new_database)
-    assert upgrade.counts["migration"] == 1
+    assert upgrade.counts["migration"] == 2  # V0001 (leases), V0002 (the claim index by type)
     again = deploy(REPO, mssql, create_db=new_database)
     assert again.plan.changes == []
 
@@ -70,4 +70,10 @@ def test_a_database_of_the_first_release_is_upgraded_with_its_work_in_place(
     indexes = {name for (name,) in db.query(
         cursor, "SELECT name FROM sys.indexes WHERE object_id = OBJECT_ID(N'dbo.SyncQueue');")}
     assert {f"IX_SyncQueue_{p}" for p in ("Due", "Lease", "Group", "DedupKey")} <= indexes
+    included = {name for (name,) in db.query(cursor, """
+        SELECT c.name FROM sys.indexes AS i
+        INNER JOIN sys.index_columns AS ic ON i.object_id = ic.object_id AND i.index_id = ic.index_id
+        INNER JOIN sys.columns AS c ON ic.object_id = c.object_id AND ic.column_id = c.column_id
+        WHERE i.name = N'IX_Notification_Due' AND ic.is_included_column = 1;""")}
+    assert included == {"AttemptNum", "GroupKey", "Type"}
     conn.close()
