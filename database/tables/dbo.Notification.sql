@@ -1,17 +1,17 @@
 SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
-/* dbo.Notification: a notification is both a domain record (who is told what,
-   through which channels: the subtype and channel tables) and a work item (the
+/* dbo.Notification: a notification is both a domain record (the tables
+   dbo.Worker_Notification_V joins: its subtype and channels) and a work item (the
    lifecycle columns). Seed 000, with two fixes:
    - Times are UTC (SYSUTCDATETIME()), not the server's local time.
    - EnqueuedAt stays the key and still means "when it was enqueued", but the
      seed's bare timestamp collides when producers enqueue in the same clock
      tick. Add_ procedures hand keys out under an application lock on
-     'dbo.Notification' as the later of now and the last key plus a
-     microsecond (dbo.QueueNextKey_fn): unique and increasing, even for many
-     rows per call, and whole microseconds so that every client (Python's
-     datetime included) carries them exactly.
+     'dbo.Notification' as the later of now and the last key plus a microsecond
+     (dbo.QueueNextKey_fn): unique and increasing, even for many rows per call,
+     and whole microseconds so that every client (Python's datetime included)
+     carries them exactly.
    UpdatedAt is the optimistic-concurrency token; every change moves it strictly
    forward (dbo.QueueNextKey_fn again), so two changes in one tick differ too.
    Step is NULL until a multi-step job records its first step.
