@@ -13,8 +13,8 @@ GO
    @Type: claim only items of this job type; NULL (the default): any.
    Returns 0 with one row per claimed item (EnqueuedAt, UpdatedAt, LeaseUntil,
    AttemptNum, from dbo.Worker_Notification_V) in claim order, none when nothing
-   came due in time; 1 on error: 50001 inside a transaction, 50007 a bad @BatchSize or @WaitMs,
-   and the errors of dbo.Next_Notification_utx. */
+   came due in time; 1 on error: 50001 inside a transaction, 50007 a bad @LockedBy,
+   @BatchSize, @WaitMs or @Type, and the errors of dbo.Next_Notification_utx. */
 CREATE OR ALTER PROCEDURE dbo.Next_Notification_Batch_trx
     @LockedBy NVARCHAR(400) = NULL,
     @BatchSize INT = 1,
@@ -43,6 +43,22 @@ BEGIN
         END;
     -- Checked here too, before the transaction: a caller whose TRY...CATCH takes
     -- over at the _utx's error would find the transaction still open.
+    IF (LTRIM(RTRIM(@LockedBy)) = N'' OR DATALENGTH(@LockedBy) > 256)
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@LockedBy must name the worker slot in 1 to 128 characters');
+            GOTO EXIT_ERROR;
+        END;
+    IF (
+        @Type IS NOT NULL
+        AND NOT EXISTS (
+            SELECT 1 FROM dbo.NotificationType AS t
+            WHERE t.[Type] = @Type
+        )
+    )
+        BEGIN
+            RAISERROR (50007, 16, 1, @Proc, N'@Type must be a job type of dbo.NotificationType, or NULL for any');
+            GOTO EXIT_ERROR;
+        END;
     IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 1000)
         BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
