@@ -3,10 +3,11 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Next_Notification_trxTests';
 GO
--- Every table the claim and its result rows (dbo.Worker_Notification_V) read or
--- write, and the settings faked empty so that notification.maxAttempts is 3 and
--- notification.leaseSeconds 300. In a NoTransaction test the fakes hold the
--- committed rows; tSQLt puts the real tables back after the test.
+-- Every table the claim writes (the attempt history included: its foreign key would
+-- refuse the rows of a faked queue) and its result rows (dbo.Worker_Notification_V) read,
+-- the tables the view joins among them, and the settings faked empty so that
+-- notification.maxAttempts is 3 and notification.leaseSeconds 300. In a NoTransaction test
+-- the fakes hold the committed rows; tSQLt puts the real tables back after the test.
 --
 -- The result set cannot be captured here: INSERT ... EXEC runs the procedure inside
 -- the INSERT's transaction, where a _trx refuses (50001). The tests check its columns
@@ -24,6 +25,52 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+END;
+GO
+-- The notification types, faked with two of the tests' own (AddTestJobA and AddTestJobB),
+-- for the tests of @Type: the claim refuses a @Type that dbo.NotificationType does not list.
+CREATE PROCEDURE Next_Notification_trxTests.FakeTypes
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.NotificationType';
+    INSERT INTO dbo.NotificationType ([Type])
+    VALUES ('AddTestJobA'), ('AddTestJobB');
+END;
+GO
+-- One due, Pending notification with every column the claim reads.
+CREATE PROCEDURE Next_Notification_trxTests.AddDueItem
+    @EnqueuedAt DATETIME2(7),
+    @Type VARCHAR(50) = 'ResetPassword'
+AS
+BEGIN
+    INSERT INTO dbo.Notification (
+        EnqueuedAt,
+        [Type],
+        [Status],
+        [Step],
+        AttemptNum,
+        StartedAt,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        LockedBy,
+        LeaseUntil
+    )
+    VALUES (
+        @EnqueuedAt,
+        @Type,
+        'Pending',
+        NULL,
+        0,
+        NULL,
+        @EnqueuedAt,
+        @EnqueuedAt,
+        0,
+        NULL,
+        NULL,
+        NULL
+    );
 END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
@@ -50,6 +97,7 @@ GO
 CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx claims and commits the due item when no transaction is open]
 AS
 BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
     DECLARE @RetCode INT;
     DECLARE @TranCount INT;
     DECLARE @Status VARCHAR(20);
@@ -63,42 +111,27 @@ BEGIN
     DECLARE @AttemptLockedBy NVARCHAR(128);
     DECLARE @Attempts INT;
     EXEC Next_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (
-        EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt, [Priority], LockedBy, LeaseUntil
-    )
-    VALUES (
-        '2024-01-01T00:00:01',
-        'ResetPassword',
-        'Pending',
-        NULL,
-        0,
-        NULL,
-        '2024-01-01T00:00:01',
-        '2024-01-01T00:00:01',
-        0,
-        NULL,
-        NULL
-    );
+    EXEC Next_Notification_trxTests.AddDueItem @EnqueuedAt = @Key;
 
     EXEC @RetCode = dbo.Next_Notification_trx @LockedBy = N'worker-1';
     SET @TranCount = @@TRANCOUNT;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
     SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum,
-        @UpdatedAt = n.UpdatedAt,
-        @LockedBy = n.LockedBy,
-        @StartedAt = n.StartedAt,
-        @LeaseUntil = n.LeaseUntil
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = '2024-01-01T00:00:01';
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @UpdatedAt = q.UpdatedAt,
+        @LockedBy = q.LockedBy,
+        @StartedAt = q.StartedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
     EXEC tSQLt.AssertEqualsString @Expected = N'worker-1', @Actual = @LockedBy, @Message = N'LockedBy';
-    IF @UpdatedAt IS NULL OR @UpdatedAt <= '2024-01-01T00:00:01'
-        EXEC tSQLt.Fail @Message0 = N'the claim must move UpdatedAt forward';
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= @Key
+        EXEC tSQLt.Fail @Message0 = N'the claim must move the token forward';
     IF @StartedAt IS NULL
         EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt';
     SET @ExpectedLease = DATEADD(SECOND, 300, @StartedAt);
@@ -108,7 +141,7 @@ BEGIN
         @AttemptStartedAt = MAX(a.StartedAt),
         @AttemptLockedBy = MAX(a.LockedBy)
     FROM dbo.NotificationAttempt AS a
-    WHERE a.EnqueuedAt = '2024-01-01T00:00:01' AND a.Outcome IS NULL;
+    WHERE a.EnqueuedAt = @Key AND a.Outcome IS NULL;
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Attempts, @Message = N'open attempts';
     EXEC tSQLt.AssertEquals
         @Expected = @UpdatedAt, @Actual = @AttemptStartedAt, @Message = N'the attempt starts at the new token';
@@ -120,37 +153,85 @@ GO
 CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx returns 0 and changes nothing when nothing is due]
 AS
 BEGIN
+    DECLARE @Later DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @OldToken DATETIME2(7) = '2024-01-01T00:00:05';
     DECLARE @RetCode INT;
     DECLARE @TranCount INT;
-    DECLARE @Later DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
-    DECLARE @Status VARCHAR(20);
-    DECLARE @AttemptNum INT;
-    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Unchanged INT;
     DECLARE @Attempts INT;
     EXEC Next_Notification_trxTests.FakeQueue;
     INSERT INTO dbo.Notification (
-        EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt, [Priority], LockedBy, LeaseUntil
+        EnqueuedAt,
+        [Type],
+        [Status],
+        [Step],
+        AttemptNum,
+        StartedAt,
+        ScheduledFor,
+        UpdatedAt
     )
-    VALUES ('2024-01-01T00:00:01', 'ResetPassword', 'Pending', NULL, 0, NULL, @Later, '2024-01-01T00:00:01', 0, NULL, NULL);
+    VALUES (
+        '2024-01-01T00:00:01',
+        'ResetPassword',
+        'Pending',
+        NULL,
+        0,
+        NULL,
+        @Later,
+        @OldToken
+    );
 
     EXEC @RetCode = dbo.Next_Notification_trx;
     SET @TranCount = @@TRANCOUNT;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
-    SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum,
-        @UpdatedAt = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = '2024-01-01T00:00:01';
-    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'AttemptNum';
-    IF @UpdatedAt IS NULL OR @UpdatedAt <> '2024-01-01T00:00:01'
-        EXEC tSQLt.Fail @Message0 = N'UpdatedAt must not change';
-    SELECT @Attempts = COUNT(*)
-    FROM dbo.NotificationAttempt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
+    -- A NoTransaction test makes no permanent objects, so it asserts values, not tables
+    -- (AssertEqualsTable creates a work table).
+    SET @Unchanged = (
+        SELECT COUNT(*)
+        FROM dbo.Notification AS q
+        WHERE
+            q.[Status] = 'Pending'
+            AND q.AttemptNum = 0
+            AND q.StartedAt IS NULL
+            AND q.LockedBy IS NULL
+            AND q.LeaseUntil IS NULL
+            AND q.UpdatedAt = @OldToken
+    );
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Unchanged, @Message = N'the item is unchanged';
+    SELECT @Attempts = COUNT(*) FROM dbo.NotificationAttempt;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
+END;
+GO
+--[@tSQLt:NoTransaction]('Next_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx claims only items of that type when Type is given]
+AS
+BEGIN
+    DECLARE @FirstKey DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @SecondKey DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @RetCode INT;
+    DECLARE @FirstStatus VARCHAR(20);
+    DECLARE @SecondStatus VARCHAR(20);
+    EXEC Next_Notification_trxTests.FakeQueue;
+    EXEC Next_Notification_trxTests.FakeTypes;
+    -- The AddTestJobA item is due first: only @Type keeps it from being claimed.
+    EXEC Next_Notification_trxTests.AddDueItem @EnqueuedAt = @FirstKey, @Type = 'AddTestJobA';
+    EXEC Next_Notification_trxTests.AddDueItem @EnqueuedAt = @SecondKey, @Type = 'AddTestJobB';
+
+    EXEC @RetCode = dbo.Next_Notification_trx @LockedBy = N'worker-1', @Type = 'AddTestJobB';
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT @FirstStatus = q.[Status]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @FirstKey;
+    SELECT @SecondStatus = q.[Status]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @SecondKey;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = 'Pending', @Actual = @FirstStatus, @Message = N'the item of the other type';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = 'Processing', @Actual = @SecondStatus, @Message = N'the item of the type asked for';
 END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
@@ -159,8 +240,11 @@ GO
 CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
     DECLARE @ErrorNumber INT;
+    DECLARE @Status VARCHAR(20);
     EXEC Next_Notification_trxTests.FakeQueue;
+    EXEC Next_Notification_trxTests.AddDueItem @EnqueuedAt = @Key;
 
     SET IMPLICIT_TRANSACTIONS ON;
     BEGIN TRY
@@ -173,6 +257,10 @@ BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
     EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    SELECT @Status = q.[Status]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
 END;
 GO
 -- The worker reads one row: the key, the token to report with, the lease to renew
@@ -196,26 +284,12 @@ GO
 CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx raises 50007 and claims nothing when WaitMs is out of range]
 AS
 BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
     DECLARE @Status VARCHAR(20);
     EXEC Next_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (
-        EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt, [Priority], LockedBy, LeaseUntil
-    )
-    VALUES (
-        '2024-01-01T00:00:01',
-        'ResetPassword',
-        'Pending',
-        NULL,
-        0,
-        NULL,
-        '2024-01-01T00:00:01',
-        '2024-01-01T00:00:01',
-        0,
-        NULL,
-        NULL
-    );
+    EXEC Next_Notification_trxTests.AddDueItem @EnqueuedAt = @Key;
 
     BEGIN TRY
         EXEC dbo.Next_Notification_trx @LockedBy = N'worker-1', @WaitMs = 60001;
@@ -229,9 +303,9 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@WaitMs%', @Actual = @ErrorMessage;
-    SELECT @Status = n.[Status]
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = '2024-01-01T00:00:01';
+    SELECT @Status = q.[Status]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
 END;
 GO

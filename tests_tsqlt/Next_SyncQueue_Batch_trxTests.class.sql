@@ -5,9 +5,9 @@ EXEC tSQLt.NewTestClass 'Next_SyncQueue_Batch_trxTests';
 GO
 -- Every table the claim writes (the attempt history included: its foreign key would
 -- refuse the rows of a faked queue) and its result rows (dbo.Worker_SyncQueue_V) read,
--- and the settings faked empty so that syncqueue.maxAttempts is 3 and
--- syncqueue.leaseSeconds 300. In a NoTransaction test the fakes hold the committed
--- rows; tSQLt puts the real tables back after the test.
+-- the tables the view joins among them, and the settings faked empty so that
+-- syncqueue.maxAttempts is 3 and syncqueue.leaseSeconds 300. In a NoTransaction test
+-- the fakes hold the committed rows; tSQLt puts the real tables back after the test.
 --
 -- The result set cannot be captured here: INSERT ... EXEC runs the procedure inside
 -- the INSERT's transaction, where a _trx refuses (50001). The tests check its columns
@@ -26,7 +26,8 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
 END;
 GO
--- One Pending job with every column the claim reads; due at its key unless ScheduledFor is given.
+-- One Pending sync job with every column the claim reads, due at its key unless
+-- ScheduledFor is given.
 CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.AddItem
     @EnqueuedAt DATETIME2(7),
     @ScheduledFor DATETIME2(7) = NULL,
@@ -167,27 +168,56 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx claims no more than BatchSize items when more are due]
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx claims the most urgent due items and no more than BatchSize when more are due]
 AS
 BEGIN
+    DECLARE @Later DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
     DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
     DECLARE @Held VARCHAR(400);
+    DECLARE @StillPending VARCHAR(400);
+    DECLARE @Leased INT;
+    DECLARE @OpenAttempts INT;
     EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
+    -- Due: 1, 2 and 4 (Priority 0), 3 (Priority 1); 5 (Priority 9) is not due yet.
     EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
     EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02';
     EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:03', @Priority = 1;
     EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:04';
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:05', @ScheduledFor = @Later, @Priority = 9;
 
     EXEC @RetCode = dbo.Next_SyncQueue_Batch_trx @LockedBy = N'worker-1', @BatchSize = 2;
+    SET @TranCount = @@TRANCOUNT;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
     SELECT
         @Held = STRING_AGG(CAST(DATEPART(SECOND, q.EnqueuedAt) AS VARCHAR(2)), ',')
         WITHIN GROUP (ORDER BY q.EnqueuedAt)
     FROM dbo.SyncQueue AS q
     WHERE q.[Status] = 'Processing';
+    SELECT
+        @StillPending = STRING_AGG(CAST(DATEPART(SECOND, q.EnqueuedAt) AS VARCHAR(2)), ',')
+        WITHIN GROUP (ORDER BY q.EnqueuedAt)
+    FROM dbo.SyncQueue AS q
+    WHERE q.[Status] = 'Pending' AND q.AttemptNum = 0;
+    SELECT @Leased = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE
+        q.[Status] = 'Processing'
+        AND q.LockedBy = N'worker-1'
+        AND q.AttemptNum = 1
+        AND q.LeaseUntil = DATEADD(SECOND, 300, q.StartedAt);
+    SELECT @OpenAttempts = COUNT(*)
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.Outcome IS NULL AND a.LockedBy = N'worker-1';
     EXEC tSQLt.AssertEqualsString
-        @Expected = '1,3', @Actual = @Held, @Message = N'the two most urgent: Priority first, then the key';
+        @Expected = '1,3', @Actual = @Held, @Message = N'the two most urgent due: Priority first, then the key';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = '2,4,5', @Actual = @StillPending, @Message = N'the others, the one not due included';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Leased, @Message = N'items held by worker-1 under a lease';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @OpenAttempts, @Message = N'open attempts';
 END;
 GO
 -- A worker reads per row the key, the token to report with, the lease to renew

@@ -5,9 +5,9 @@ EXEC tSQLt.NewTestClass 'Next_SyncQueue_trxTests';
 GO
 -- Every table the claim writes (the attempt history included: its foreign key would
 -- refuse the rows of a faked queue) and its result rows (dbo.Worker_SyncQueue_V) read,
--- and the settings faked empty so that syncqueue.maxAttempts is 3 and
--- syncqueue.leaseSeconds 300. In a NoTransaction test the fakes hold the committed
--- rows; tSQLt puts the real tables back after the test.
+-- the tables the view joins among them, and the settings faked empty so that
+-- syncqueue.maxAttempts is 3 and syncqueue.leaseSeconds 300. In a NoTransaction test
+-- the fakes hold the committed rows; tSQLt puts the real tables back after the test.
 --
 -- The result set cannot be captured here: INSERT ... EXEC runs the procedure inside
 -- the INSERT's transaction, where a _trx refuses (50001). The tests check its columns
@@ -24,7 +24,17 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
 END;
 GO
--- One due, Pending job with every column the claim reads.
+-- The sync job types, faked with two of the tests' own (AddTestJobA and AddTestJobB),
+-- for the tests of @Type: the claim refuses a @Type that dbo.SyncQueueType does not list.
+CREATE PROCEDURE Next_SyncQueue_trxTests.FakeTypes
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueType';
+    INSERT INTO dbo.SyncQueueType ([Type])
+    VALUES ('AddTestJobA'), ('AddTestJobB');
+END;
+GO
+-- One due, Pending sync job with every column the claim reads.
 CREATE PROCEDURE Next_SyncQueue_trxTests.AddDueItem
     @EnqueuedAt DATETIME2(7),
     @Type VARCHAR(50) = 'CustomerSync'
@@ -45,7 +55,21 @@ BEGIN
         LockedBy,
         LeaseUntil
     )
-    VALUES (@EnqueuedAt, @Type, N'C-1', 'Pending', NULL, 0, NULL, @EnqueuedAt, @EnqueuedAt, 0, NULL, NULL, NULL);
+    VALUES (
+        @EnqueuedAt,
+        @Type,
+        N'C-1',
+        'Pending',
+        NULL,
+        0,
+        NULL,
+        @EnqueuedAt,
+        @EnqueuedAt,
+        0,
+        NULL,
+        NULL,
+        NULL
+    );
 END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
@@ -69,7 +93,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Next_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_SyncQueue_trxTests.[test Next_SyncQueue_trx claims and commits the due item when one is Pending]
+CREATE PROCEDURE Next_SyncQueue_trxTests.[test Next_SyncQueue_trx claims and commits the due item when no transaction is open]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -136,14 +160,32 @@ BEGIN
     DECLARE @Attempts INT;
     EXEC Next_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
+        EnqueuedAt,
+        [Type],
+        EntityKey,
+        [Status],
+        [Step],
+        AttemptNum,
+        StartedAt,
+        ScheduledFor,
+        UpdatedAt
     )
-    VALUES ('2024-01-01T00:00:01', 'CustomerSync', N'C-1', 'Pending', NULL, 0, NULL, @Later, @OldToken);
+    VALUES (
+        '2024-01-01T00:00:01',
+        'CustomerSync',
+        N'C-1',
+        'Pending',
+        NULL,
+        0,
+        NULL,
+        @Later,
+        @OldToken
+    );
 
     EXEC @RetCode = dbo.Next_SyncQueue_trx;
     SET @TranCount = @@TRANCOUNT;
 
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'the transaction must be committed';
     -- A NoTransaction test makes no permanent objects, so it asserts values, not tables
     -- (AssertEqualsTable creates a work table).
@@ -167,28 +209,30 @@ GO
 CREATE PROCEDURE Next_SyncQueue_trxTests.[test Next_SyncQueue_trx claims only items of that type when Type is given]
 AS
 BEGIN
-    DECLARE @CustomerKey DATETIME2(7) = '2024-01-01T00:00:01';
-    DECLARE @InventoryKey DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @FirstKey DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @SecondKey DATETIME2(7) = '2024-01-01T00:00:02';
     DECLARE @RetCode INT;
-    DECLARE @CustomerStatus VARCHAR(20);
-    DECLARE @InventoryStatus VARCHAR(20);
+    DECLARE @FirstStatus VARCHAR(20);
+    DECLARE @SecondStatus VARCHAR(20);
     EXEC Next_SyncQueue_trxTests.FakeQueue;
-    -- The customer job is due first: only @Type keeps it from being claimed.
-    EXEC Next_SyncQueue_trxTests.AddDueItem @EnqueuedAt = @CustomerKey, @Type = 'CustomerSync';
-    EXEC Next_SyncQueue_trxTests.AddDueItem @EnqueuedAt = @InventoryKey, @Type = 'InventorySync';
+    EXEC Next_SyncQueue_trxTests.FakeTypes;
+    -- The AddTestJobA item is due first: only @Type keeps it from being claimed.
+    EXEC Next_SyncQueue_trxTests.AddDueItem @EnqueuedAt = @FirstKey, @Type = 'AddTestJobA';
+    EXEC Next_SyncQueue_trxTests.AddDueItem @EnqueuedAt = @SecondKey, @Type = 'AddTestJobB';
 
-    EXEC @RetCode = dbo.Next_SyncQueue_trx @LockedBy = N'worker-1', @Type = 'InventorySync';
+    EXEC @RetCode = dbo.Next_SyncQueue_trx @LockedBy = N'worker-1', @Type = 'AddTestJobB';
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
-    SELECT @CustomerStatus = q.[Status]
+    SELECT @FirstStatus = q.[Status]
     FROM dbo.SyncQueue AS q
-    WHERE q.EnqueuedAt = @CustomerKey;
-    SELECT @InventoryStatus = q.[Status]
+    WHERE q.EnqueuedAt = @FirstKey;
+    SELECT @SecondStatus = q.[Status]
     FROM dbo.SyncQueue AS q
-    WHERE q.EnqueuedAt = @InventoryKey;
-    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @CustomerStatus, @Message = N'the customer job';
+    WHERE q.EnqueuedAt = @SecondKey;
     EXEC tSQLt.AssertEqualsString
-        @Expected = 'Processing', @Actual = @InventoryStatus, @Message = N'the inventory job';
+        @Expected = 'Pending', @Actual = @FirstStatus, @Message = N'the item of the other type';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = 'Processing', @Actual = @SecondStatus, @Message = N'the item of the type asked for';
 END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
@@ -197,8 +241,11 @@ GO
 CREATE PROCEDURE Next_SyncQueue_trxTests.[test Next_SyncQueue_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
     DECLARE @ErrorNumber INT;
+    DECLARE @Status VARCHAR(20);
     EXEC Next_SyncQueue_trxTests.FakeQueue;
+    EXEC Next_SyncQueue_trxTests.AddDueItem @EnqueuedAt = @Key;
 
     SET IMPLICIT_TRANSACTIONS ON;
     BEGIN TRY
@@ -211,6 +258,10 @@ BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
     EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    SELECT @Status = q.[Status]
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
 END;
 GO
 -- The worker reads one row: the key, the token to report with, the lease to renew
