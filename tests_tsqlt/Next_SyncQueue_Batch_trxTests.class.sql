@@ -324,6 +324,57 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
 END;
 GO
+-- A blank or over-long @LockedBy and an unknown @Type are refused before the
+-- procedure opens its transaction too (Next_SyncQueue_utx refuses them again
+-- inside it), so a CATCH that takes over at the error finds none open.
+--[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50007 and leaves no transaction when LockedBy or Type is refused]
+AS
+BEGIN
+    DECLARE @Case INT = 1;
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    DECLARE @TranCount INT;
+    DECLARE @LockedBy NVARCHAR(400);
+    DECLARE @Type VARCHAR(400);
+    DECLARE @Named NVARCHAR(20);
+    DECLARE @Status VARCHAR(20);
+    DECLARE @Attempts INT;
+    EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Next_SyncQueue_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+
+    WHILE (@Case <= 3)
+        BEGIN
+            SELECT
+                @LockedBy = CASE @Case WHEN 1 THEN N'   ' WHEN 2 THEN REPLICATE(N'w', 129) ELSE N'worker-1' END,
+                @Type = CASE @Case WHEN 3 THEN 'NoSuchType' END,
+                @Named = CASE @Case WHEN 3 THEN N'%@Type%' ELSE N'%@LockedBy%' END,
+                @ErrorNumber = NULL,
+                @ErrorMessage = NULL;
+            BEGIN TRY
+                EXEC dbo.Next_SyncQueue_Batch_trx @LockedBy = @LockedBy, @BatchSize = 5, @Type = @Type;
+            END TRY
+            BEGIN CATCH
+                SELECT
+                    @ErrorNumber = ERROR_NUMBER(),
+                    @ErrorMessage = ERROR_MESSAGE();
+            END CATCH;
+            SET @TranCount = @@TRANCOUNT;
+            IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+            EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Named;
+            EXEC tSQLt.AssertLike @ExpectedPattern = @Named, @Actual = @ErrorMessage, @Message = @Named;
+            EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT';
+            SET @Case = @Case + 1;
+        END;
+
+    SELECT @Status = q.[Status]
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
+    SELECT @Attempts = COUNT(*) FROM dbo.SyncQueueAttempt;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
+END;
+GO
 -- An item that comes due while the call waits is claimed by the same call.
 --[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx claims an item that comes due during the wait when WaitMs is long enough]
