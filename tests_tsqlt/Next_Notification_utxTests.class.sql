@@ -3,10 +3,14 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Next_Notification_utxTests';
 GO
+-- Keys and old tokens are fixed past times; ScheduledFor is relative to now (due: past, waiting: future).
 -- The queue and its history, and the settings faked empty so that
 -- notification.maxAttempts (3) and notification.leaseSeconds (300) have their
--- documented defaults whatever the database holds. A fake has no constraints and no
--- indexes: the tests insert every column the claim reads.
+-- documented defaults whatever the database holds. A claim writes the history,
+-- whose foreign key would refuse the rows of a faked queue: it is faked too. A fake
+-- has no constraints and no indexes: the tests insert every column the claim reads.
+-- The tables the worker view joins are faked too, as in every class that fakes the
+-- queue (tests/test_scaffold.py holds them to it), though the claim does not read them.
 CREATE PROCEDURE Next_Notification_utxTests.FakeQueue
 AS
 BEGIN
@@ -16,20 +20,24 @@ BEGIN
     EXEC tSQLt.ApplyConstraint @TableName = N'dbo.Notification', @ConstraintName = N'PK_Notification';
     EXEC tSQLt.FakeTable @TableName = N'dbo.NotificationAttempt', @Defaults = 1;
     EXEC tSQLt.ApplyConstraint @TableName = N'dbo.NotificationAttempt', @ConstraintName = N'PK_NotificationAttempt';
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
 END;
 GO
--- Run after the NoTransaction test.
--- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
--- after such tests by itself, and this would run twice.
-CREATE PROCEDURE Next_Notification_utxTests.RollbackLeftOpen
+-- The job types, faked with the two the tests use, for the tests of @Type
+-- (ResetPassword, the type AddItem gives, and AddTestJobA).
+CREATE PROCEDURE Next_Notification_utxTests.FakeTypes
 AS
 BEGIN
-    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.NotificationType';
+    INSERT INTO dbo.NotificationType ([Type])
+    VALUES ('ResetPassword'), ('AddTestJobA');
 END;
 GO
--- One ResetPassword item with every column the claim reads. ScheduledFor and
--- UpdatedAt default to the key; StartedAt is the key once an attempt was made.
+-- One notification with every column the claim reads. ScheduledFor and UpdatedAt
+-- default to the key (due long ago); StartedAt is the key once an attempt was made.
 CREATE PROCEDURE Next_Notification_utxTests.AddItem
     @EnqueuedAt DATETIME2(7),
     @Status VARCHAR(20) = 'Pending',
@@ -40,7 +48,8 @@ CREATE PROCEDURE Next_Notification_utxTests.AddItem
     @LockedBy NVARCHAR(128) = NULL,
     @LeaseUntil DATETIME2(7) = NULL,
     @UpdatedAt DATETIME2(7) = NULL,
-    @Step VARCHAR(50) = NULL
+    @Step VARCHAR(50) = NULL,
+    @Type VARCHAR(50) = 'ResetPassword'
 AS
 BEGIN
     INSERT INTO dbo.Notification (
@@ -63,7 +72,7 @@ BEGIN
     )
     VALUES (
         @EnqueuedAt,
-        'ResetPassword',
+        @Type,
         @Status,
         @Step,
         @AttemptNum,
@@ -134,415 +143,502 @@ BEGIN
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@BatchSize%', @Actual = @ErrorMessage, @Message = @Case;
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims the earliest due pending item when several are due]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims the earliest due item when several are Pending]
 AS
 BEGIN
-    DECLARE @ExpectedKey DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @Key1 dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Key2 dbo.[_Timestamp] = '2024-01-01T00:00:02';
+    DECLARE @Key3 dbo.[_Timestamp] = '2024-01-01T00:00:03';
+    DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Before dbo.[_Timestamp];
+    DECLARE @After dbo.[_Timestamp];
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    DECLARE @EnqueuedAt DATETIME2(7);
-    DECLARE @UpdatedAt DATETIME2(7);
-    DECLARE @Before DATETIME2(7);
-    DECLARE @After DATETIME2(7);
-    DECLARE @Status VARCHAR(20);
-    DECLARE @AttemptNum INT;
-    DECLARE @StartedAt DATETIME2(7);
-    DECLARE @RowUpdatedAt DATETIME2(7);
+    DECLARE @StartedAt dbo.[_Timestamp];
     EXEC Next_Notification_utxTests.FakeQueue;
-    -- The second and third are due first; of those two the second has the earlier key.
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt)
-    VALUES
-    ('2024-01-01T00:00:01', 'ResetPassword', 'Pending', NULL, 0, NULL, '2024-01-01T00:10:00', '2024-01-01T00:00:01'),
-    ('2024-01-01T00:00:02', 'ResetPassword', 'Pending', NULL, 0, NULL, '2024-01-01T00:05:00', '2024-01-01T00:00:02'),
-    ('2024-01-01T00:00:03', 'ResetPassword', 'Pending', NULL, 0, NULL, '2024-01-01T00:05:00', '2024-01-01T00:00:03');
+    -- Key1 is the oldest key but due later; Key2 and Key3 are due at the same time: the key breaks the tie.
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Key1, @ScheduledFor = DATEADD(MINUTE, -5, @Now), @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Key2, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Key3, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
 
     SET @Before = SYSUTCDATETIME();
-    EXEC @RetCode = dbo.Next_Notification_utx
-        @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
+    EXEC @RetCode = dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
     SET @After = SYSUTCDATETIME();
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
-    EXEC tSQLt.AssertEquals @Expected = @ExpectedKey, @Actual = @EnqueuedAt, @Message = N'claimed key';
-    SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum,
-        @StartedAt = n.StartedAt,
-        @RowUpdatedAt = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = '2024-01-01T00:00:02';
-    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
-    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
+    EXEC tSQLt.AssertEquals @Expected = @Key2, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    SELECT @StartedAt = q.StartedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key2;
+    -- StartedAt is whole microseconds, so it may round a fraction below @Before.
     IF @StartedAt IS NULL OR @StartedAt < CAST(@Before AS DATETIME2(6)) OR @StartedAt > CAST(@After AS DATETIME2(6))
-        EXEC tSQLt.Fail @Message0 = N'StartedAt must be the time of the claim';
-    IF @UpdatedAt IS NULL OR @UpdatedAt <= '2024-01-01T00:00:02'
-        EXEC tSQLt.Fail @Message0 = N'the new token must be later than the old one';
-    EXEC tSQLt.AssertEquals
-        @Expected = @UpdatedAt, @Actual = @RowUpdatedAt, @Message = N'the row carries the new token';
-
+        EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt to the time of the claim';
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
+        EXEC tSQLt.Fail @Message0 = N'the claim must move the token forward';
+    -- The claimed row carries the new token; the others are untouched.
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.StartedAt,
-        n.UpdatedAt
-    INTO #ActualOthers
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt <> '2024-01-01T00:00:02';
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.StartedAt,
+        q.UpdatedAt
+    INTO #Actual
+    FROM dbo.Notification AS q;
     SELECT TOP (0)
         a.EnqueuedAt,
         a.[Status],
         a.AttemptNum,
         a.StartedAt,
         a.UpdatedAt
-    INTO #ExpectedOthers
-    FROM #ActualOthers AS a;
-    INSERT INTO #ExpectedOthers (EnqueuedAt, [Status], AttemptNum, StartedAt, UpdatedAt)
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum, StartedAt, UpdatedAt)
     VALUES
-    ('2024-01-01T00:00:01', 'Pending', 0, NULL, '2024-01-01T00:00:01'),
-    ('2024-01-01T00:00:03', 'Pending', 0, NULL, '2024-01-01T00:00:03');
-    EXEC tSQLt.AssertEqualsTable
-        @Expected = N'#ExpectedOthers', @Actual = N'#ActualOthers', @Message = N'the other items are untouched';
+    (@Key1, 'Pending', 0, NULL, @OldToken),
+    (@Key2, 'Processing', 1, @StartedAt, @UpdatedAt),
+    (@Key3, 'Pending', 0, NULL, @OldToken);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims an error item when its retry is due]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims an Error item when it is due again]
 AS
 BEGIN
-    DECLARE @ExpectedKey DATETIME2(7) = '2024-01-01T00:00:01';
-    DECLARE @EnqueuedAt DATETIME2(7);
-    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;
     EXEC Next_Notification_utxTests.FakeQueue;
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt)
-    VALUES (
-        '2024-01-01T00:00:01',
-        'ResetPassword',
-        'Error',
-        'Send',
-        1,
-        '2024-01-01T00:01:00',
-        '2024-01-01T00:06:00',
-        '2024-01-01T00:01:02'
-    );
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Error',
+        @AttemptNum = 1,
+        @ScheduledFor = DATEADD(MINUTE, -1, @Now),
+        @UpdatedAt = @OldToken,
+        @Step = 'Fetch';
 
-    EXEC dbo.Next_Notification_utx
-        @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
+    EXEC dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
 
-    EXEC tSQLt.AssertEquals @Expected = @ExpectedKey, @Actual = @EnqueuedAt, @Message = N'claimed key';
     SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = '2024-01-01T00:00:01';
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @AttemptNum, @Message = N'AttemptNum';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims nothing when the only item is not yet due]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims nothing when ScheduledFor is in the future]
 AS
 BEGIN
+    DECLARE @Later dbo.[_Timestamp] = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    DECLARE @EnqueuedAt DATETIME2(7);
-    DECLARE @UpdatedAt DATETIME2(7);
-    DECLARE @Later DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @Attempts INT;
     EXEC Next_Notification_utxTests.FakeQueue;
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt)
-    VALUES ('2024-01-01T00:00:01', 'ResetPassword', 'Pending', NULL, 0, NULL, @Later, '2024-01-01T00:00:01');
+    -- a retried item waiting for its time, and a new item scheduled for later
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01',
+        @Status = 'Error',
+        @AttemptNum = 1,
+        @ScheduledFor = @Later,
+        @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02', @ScheduledFor = @Later, @UpdatedAt = @OldToken;
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.StartedAt,
-        n.ScheduledFor,
-        n.UpdatedAt
-    INTO #Before
-    FROM dbo.Notification AS n;
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.StartedAt,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Expected
+    FROM dbo.Notification AS q;
 
-    EXEC @RetCode = dbo.Next_Notification_utx
-        @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
+    EXEC @RetCode = dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @UpdatedAt, @Message = N'@UpdatedAt';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.StartedAt,
-        n.ScheduledFor,
-        n.UpdatedAt
-    INTO #After
-    FROM dbo.Notification AS n;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After';
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.StartedAt,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Actual
+    FROM dbo.Notification AS q;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    SELECT @Attempts = COUNT(*) FROM dbo.NotificationAttempt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
 END;
 GO
 CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims a retried item again only when its ScheduledFor has passed]
 AS
 BEGIN
-    DECLARE @ExpectedKey DATETIME2(7) = '2024-01-01T00:00:01';
-    DECLARE @EnqueuedAt DATETIME2(7);
-    DECLARE @UpdatedAt DATETIME2(7);
-    DECLARE @Later DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Later dbo.[_Timestamp] = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
     EXEC Next_Notification_utxTests.FakeQueue;
     -- An attempt failed and the worker asked for a retry in an hour.
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt)
-    VALUES (
-        '2024-01-01T00:00:01', 'ResetPassword', 'Error', 'Send', 1, '2024-01-01T00:01:00', @Later, '2024-01-01T00:01:02'
-    );
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Error',
+        @AttemptNum = 1,
+        @ScheduledFor = @Later,
+        @UpdatedAt = '2024-01-01T00:01:02',
+        @Step = 'Push';
 
-    EXEC dbo.Next_Notification_utx
-        @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
+    EXEC dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT;
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'a retry must wait until it is due';
 
     UPDATE dbo.Notification
     SET ScheduledFor = DATEADD(MINUTE, -5, SYSUTCDATETIME())
-    WHERE EnqueuedAt = '2024-01-01T00:00:01';
-    EXEC dbo.Next_Notification_utx
-        @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
+    WHERE EnqueuedAt = @Key;
+    EXEC dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT;
     EXEC tSQLt.AssertEquals
-        @Expected = @ExpectedKey,
-        @Actual = @EnqueuedAt,
-        @Message = N'a retry must be claimed once it is due';
+        @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'a retry must be claimed once it is due';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx skips items when their attempts reached the default maxAttempts]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx skips items when their attempts are spent]
 AS
 BEGIN
-    DECLARE @ExpectedKey DATETIME2(7) = '2024-01-01T00:00:03';
-    DECLARE @EnqueuedAt DATETIME2(7);
-    DECLARE @UpdatedAt DATETIME2(7);
-    DECLARE @Claimed INT;
+    DECLARE @DueFirst dbo.[_Timestamp] = DATEADD(MINUTE, -10, SYSUTCDATETIME());
+    DECLARE @DueNext dbo.[_Timestamp] = DATEADD(MINUTE, -5, SYSUTCDATETIME());
+    DECLARE @SpentPending dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @SpentError dbo.[_Timestamp] = '2024-01-01T00:00:02';
+    DECLARE @OneLeft dbo.[_Timestamp] = '2024-01-01T00:00:03';
+    DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @UpdatedAt dbo.[_Timestamp];
+    -- the settings faked empty: notification.maxAttempts takes its default, 3
     EXEC Next_Notification_utxTests.FakeQueue;
-    -- The two earliest have spent the default 3 attempts; the last has one left.
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt)
+    -- The two that spent their 3 attempts are due first, so only the attempt limit keeps
+    -- them from being claimed; the last has one attempt left.
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @SpentPending, @AttemptNum = 3, @ScheduledFor = @DueFirst, @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @SpentError,
+        @Status = 'Error',
+        @AttemptNum = 3,
+        @ScheduledFor = @DueFirst,
+        @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @OneLeft,
+        @Status = 'Error',
+        @AttemptNum = 2,
+        @ScheduledFor = @DueNext,
+        @UpdatedAt = @OldToken;
+
+    EXEC dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = @OneLeft, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum
+    INTO #Actual
+    FROM dbo.Notification AS q;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.[Status],
+        a.AttemptNum
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum)
     VALUES
-    ('2024-01-01T00:00:01', 'ResetPassword', 'Pending', NULL, 3, NULL, '2024-01-01T00:01:00', '2024-01-01T00:00:01'),
-    (
-        '2024-01-01T00:00:02', 'ResetPassword', 'Error', 'Send', 3, '2024-01-01T00:01:00', '2024-01-01T00:02:00',
-        '2024-01-01T00:01:02'
-    ),
-    (
-        '2024-01-01T00:00:03', 'ResetPassword', 'Error', 'Send', 2, '2024-01-01T00:01:00', '2024-01-01T00:03:00',
-        '2024-01-01T00:01:03'
-    );
-
-    EXEC dbo.Next_Notification_utx
-        @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
-
-    EXEC tSQLt.AssertEquals @Expected = @ExpectedKey, @Actual = @EnqueuedAt, @Message = N'claimed key';
-    SELECT @Claimed = COUNT(*)
-    FROM dbo.Notification AS n
-    WHERE n.[Status] = 'Processing';
-    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Claimed, @Message = N'items claimed';
+    (@SpentPending, 'Pending', 3),
+    (@SpentError, 'Error', 3),
+    (@OneLeft, 'Processing', 3);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims an item at 3 attempts when notificationmaxAttempts is 5]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims an item at 3 attempts when maxAttempts is 5]
 AS
 BEGIN
-    DECLARE @ExpectedKey DATETIME2(7) = '2024-01-01T00:00:01';
-    DECLARE @EnqueuedAt DATETIME2(7);
-    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @UpdatedAt dbo.[_Timestamp];
+    DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;
     EXEC Next_Notification_utxTests.FakeQueue;
     INSERT INTO dbo.AppSettings (Param, ValInt, ValText) VALUES ('notification.maxAttempts', 5, NULL);
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt)
-    VALUES (
-        '2024-01-01T00:00:01',
-        'ResetPassword',
-        'Error',
-        'Send',
-        3,
-        '2024-01-01T00:01:00',
-        '2024-01-01T00:06:00',
-        '2024-01-01T00:01:02'
-    );
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Error',
+        @AttemptNum = 3,
+        @ScheduledFor = DATEADD(MINUTE, -10, @Now),
+        @UpdatedAt = '2024-01-01T00:00:05';
 
-    EXEC dbo.Next_Notification_utx
-        @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
+    EXEC dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
 
-    EXEC tSQLt.AssertEquals @Expected = @ExpectedKey, @Actual = @EnqueuedAt, @Message = N'claimed key';
-    SELECT @AttemptNum = n.AttemptNum
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = '2024-01-01T00:00:01';
+    SELECT
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @AttemptNum, @Message = N'AttemptNum';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx skips items when they are finished paused or processing]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx skips items when they are neither Pending nor Error]
 AS
 BEGIN
-    DECLARE @RetCode INT;
-    DECLARE @EnqueuedAt DATETIME2(7);
-    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @Due dbo.[_Timestamp] = DATEADD(MINUTE, -10, SYSUTCDATETIME());
+    DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Pending dbo.[_Timestamp] = '2024-01-01T00:00:09';
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @UpdatedAt dbo.[_Timestamp];
     EXEC Next_Notification_utxTests.FakeQueue;
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt)
-    VALUES
-    (
-        '2024-01-01T00:00:01', 'ResetPassword', 'Completed', 'Send', 1, '2024-01-01T00:01:00', '2024-01-01T00:00:01',
-        '2024-01-01T00:01:01'
-    ),
-    (
-        '2024-01-01T00:00:02', 'ResetPassword', 'Failed', 'Send', 1, '2024-01-01T00:01:00', '2024-01-01T00:00:02',
-        '2024-01-01T00:01:02'
-    ),
-    ('2024-01-01T00:00:03', 'ResetPassword', 'Cancelled', NULL, 0, NULL, '2024-01-01T00:00:03', '2024-01-01T00:01:03'),
-    (
-        '2024-01-01T00:00:04', 'ResetPassword', 'Terminated', 'Send', 1, '2024-01-01T00:01:00', '2024-01-01T00:00:04',
-        '2024-01-01T00:01:04'
-    ),
-    (
-        '2024-01-01T00:00:05', 'ResetPassword', 'PartiallyCompleted', 'Send', 1, '2024-01-01T00:01:00',
-        '2024-01-01T00:00:05', '2024-01-01T00:01:05'
-    ),
-    ('2024-01-01T00:00:06', 'ResetPassword', 'Paused', NULL, 0, NULL, '2024-01-01T00:00:06', '2024-01-01T00:01:06'),
-    (
-        '2024-01-01T00:00:07', 'ResetPassword', 'Processing', 'Send', 1, '2024-01-01T00:01:00', '2024-01-01T00:00:07',
-        '2024-01-01T00:01:07'
-    );
-    -- The item in Processing is another worker's, and its lease runs for an hour yet.
-    UPDATE dbo.Notification
-    SET
-        LockedBy = N'worker-2',
-        LeaseUntil = DATEADD(HOUR, 1, SYSUTCDATETIME())
-    WHERE EnqueuedAt = '2024-01-01T00:00:07';
+    -- Every other state, all due before the one Pending item, with attempts left. The
+    -- item in Processing is another worker's, and its lease runs for an hour yet.
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01',
+        @Status = 'Completed',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02',
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @LockedBy = N'worker-2',
+        @LeaseUntil = DATEADD(HOUR, 1, @Now),
+        @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03',
+        @Status = 'Failed',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:04',
+        @Status = 'Cancelled',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:05',
+        @Status = 'Paused',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:06',
+        @Status = 'Terminated',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:07',
+        @Status = 'PartiallyCompleted',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Pending, @ScheduledFor = DATEADD(MINUTE, -1, @Now), @UpdatedAt = @OldToken;
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.StartedAt,
-        n.UpdatedAt,
-        n.LockedBy,
-        n.LeaseUntil
-    INTO #Before
-    FROM dbo.Notification AS n;
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.StartedAt,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Expected
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt <> @Pending;
 
-    EXEC @RetCode = dbo.Next_Notification_utx
-        @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
+    EXEC dbo.Next_Notification_utx
+        @LockedBy = N'worker-1', @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
 
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
-    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
+    EXEC tSQLt.AssertEquals @Expected = @Pending, @Actual = @EnqueuedAt, @Message = N'claimed key';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.StartedAt,
-        n.UpdatedAt,
-        n.LockedBy,
-        n.LeaseUntil
-    INTO #After
-    FROM dbo.Notification AS n;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After';
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.StartedAt,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Actual
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt <> @Pending;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx returns NULL outputs and 0 when nothing is due]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx returns 0 and NULL outputs when nothing is due]
 AS
 BEGIN
+    -- Values left over from an earlier claim must not come back: the procedure resets them.
+    DECLARE @EnqueuedAt dbo.[_Timestamp] = '2000-01-01';
+    DECLARE @UpdatedAt dbo.[_Timestamp] = '2000-01-01';
+    DECLARE @Claimed NVARCHAR(MAX) = N'[]';
     DECLARE @RetCode INT;
-    -- Values left over from an earlier claim must not come back.
-    DECLARE @EnqueuedAt DATETIME2(7) = '2024-01-01T00:00:01';
-    DECLARE @UpdatedAt DATETIME2(7) = '2024-01-01T00:00:01';
     EXEC Next_Notification_utxTests.FakeQueue;
 
     EXEC @RetCode = dbo.Next_Notification_utx
         @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
+        @UpdatedAt = @UpdatedAt OUTPUT,
+        @Claimed = @Claimed OUTPUT;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @UpdatedAt, @Message = N'@UpdatedAt';
+    EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'@Claimed';
+END;
+GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx records a LockedBy of 128 characters when it is at the limit]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @LockedBy NVARCHAR(400) = REPLICATE(N'w', 128);
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @RowLockedBy NVARCHAR(400);
+    DECLARE @AttemptLockedBy NVARCHAR(400);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = @Key;
+
+    EXEC dbo.Next_Notification_utx @LockedBy = @LockedBy, @EnqueuedAt = @EnqueuedAt OUTPUT;
+
+    SELECT @RowLockedBy = q.LockedBy
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    SELECT @AttemptLockedBy = a.LockedBy
+    FROM dbo.NotificationAttempt AS a
+    WHERE a.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    EXEC tSQLt.AssertEqualsString @Expected = @LockedBy, @Actual = @RowLockedBy, @Message = N'the item''s LockedBy';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = @LockedBy, @Actual = @AttemptLockedBy, @Message = N'the attempt''s LockedBy';
+END;
+GO
+-- A caller from before leases passes no @LockedBy: its session's items are not handed
+-- back to it (a new session would have another @@SPID anyway).
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx hands nothing back when LockedBy is NULL]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Holder NVARCHAR(128) = LEFT(ISNULL(HOST_NAME(), N''), 100) + N'/' + CAST(@@SPID AS NVARCHAR(10));
+    DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @AttemptNum INT;
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = @Holder,
+        @LeaseUntil = @Later,
+        @UpdatedAt = '2024-01-01T00:01:00';
+
+    EXEC dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT;
+
+    SELECT @AttemptNum = q.AttemptNum
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
+END;
+GO
+-- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
+-- after such tests by itself, and this would run twice.
+CREATE PROCEDURE Next_Notification_utxTests.RollbackLeftOpen
+AS
+BEGIN
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
 --[@tSQLt:NoTransaction]('Next_Notification_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 50002 when no transaction is open]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 50002 when called outside a transaction]
 AS
 BEGIN
-    DECLARE @EnqueuedAt DATETIME2(7);
-    DECLARE @UpdatedAt DATETIME2(7);
     EXEC Next_Notification_utxTests.FakeQueue;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
 
-    EXEC dbo.Next_Notification_utx
-        @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
+    EXEC dbo.Next_Notification_utx;
 END;
 GO
 -- .NET's TransactionScope defaults to SERIALIZABLE, where SQL Server refuses READPAST:
 -- the procedure runs at READ COMMITTED whatever the caller's level.
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims the earliest due pending item when the caller runs SERIALIZABLE]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims the earliest due item when the caller runs SERIALIZABLE]
 AS
 BEGIN
-    DECLARE @ExpectedKey DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @Key1 dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Key2 dbo.[_Timestamp] = '2024-01-01T00:00:02';
+    DECLARE @Key3 dbo.[_Timestamp] = '2024-01-01T00:00:03';
+    DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Before dbo.[_Timestamp];
+    DECLARE @After dbo.[_Timestamp];
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    DECLARE @EnqueuedAt DATETIME2(7);
-    DECLARE @UpdatedAt DATETIME2(7);
-    DECLARE @Before DATETIME2(7);
-    DECLARE @After DATETIME2(7);
-    DECLARE @Status VARCHAR(20);
-    DECLARE @AttemptNum INT;
-    DECLARE @StartedAt DATETIME2(7);
-    DECLARE @RowUpdatedAt DATETIME2(7);
+    DECLARE @StartedAt dbo.[_Timestamp];
     EXEC Next_Notification_utxTests.FakeQueue;
-    -- The second and third are due first; of those two the second has the earlier key.
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt)
-    VALUES
-    ('2024-01-01T00:00:01', 'ResetPassword', 'Pending', NULL, 0, NULL, '2024-01-01T00:10:00', '2024-01-01T00:00:01'),
-    ('2024-01-01T00:00:02', 'ResetPassword', 'Pending', NULL, 0, NULL, '2024-01-01T00:05:00', '2024-01-01T00:00:02'),
-    ('2024-01-01T00:00:03', 'ResetPassword', 'Pending', NULL, 0, NULL, '2024-01-01T00:05:00', '2024-01-01T00:00:03');
+    -- Key1 is the oldest key but due later; Key2 and Key3 are due at the same time: the key breaks the tie.
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Key1, @ScheduledFor = DATEADD(MINUTE, -5, @Now), @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Key2, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Key3, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
 
-    SET @Before = SYSUTCDATETIME();
     SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
-    EXEC @RetCode = dbo.Next_Notification_utx
-        @EnqueuedAt = @EnqueuedAt OUTPUT,
-        @UpdatedAt = @UpdatedAt OUTPUT;
+    SET @Before = SYSUTCDATETIME();
+    EXEC @RetCode = dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
     SET @After = SYSUTCDATETIME();
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
-    EXEC tSQLt.AssertEquals @Expected = @ExpectedKey, @Actual = @EnqueuedAt, @Message = N'claimed key';
-    SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum,
-        @StartedAt = n.StartedAt,
-        @RowUpdatedAt = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = '2024-01-01T00:00:02';
-    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
-    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
+    EXEC tSQLt.AssertEquals @Expected = @Key2, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    SELECT @StartedAt = q.StartedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key2;
     IF @StartedAt IS NULL OR @StartedAt < CAST(@Before AS DATETIME2(6)) OR @StartedAt > CAST(@After AS DATETIME2(6))
-        EXEC tSQLt.Fail @Message0 = N'StartedAt must be the time of the claim';
-    IF @UpdatedAt IS NULL OR @UpdatedAt <= '2024-01-01T00:00:02'
-        EXEC tSQLt.Fail @Message0 = N'the new token must be later than the old one';
-    EXEC tSQLt.AssertEquals
-        @Expected = @UpdatedAt, @Actual = @RowUpdatedAt, @Message = N'the row carries the new token';
-
+        EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt to the time of the claim';
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
+        EXEC tSQLt.Fail @Message0 = N'the claim must move the token forward';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.StartedAt,
-        n.UpdatedAt
-    INTO #ActualOthers
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt <> '2024-01-01T00:00:02';
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.StartedAt,
+        q.UpdatedAt
+    INTO #Actual
+    FROM dbo.Notification AS q;
     SELECT TOP (0)
         a.EnqueuedAt,
         a.[Status],
         a.AttemptNum,
         a.StartedAt,
         a.UpdatedAt
-    INTO #ExpectedOthers
-    FROM #ActualOthers AS a;
-    INSERT INTO #ExpectedOthers (EnqueuedAt, [Status], AttemptNum, StartedAt, UpdatedAt)
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum, StartedAt, UpdatedAt)
     VALUES
-    ('2024-01-01T00:00:01', 'Pending', 0, NULL, '2024-01-01T00:00:01'),
-    ('2024-01-01T00:00:03', 'Pending', 0, NULL, '2024-01-01T00:00:03');
-    EXEC tSQLt.AssertEqualsTable
-        @Expected = N'#ExpectedOthers', @Actual = N'#ActualOthers', @Message = N'the other items are untouched';
+    (@Key1, 'Pending', 0, NULL, @OldToken),
+    (@Key2, 'Processing', 1, @StartedAt, @UpdatedAt),
+    (@Key3, 'Pending', 0, NULL, @OldToken);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
 CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims by Priority then ScheduledFor then key when several are due]
@@ -577,6 +673,189 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = '3,4,2,1,5,-,', @Actual = @Order, @Message = N'claim order';
 END;
 GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims only items of that type when Type is given]
+AS
+BEGIN
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @UrgentKey DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @RetCode INT;
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    DECLARE @Untouched INT;
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.FakeTypes;
+    -- The ResetPassword items come first by every rule: higher Priority (1), earlier key
+    -- (2), and one whose worker vanished (3), which a claim of any type would take again.
+    -- Only 4 and 5 are of the type asked for.
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @Priority = 9;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02';
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03',
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = N'worker-dead',
+        @LeaseUntil = @Expired,
+        @UpdatedAt = '2024-01-01T00:01:03';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:04', @Type = 'AddTestJobA';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = @UrgentKey, @Type = 'AddTestJobA', @Priority = 1;
+
+    EXEC @RetCode = dbo.Next_Notification_utx
+        @LockedBy = N'worker-1',
+        @BatchSize = 10,
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @Claimed = @Claimed OUTPUT,
+        @Type = 'AddTestJobA';
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '5,4', @Actual = @Seconds, @Message = N'claimed keys';
+    EXEC tSQLt.AssertEquals @Expected = @UrgentKey, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
+    SELECT @Untouched = COUNT(*)
+    FROM dbo.Notification AS q
+    WHERE
+        q.[Type] = 'ResetPassword'
+        AND q.UpdatedAt = q.EnqueuedAt
+        AND q.[Status] = 'Pending'
+        AND q.AttemptNum = 0;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Untouched, @Message = N'the Pending items of the other type';
+    SELECT @Untouched = COUNT(*)
+    FROM dbo.Notification AS q
+    WHERE
+        q.EnqueuedAt = '2024-01-01T00:00:03'
+        AND q.LockedBy = N'worker-dead'
+        AND q.AttemptNum = 1
+        AND q.UpdatedAt = '2024-01-01T00:01:03';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Untouched, @Message = N'the abandoned item of the other type';
+END;
+GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 50007 and claims nothing when Type is unknown]
+AS
+BEGIN
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    DECLARE @Status VARCHAR(20);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.FakeTypes;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+
+    BEGIN TRY
+        EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @Type = 'NoSuchType';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Type%', @Actual = @ErrorMessage;
+    SELECT @Status = q.[Status]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
+END;
+GO
+-- Step 3 fails the dead items of every type, since no worker claims them any more;
+-- of the caller's own items (it restarted) only those of the type it claims.
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx fails the dead items of every type but its own items of that type only when Type is given]
+AS
+BEGIN
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 2, SYSUTCDATETIME());
+    DECLARE @Dead DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @OwnOther DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @OwnSame DATETIME2(7) = '2024-01-01T00:00:03';
+    DECLARE @Due DATETIME2(7) = '2024-01-01T00:00:04';
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.FakeTypes;
+    -- On their last attempt (the default maxAttempts is 3): a ResetPassword item whose
+    -- worker vanished, and two items the caller, worker-1, holds: one of each type.
+    -- A due item of the type asked for is claimed meanwhile.
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Dead,
+        @Status = 'Processing',
+        @AttemptNum = 3,
+        @LockedBy = N'worker-dead',
+        @LeaseUntil = @Expired,
+        @UpdatedAt = '2024-01-01T00:01:01';
+    EXEC Next_Notification_utxTests.AddAttempt
+        @EnqueuedAt = @Dead, @StartedAt = '2024-01-01T00:01:01', @AttemptNum = 3, @LockedBy = N'worker-dead';
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @OwnOther,
+        @Status = 'Processing',
+        @AttemptNum = 3,
+        @LockedBy = N'worker-1',
+        @LeaseUntil = @Later,
+        @UpdatedAt = '2024-01-01T00:01:02';
+    EXEC Next_Notification_utxTests.AddAttempt
+        @EnqueuedAt = @OwnOther, @StartedAt = '2024-01-01T00:01:02', @AttemptNum = 3, @LockedBy = N'worker-1';
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @OwnSame,
+        @Status = 'Processing',
+        @AttemptNum = 3,
+        @LockedBy = N'worker-1',
+        @LeaseUntil = @Later,
+        @UpdatedAt = '2024-01-01T00:01:03',
+        @Type = 'AddTestJobA';
+    EXEC Next_Notification_utxTests.AddAttempt
+        @EnqueuedAt = @OwnSame, @StartedAt = '2024-01-01T00:01:03', @AttemptNum = 3, @LockedBy = N'worker-1';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = @Due, @Type = 'AddTestJobA';
+
+    EXEC dbo.Next_Notification_utx
+        @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT, @Type = 'AddTestJobA';
+
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '4', @Actual = @Seconds, @Message = N'claimed keys';
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Actual
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt <> @Due;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.[Status],
+        a.AttemptNum,
+        a.LockedBy,
+        a.LeaseUntil
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum, LockedBy, LeaseUntil)
+    VALUES
+    (@Dead, 'Failed', 3, N'worker-dead', NULL),
+    (@OwnOther, 'Processing', 3, N'worker-1', @Later),
+    (@OwnSame, 'Failed', 3, N'worker-1', NULL);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'items';
+    SELECT
+        a.EnqueuedAt,
+        a.AttemptNum,
+        a.LockedBy,
+        a.Outcome
+    INTO #ActualAttempts
+    FROM dbo.NotificationAttempt AS a;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.AttemptNum,
+        a.LockedBy,
+        a.Outcome
+    INTO #ExpectedAttempts
+    FROM #ActualAttempts AS a;
+    INSERT INTO #ExpectedAttempts (EnqueuedAt, AttemptNum, LockedBy, Outcome)
+    VALUES
+    (@Dead, 3, N'worker-dead', 'Failed'),
+    (@OwnOther, 3, N'worker-1', NULL),
+    (@OwnSame, 3, N'worker-1', 'Failed'),
+    (@Due, 1, N'worker-1', NULL);
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedAttempts', @Actual = N'#ActualAttempts', @Message = N'attempts';
+END;
+GO
 CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims an item again when its lease expired and attempts are left]
 AS
 BEGIN
@@ -601,9 +880,9 @@ BEGIN
         @LockedBy = N'worker-dead',
         @LeaseUntil = @Expired,
         @UpdatedAt = @OldToken,
-        @Step = 'Send';
+        @Step = 'Push';
     EXEC Next_Notification_utxTests.AddAttempt
-        @EnqueuedAt = @Key, @StartedAt = @OldToken, @AttemptNum = 1, @LockedBy = N'worker-dead', @Step = 'Send';
+        @EnqueuedAt = @Key, @StartedAt = @OldToken, @AttemptNum = 1, @LockedBy = N'worker-dead', @Step = 'Push';
 
     SET @Before = SYSUTCDATETIME();
     EXEC dbo.Next_Notification_utx
@@ -613,17 +892,18 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
     SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum,
-        @LockedBy = n.LockedBy,
-        @LeaseUntil = n.LeaseUntil,
-        @RowUpdatedAt = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @LockedBy = q.LockedBy,
+        @LeaseUntil = q.LeaseUntil,
+        @RowUpdatedAt = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @AttemptNum, @Message = N'AttemptNum';
     EXEC tSQLt.AssertEqualsString @Expected = N'worker-2', @Actual = @LockedBy, @Message = N'LockedBy';
-    EXEC tSQLt.AssertEquals @Expected = @UpdatedAt, @Actual = @RowUpdatedAt, @Message = N'the row carries the new token';
+    EXEC tSQLt.AssertEquals
+        @Expected = @UpdatedAt, @Actual = @RowUpdatedAt, @Message = N'the row carries the new token';
     IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
         EXEC tSQLt.Fail @Message0 = N'the new token must be later than the old one';
     IF @LeaseUntil IS NULL OR @LeaseUntil < DATEADD(SECOND, 299, @Before)
@@ -650,8 +930,8 @@ BEGIN
     FROM #Actual AS a;
     INSERT INTO #Expected (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome)
     VALUES
-    (@Key, @OldToken, 1, 'Send', N'worker-dead', 'Error'),
-    (@Key, @UpdatedAt, 2, 'Send', N'worker-2', NULL);
+    (@Key, @OldToken, 1, 'Push', N'worker-dead', 'Error'),
+    (@Key, @UpdatedAt, 2, 'Push', N'worker-2', NULL);
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'attempts';
     SELECT @OldError = a.Error
     FROM dbo.NotificationAttempt AS a
@@ -660,24 +940,26 @@ BEGIN
         @ExpectedPattern = N'abandoned:%worker-2%', @Actual = @OldError, @Message = N'the abandoned attempt''s Error';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx hands its own processing item back when the same worker restarts before the lease ends]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx hands its own Processing item back when the same worker restarts before the lease ends]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
     DECLARE @OtherKey DATETIME2(7) = '2024-01-01T00:00:02';
     DECLARE @OldToken DATETIME2(7) = '2024-01-01T00:01:00';
-    DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    -- Two minutes left: well short of the 300 s a new claim gives.
+    DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 2, SYSUTCDATETIME());
     DECLARE @EnqueuedAt DATETIME2(7);
     DECLARE @UpdatedAt DATETIME2(7);
     DECLARE @AttemptNum INT;
     DECLARE @LockedBy NVARCHAR(128);
+    DECLARE @LeaseUntil DATETIME2(7);
     DECLARE @OtherStatus VARCHAR(20);
     DECLARE @OldOutcome VARCHAR(20);
     DECLARE @OldError NVARCHAR(MAX);
     DECLARE @OpenStartedAt DATETIME2(7);
     DECLARE @OpenCount INT;
     EXEC Next_Notification_utxTests.FakeQueue;
-    -- worker-1 holds the first item for five more minutes, and restarts. A due item waits too.
+    -- worker-1 holds the first item for two more minutes, and restarts. A due item waits too.
     EXEC Next_Notification_utxTests.AddItem
         @EnqueuedAt = @Key,
         @Status = 'Processing',
@@ -696,15 +978,18 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'its own item comes back first';
     SELECT
-        @AttemptNum = n.AttemptNum,
-        @LockedBy = n.LockedBy
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
-    SELECT @OtherStatus = n.[Status]
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @OtherKey;
+        @AttemptNum = q.AttemptNum,
+        @LockedBy = q.LockedBy,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    SELECT @OtherStatus = q.[Status]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @OtherKey;
     EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @AttemptNum, @Message = N'AttemptNum';
     EXEC tSQLt.AssertEqualsString @Expected = N'worker-1', @Actual = @LockedBy, @Message = N'LockedBy';
+    IF @LeaseUntil IS NULL OR @LeaseUntil <= @Later
+        EXEC tSQLt.Fail @Message0 = N'the claim must give a new lease of 300 s';
     EXEC tSQLt.AssertEqualsString
         @Expected = 'Pending', @Actual = @OtherStatus, @Message = N'a batch of one holds the handed-back item only';
     SELECT
@@ -745,14 +1030,14 @@ BEGIN
     EXEC Next_Notification_utxTests.AddAttempt
         @EnqueuedAt = @Key, @StartedAt = @OldToken, @AttemptNum = 1, @LockedBy = N'worker-1';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.LockedBy,
-        n.LeaseUntil,
-        n.UpdatedAt
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.LockedBy,
+        q.LeaseUntil,
+        q.UpdatedAt
     INTO #Before
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT
         a.EnqueuedAt,
         a.StartedAt,
@@ -773,14 +1058,14 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
     EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'@Claimed';
     SELECT
-        n.EnqueuedAt,
-        n.[Status],
-        n.AttemptNum,
-        n.LockedBy,
-        n.LeaseUntil,
-        n.UpdatedAt
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.LockedBy,
+        q.LeaseUntil,
+        q.UpdatedAt
     INTO #After
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     SELECT
         a.EnqueuedAt,
         a.StartedAt,
@@ -809,6 +1094,7 @@ BEGIN
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;
     DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @RowUpdatedAt DATETIME2(7);
     EXEC Next_Notification_utxTests.FakeQueue;
     -- The default notification.maxAttempts is 3: the vanished worker had the last one.
     EXEC Next_Notification_utxTests.AddItem
@@ -833,14 +1119,17 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = '2', @Actual = @Seconds, @Message = N'claimed keys';
     EXEC tSQLt.AssertEquals @Expected = @OtherKey, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
     SELECT
-        @Status = n.[Status],
-        @AttemptNum = n.AttemptNum,
-        @LeaseUntil = n.LeaseUntil
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @LeaseUntil = q.LeaseUntil,
+        @RowUpdatedAt = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEqualsString @Expected = 'Failed', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @AttemptNum, @Message = N'no attempt is added';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'a Failed item holds no lease';
+    IF @RowUpdatedAt IS NULL OR @RowUpdatedAt <= @OldToken
+        EXEC tSQLt.Fail @Message0 = N'failing the item must move its token forward';
 
     SELECT
         a.EnqueuedAt,
@@ -863,6 +1152,82 @@ BEGIN
     (@Key, @OldToken, 3, N'worker-dead', 'Failed'),
     (@OtherKey, @UpdatedAt, 1, N'worker-2', NULL);
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'attempts';
+END;
+GO
+-- A token ahead of the clock is what a change in the same clock tick as the claim, or
+-- a clock that stepped back, leaves: now is not later than the old token.
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx moves the token forward when the old token is ahead of the clock]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @OldToken DATETIME2(7) = CAST(DATEADD(HOUR, 1, SYSUTCDATETIME()) AS DATETIME2(6));
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @ClaimedToken DATETIME2(7);
+    DECLARE @RowUpdatedAt DATETIME2(7);
+    DECLARE @OpenStartedAt DATETIME2(7);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @OldToken;
+
+    EXEC dbo.Next_Notification_utx
+        @LockedBy = N'worker-1',
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @UpdatedAt = @UpdatedAt OUTPUT,
+        @Claimed = @Claimed OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
+        EXEC tSQLt.Fail @Message0 = N'the new token must be later than the old one';
+    SELECT @ClaimedToken = c.UpdatedAt
+    FROM OPENJSON (@Claimed) WITH (EnqueuedAt DATETIME2(7), UpdatedAt DATETIME2(7)) AS c
+    WHERE c.EnqueuedAt = @Key;
+    SELECT @RowUpdatedAt = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    SELECT @OpenStartedAt = a.StartedAt
+    FROM dbo.NotificationAttempt AS a
+    WHERE a.EnqueuedAt = @Key AND a.Outcome IS NULL;
+    EXEC tSQLt.AssertEquals @Expected = @UpdatedAt, @Actual = @ClaimedToken, @Message = N'@Claimed''s token';
+    EXEC tSQLt.AssertEquals
+        @Expected = @UpdatedAt, @Actual = @RowUpdatedAt, @Message = N'the row carries the new token';
+    EXEC tSQLt.AssertEquals
+        @Expected = @UpdatedAt, @Actual = @OpenStartedAt, @Message = N'the open attempt starts at the new token';
+END;
+GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims a later group item only when the earlier one is Completed]
+AS
+BEGIN
+    DECLARE @First DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Second DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @SecondStatus VARCHAR(20);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    -- Two notifications of one group, in order; the later one is the more urgent, which must not matter.
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = @First, @GroupKey = N'group:1';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = @Second, @GroupKey = N'group:1', @Priority = 9;
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @EnqueuedAt = @EnqueuedAt OUTPUT;
+    EXEC tSQLt.AssertEquals @Expected = @First, @Actual = @EnqueuedAt, @Message = N'the first claim';
+
+    -- Another worker, while worker-1 holds the earlier item in Processing.
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-2', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = NULL, @Actual = @Claimed, @Message = N'the later item waits while the earlier one runs';
+    SELECT @SecondStatus = q.[Status]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Second;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @SecondStatus, @Message = N'the later item';
+
+    UPDATE dbo.Notification
+    SET
+        [Status] = 'Completed',
+        LeaseUntil = NULL
+    WHERE EnqueuedAt = @First;
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-2', @EnqueuedAt = @EnqueuedAt OUTPUT;
+    EXEC tSQLt.AssertEquals
+        @Expected = @Second, @Actual = @EnqueuedAt, @Message = N'the later item once the earlier one is Completed';
 END;
 GO
 CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx skips a later item of a group when an earlier one is unfinished]
@@ -904,8 +1269,8 @@ BEGIN
     EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
     EXEC tSQLt.AssertEqualsString @Expected = '21', @Actual = @Seconds, @Message = N'claimed keys';
     SELECT @Pending = COUNT(*)
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt BETWEEN '2024-01-01T00:00:11' AND '2024-01-01T00:00:14' AND n.[Status] = 'Pending';
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt BETWEEN '2024-01-01T00:00:11' AND '2024-01-01T00:00:14' AND q.[Status] = 'Pending';
     EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Pending, @Message = N'the later items stay Pending';
 END;
 GO
@@ -915,20 +1280,28 @@ BEGIN
     DECLARE @Claimed NVARCHAR(MAX);
     DECLARE @Seconds VARCHAR(400);
     EXEC Next_Notification_utxTests.FakeQueue;
+    -- Five groups whose first item is finished, one group per finished state: their
+    -- second items (11 to 15) are free.
     EXEC Next_Notification_utxTests.AddItem
         @EnqueuedAt = '2024-01-01T00:00:01', @Status = 'Completed', @AttemptNum = 1, @GroupKey = N'g-completed';
     EXEC Next_Notification_utxTests.AddItem
         @EnqueuedAt = '2024-01-01T00:00:02', @Status = 'Failed', @AttemptNum = 3, @GroupKey = N'g-failed';
     EXEC Next_Notification_utxTests.AddItem
         @EnqueuedAt = '2024-01-01T00:00:03', @Status = 'Cancelled', @GroupKey = N'g-cancelled';
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:04', @Status = 'Terminated', @AttemptNum = 1, @GroupKey = N'g-terminated';
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:05', @Status = 'PartiallyCompleted', @AttemptNum = 1, @GroupKey = N'g-partial';
     EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:11', @GroupKey = N'g-completed';
     EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:12', @GroupKey = N'g-failed';
     EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:13', @GroupKey = N'g-cancelled';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:14', @GroupKey = N'g-terminated';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:15', @GroupKey = N'g-partial';
 
     EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
 
     EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
-    EXEC tSQLt.AssertEqualsString @Expected = '11,12,13', @Actual = @Seconds, @Message = N'claimed keys';
+    EXEC tSQLt.AssertEqualsString @Expected = '11,12,13,14,15', @Actual = @Seconds, @Message = N'claimed keys';
 END;
 GO
 CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims each item once and one item per group when BatchSize is 5]
@@ -936,6 +1309,8 @@ AS
 BEGIN
     DECLARE @AbandonedKey DATETIME2(7) = '2024-01-01T00:00:07';
     DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @Before DATETIME2(7);
+    DECLARE @After DATETIME2(7);
     DECLARE @RetCode INT;
     DECLARE @EnqueuedAt DATETIME2(7);
     DECLARE @UpdatedAt DATETIME2(7);
@@ -947,6 +1322,7 @@ BEGIN
     DECLARE @Matching INT;
     DECLARE @Processing INT;
     DECLARE @OpenAttempts INT;
+    DECLARE @Leased INT;
     DECLARE @StillPending VARCHAR(400);
     EXEC Next_Notification_utxTests.FakeQueue;
     -- Groups a (1, 2) and b (3, 4), two items without a group (5, 6), and item 7 whose
@@ -968,12 +1344,14 @@ BEGIN
     EXEC Next_Notification_utxTests.AddAttempt
         @EnqueuedAt = @AbandonedKey, @StartedAt = '2024-01-01T00:01:07', @AttemptNum = 1, @LockedBy = N'worker-dead';
 
+    SET @Before = SYSUTCDATETIME();
     EXEC @RetCode = dbo.Next_Notification_utx
         @LockedBy = N'worker-1',
         @BatchSize = 5,
         @EnqueuedAt = @EnqueuedAt OUTPUT,
         @UpdatedAt = @UpdatedAt OUTPUT,
         @Claimed = @Claimed OUTPUT;
+    SET @After = SYSUTCDATETIME();
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
@@ -993,22 +1371,36 @@ BEGIN
     -- Every row of @Claimed is a row this worker now holds, with the token @Claimed gives.
     SELECT @Matching = COUNT(*)
     FROM OPENJSON (@Claimed) WITH (EnqueuedAt DATETIME2(7), UpdatedAt DATETIME2(7)) AS c
-    INNER JOIN dbo.Notification AS n ON c.EnqueuedAt = n.EnqueuedAt AND c.UpdatedAt = n.UpdatedAt
-    WHERE n.[Status] = 'Processing' AND n.LockedBy = N'worker-1';
+    INNER JOIN dbo.Notification AS q ON c.EnqueuedAt = q.EnqueuedAt AND c.UpdatedAt = q.UpdatedAt
+    WHERE q.[Status] = 'Processing' AND q.LockedBy = N'worker-1';
     SELECT @Processing = COUNT(*)
-    FROM dbo.Notification AS n
-    WHERE n.[Status] = 'Processing';
+    FROM dbo.Notification AS q
+    WHERE q.[Status] = 'Processing';
     SELECT @OpenAttempts = COUNT(DISTINCT a.EnqueuedAt)
     FROM dbo.NotificationAttempt AS a
     WHERE a.Outcome IS NULL AND a.LockedBy = N'worker-1';
+    -- Each claimed item started at the time of the claim, holds a lease of the default
+    -- 300 s from then, and its open attempt starts at its new token. StartedAt is whole
+    -- microseconds, so it may round a fraction below @Before.
+    SELECT @Leased = COUNT(*)
+    FROM OPENJSON (@Claimed) WITH (EnqueuedAt DATETIME2(7), UpdatedAt DATETIME2(7)) AS c
+    INNER JOIN dbo.Notification AS q ON c.EnqueuedAt = q.EnqueuedAt
+    INNER JOIN dbo.NotificationAttempt AS a ON q.EnqueuedAt = a.EnqueuedAt AND q.UpdatedAt = a.StartedAt
+    WHERE
+        a.Outcome IS NULL
+        AND q.StartedAt >= CAST(@Before AS DATETIME2(6))
+        AND q.StartedAt <= CAST(@After AS DATETIME2(6))
+        AND q.LeaseUntil = DATEADD(SECOND, 300, q.StartedAt);
     SELECT
-        @StillPending = STRING_AGG(CAST(DATEPART(SECOND, n.EnqueuedAt) AS VARCHAR(2)), ',')
-        WITHIN GROUP (ORDER BY n.EnqueuedAt)
-    FROM dbo.Notification AS n
-    WHERE n.[Status] = 'Pending';
+        @StillPending = STRING_AGG(CAST(DATEPART(SECOND, q.EnqueuedAt) AS VARCHAR(2)), ',')
+        WITHIN GROUP (ORDER BY q.EnqueuedAt)
+    FROM dbo.Notification AS q
+    WHERE q.[Status] = 'Pending';
     EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @Matching, @Message = N'rows matching @Claimed';
     EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @Processing, @Message = N'items in Processing';
     EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @OpenAttempts, @Message = N'items with an open attempt';
+    EXEC tSQLt.AssertEquals
+        @Expected = 5, @Actual = @Leased, @Message = N'items with their StartedAt, lease and open attempt';
     EXEC tSQLt.AssertEqualsString @Expected = '2,4', @Actual = @StillPending, @Message = N'items left Pending';
 END;
 GO
@@ -1021,30 +1413,30 @@ BEGIN
     DECLARE @PendingToken DATETIME2(7);
     DECLARE @ErrorToken DATETIME2(7);
     EXEC Next_Notification_utxTests.FakeQueue;
-    -- A new item, and one whose first attempt (by worker-0) ended in an Error at step Send.
+    -- A new item, and one whose first attempt (by worker-0) ended in an Error at step Push.
     EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = @PendingKey;
     EXEC Next_Notification_utxTests.AddItem
         @EnqueuedAt = @ErrorKey,
         @Status = 'Error',
         @AttemptNum = 1,
         @UpdatedAt = '2024-01-01T00:01:02',
-        @Step = 'Send';
+        @Step = 'Push';
     EXEC Next_Notification_utxTests.AddAttempt
         @EnqueuedAt = @ErrorKey,
         @StartedAt = @EarlierStart,
         @AttemptNum = 1,
         @LockedBy = N'worker-0',
         @Outcome = 'Error',
-        @Step = 'Send';
+        @Step = 'Push';
 
     EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @BatchSize = 2;
 
-    SELECT @PendingToken = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @PendingKey;
-    SELECT @ErrorToken = n.UpdatedAt
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @ErrorKey;
+    SELECT @PendingToken = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @PendingKey;
+    SELECT @ErrorToken = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @ErrorKey;
     IF @PendingToken <= @PendingKey OR @ErrorToken <= '2024-01-01T00:01:02'
         EXEC tSQLt.Fail @Message0 = N'each claim must move its item''s token forward';
     SELECT
@@ -1068,13 +1460,13 @@ BEGIN
     -- The finished attempt stays as it was; each claim opens one, starting at its new token.
     INSERT INTO #Expected (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome)
     VALUES
-    (@ErrorKey, @EarlierStart, 1, 'Send', N'worker-0', 'Error'),
+    (@ErrorKey, @EarlierStart, 1, 'Push', N'worker-0', 'Error'),
     (@PendingKey, @PendingToken, 1, NULL, N'worker-1', NULL),
-    (@ErrorKey, @ErrorToken, 2, 'Send', N'worker-1', NULL);
+    (@ErrorKey, @ErrorToken, 2, 'Push', N'worker-1', NULL);
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx sets LeaseUntil to StartedAt plus leaseSeconds when notificationleaseSeconds is 60]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx sets LeaseUntil to StartedAt plus leaseSeconds when its leaseSeconds setting is 60]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -1092,10 +1484,10 @@ BEGIN
     SET @After = SYSUTCDATETIME();
 
     SELECT
-        @StartedAt = n.StartedAt,
-        @LeaseUntil = n.LeaseUntil
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+        @StartedAt = q.StartedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     -- StartedAt is whole microseconds, so it may round a fraction below @Before.
     IF @StartedAt IS NULL OR @StartedAt < CAST(@Before AS DATETIME2(6)) OR @StartedAt > CAST(@After AS DATETIME2(6))
         EXEC tSQLt.Fail @Message0 = N'StartedAt must be the time of the claim';
@@ -1116,10 +1508,10 @@ BEGIN
     EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1';
 
     SELECT
-        @StartedAt = n.StartedAt,
-        @LeaseUntil = n.LeaseUntil
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+        @StartedAt = q.StartedAt,
+        @LeaseUntil = q.LeaseUntil
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     IF @StartedAt IS NULL EXEC tSQLt.Fail @Message0 = N'the due item was not claimed';
     SET @Expected = DATEADD(SECOND, 300, @StartedAt);
     EXEC tSQLt.AssertEquals @Expected = @Expected, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
@@ -1147,31 +1539,6 @@ BEGIN
     EXEC dbo.Next_Notification_utx @LockedBy = @LockedBy;
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx records a LockedBy of 128 characters when it is at the limit]
-AS
-BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
-    DECLARE @LockedBy NVARCHAR(400) = REPLICATE(N'w', 128);
-    DECLARE @EnqueuedAt DATETIME2(7);
-    DECLARE @RowLockedBy NVARCHAR(400);
-    DECLARE @AttemptLockedBy NVARCHAR(400);
-    EXEC Next_Notification_utxTests.FakeQueue;
-    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = @Key;
-
-    EXEC dbo.Next_Notification_utx @LockedBy = @LockedBy, @EnqueuedAt = @EnqueuedAt OUTPUT;
-
-    SELECT @RowLockedBy = n.LockedBy
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
-    SELECT @AttemptLockedBy = a.LockedBy
-    FROM dbo.NotificationAttempt AS a
-    WHERE a.EnqueuedAt = @Key;
-    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
-    EXEC tSQLt.AssertEqualsString @Expected = @LockedBy, @Actual = @RowLockedBy, @Message = N'the item''s LockedBy';
-    EXEC tSQLt.AssertEqualsString
-        @Expected = @LockedBy, @Actual = @AttemptLockedBy, @Message = N'the attempt''s LockedBy';
-END;
-GO
 CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 50007 and claims nothing when BatchSize is out of range]
 AS
 BEGIN
@@ -1184,9 +1551,9 @@ BEGIN
     EXEC Next_Notification_utxTests.AssertBatchSizeRefused @BatchSize = 1001, @Case = N'@BatchSize 1001';
     EXEC Next_Notification_utxTests.AssertBatchSizeRefused @BatchSize = NULL, @Case = N'@BatchSize NULL';
 
-    SELECT @Status = n.[Status]
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = '2024-01-01T00:00:01';
+    SELECT @Status = q.[Status]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
 END;
 GO
@@ -1203,9 +1570,9 @@ BEGIN
 
     EXEC dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT;
 
-    SELECT @RowLockedBy = n.LockedBy
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
+    SELECT @RowLockedBy = q.LockedBy
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
     SELECT @AttemptLockedBy = a.LockedBy
     FROM dbo.NotificationAttempt AS a
     WHERE a.EnqueuedAt = @Key;
@@ -1213,33 +1580,5 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @RowLockedBy, @Message = N'the item''s LockedBy';
     EXEC tSQLt.AssertEqualsString
         @Expected = @Expected, @Actual = @AttemptLockedBy, @Message = N'the attempt''s LockedBy';
-END;
-GO
--- A caller from before leases passes no @LockedBy: its session's items are not handed
--- back to it (a new session would have another @@SPID anyway).
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx hands nothing back when LockedBy is NULL]
-AS
-BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
-    DECLARE @Holder NVARCHAR(128) = LEFT(ISNULL(HOST_NAME(), N''), 100) + N'/' + CAST(@@SPID AS NVARCHAR(10));
-    DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
-    DECLARE @EnqueuedAt DATETIME2(7);
-    DECLARE @AttemptNum INT;
-    EXEC Next_Notification_utxTests.FakeQueue;
-    EXEC Next_Notification_utxTests.AddItem
-        @EnqueuedAt = @Key,
-        @Status = 'Processing',
-        @AttemptNum = 1,
-        @LockedBy = @Holder,
-        @LeaseUntil = @Later,
-        @UpdatedAt = '2024-01-01T00:01:00';
-
-    EXEC dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT;
-
-    SELECT @AttemptNum = n.AttemptNum
-    FROM dbo.Notification AS n
-    WHERE n.EnqueuedAt = @Key;
-    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
-    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
 END;
 GO

@@ -21,7 +21,8 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
 END;
 GO
--- The job types, faked with the two the tests use, for the tests of @Type.
+-- The job types, faked with the two the tests use, for the tests of @Type
+-- (CustomerSync, the type AddItem gives, and InventorySync).
 CREATE PROCEDURE Next_SyncQueue_utxTests.FakeTypes
 AS
 BEGIN
@@ -149,54 +150,58 @@ BEGIN
     DECLARE @Key2 dbo.[_Timestamp] = '2024-01-01T00:00:02';
     DECLARE @Key3 dbo.[_Timestamp] = '2024-01-01T00:00:03';
     DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Before dbo.[_Timestamp];
+    DECLARE @After dbo.[_Timestamp];
     DECLARE @EnqueuedAt dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    DECLARE @RowUpdatedAt dbo.[_Timestamp];
     DECLARE @StartedAt dbo.[_Timestamp];
     EXEC Next_SyncQueue_utxTests.FakeQueue;
     -- Key1 is the oldest key but due later; Key2 and Key3 are due at the same time: the key breaks the tie.
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES
-    (@Key1, 'CustomerSync', N'C-1', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -5, @Now), @OldToken),
-    (@Key2, 'CustomerSync', N'C-2', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -10, @Now), @OldToken),
-    (@Key3, 'CustomerSync', N'C-3', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -10, @Now), @OldToken);
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key1, @ScheduledFor = DATEADD(MINUTE, -5, @Now), @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key2, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key3, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
 
+    SET @Before = SYSUTCDATETIME();
     EXEC @RetCode = dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
+    SET @After = SYSUTCDATETIME();
 
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    EXEC tSQLt.AssertEquals @Expected = @Key2, @Actual = @EnqueuedAt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = @Key2, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    SELECT @StartedAt = q.StartedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key2;
+    -- StartedAt is whole microseconds, so it may round a fraction below @Before.
+    IF @StartedAt IS NULL OR @StartedAt < CAST(@Before AS DATETIME2(6)) OR @StartedAt > CAST(@After AS DATETIME2(6))
+        EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt to the time of the claim';
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
+        EXEC tSQLt.Fail @Message0 = N'the claim must move the token forward';
+    -- The claimed row carries the new token; the others are untouched.
     SELECT
         q.EnqueuedAt,
         q.[Status],
-        q.AttemptNum
+        q.AttemptNum,
+        q.StartedAt,
+        q.UpdatedAt
     INTO #Actual
     FROM dbo.SyncQueue AS q;
     SELECT TOP (0)
         a.EnqueuedAt,
         a.[Status],
-        a.AttemptNum
+        a.AttemptNum,
+        a.StartedAt,
+        a.UpdatedAt
     INTO #Expected
     FROM #Actual AS a;
-    INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum)
+    INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum, StartedAt, UpdatedAt)
     VALUES
-    (@Key1, 'Pending', 0),
-    (@Key2, 'Processing', 1),
-    (@Key3, 'Pending', 0);
+    (@Key1, 'Pending', 0, NULL, @OldToken),
+    (@Key2, 'Processing', 1, @StartedAt, @UpdatedAt),
+    (@Key3, 'Pending', 0, NULL, @OldToken);
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
-    SELECT
-        @RowUpdatedAt = q.UpdatedAt,
-        @StartedAt = q.StartedAt
-    FROM dbo.SyncQueue AS q
-    WHERE q.EnqueuedAt = @Key2;
-    EXEC tSQLt.AssertEquals @Expected = @RowUpdatedAt, @Actual = @UpdatedAt;
-    IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
-        EXEC tSQLt.Fail @Message0 = N'the claim must move the token forward';
-    -- StartedAt is whole microseconds, so it may round a fraction below @Now.
-    IF @StartedAt IS NULL OR @StartedAt < DATEADD(MICROSECOND, -1, @Now)
-        EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt to the time of the claim';
 END;
 GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims an Error item when it is due again]
@@ -210,13 +215,13 @@ BEGIN
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;
     EXEC Next_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'InventorySync', N'SKU-1', 'Error', 'Fetch', 1, DATEADD(MINUTE, -20, @Now), DATEADD(MINUTE, -1, @Now),
-        @OldToken
-    );
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Error',
+        @AttemptNum = 1,
+        @ScheduledFor = DATEADD(MINUTE, -1, @Now),
+        @UpdatedAt = @OldToken,
+        @Step = 'Fetch';
 
     EXEC dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
 
@@ -225,9 +230,9 @@ BEGIN
         @AttemptNum = q.AttemptNum
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
-    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt;
-    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status;
-    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @AttemptNum;
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @AttemptNum, @Message = N'AttemptNum';
 END;
 GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims nothing when ScheduledFor is in the future]
@@ -241,12 +246,14 @@ BEGIN
     DECLARE @Attempts INT;
     EXEC Next_SyncQueue_utxTests.FakeQueue;
     -- a retried item waiting for its time, and a new item scheduled for later
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES
-    ('2024-01-01T00:00:01', 'CustomerSync', N'C-1', 'Error', NULL, 1, @OldToken, @Later, @OldToken),
-    ('2024-01-01T00:00:02', 'CustomerSync', N'C-2', 'Pending', NULL, 0, NULL, @Later, @OldToken);
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01',
+        @Status = 'Error',
+        @AttemptNum = 1,
+        @ScheduledFor = @Later,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02', @ScheduledFor = @Later, @UpdatedAt = @OldToken;
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -261,8 +268,9 @@ BEGIN
 
     EXEC @RetCode = dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
 
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @UpdatedAt, @Message = N'@UpdatedAt';
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -279,29 +287,66 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
 END;
 GO
-CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx skips an item when its attempts are spent]
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims a retried item again only when its ScheduledFor has passed]
+AS
+BEGIN
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Later dbo.[_Timestamp] = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- An attempt failed and the worker asked for a retry in an hour.
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Error',
+        @AttemptNum = 1,
+        @ScheduledFor = @Later,
+        @UpdatedAt = '2024-01-01T00:01:02',
+        @Step = 'Push';
+
+    EXEC dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT;
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'a retry must wait until it is due';
+
+    UPDATE dbo.SyncQueue
+    SET ScheduledFor = DATEADD(MINUTE, -5, SYSUTCDATETIME())
+    WHERE EnqueuedAt = @Key;
+    EXEC dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT;
+    EXEC tSQLt.AssertEquals
+        @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'a retry must be claimed once it is due';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx skips items when their attempts are spent]
 AS
 BEGIN
     DECLARE @DueFirst dbo.[_Timestamp] = DATEADD(MINUTE, -10, SYSUTCDATETIME());
     DECLARE @DueNext dbo.[_Timestamp] = DATEADD(MINUTE, -5, SYSUTCDATETIME());
-    DECLARE @Spent dbo.[_Timestamp] = '2024-01-01T00:00:01';
-    DECLARE @Fresh dbo.[_Timestamp] = '2024-01-01T00:00:02';
+    DECLARE @SpentPending dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @SpentError dbo.[_Timestamp] = '2024-01-01T00:00:02';
+    DECLARE @OneLeft dbo.[_Timestamp] = '2024-01-01T00:00:03';
     DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @EnqueuedAt dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
     -- the settings faked empty: syncqueue.maxAttempts takes its default, 3
     EXEC Next_SyncQueue_utxTests.FakeQueue;
-    -- the spent item is due first, so only the attempt limit keeps it from being claimed
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES
-    (@Spent, 'CustomerSync', N'C-1', 'Error', NULL, 3, @OldToken, @DueFirst, @OldToken),
-    (@Fresh, 'CustomerSync', N'C-2', 'Pending', NULL, 0, NULL, @DueNext, @OldToken);
+    -- The two that spent their 3 attempts are due first, so only the attempt limit keeps
+    -- them from being claimed; the last has one attempt left.
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @SpentPending, @AttemptNum = 3, @ScheduledFor = @DueFirst, @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @SpentError,
+        @Status = 'Error',
+        @AttemptNum = 3,
+        @ScheduledFor = @DueFirst,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @OneLeft,
+        @Status = 'Error',
+        @AttemptNum = 2,
+        @ScheduledFor = @DueNext,
+        @UpdatedAt = @OldToken;
 
     EXEC dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
 
-    EXEC tSQLt.AssertEquals @Expected = @Fresh, @Actual = @EnqueuedAt;
+    EXEC tSQLt.AssertEquals @Expected = @OneLeft, @Actual = @EnqueuedAt, @Message = N'claimed key';
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -316,8 +361,9 @@ BEGIN
     FROM #Actual AS a;
     INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum)
     VALUES
-    (@Spent, 'Error', 3),
-    (@Fresh, 'Processing', 1);
+    (@SpentPending, 'Pending', 3),
+    (@SpentError, 'Error', 3),
+    (@OneLeft, 'Processing', 3);
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
@@ -332,13 +378,12 @@ BEGIN
     DECLARE @AttemptNum INT;
     EXEC Next_SyncQueue_utxTests.FakeQueue;
     INSERT INTO dbo.AppSettings (Param, ValInt, ValText) VALUES ('syncqueue.maxAttempts', 5, NULL);
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Error', NULL, 3, DATEADD(MINUTE, -20, @Now), DATEADD(MINUTE, -10, @Now),
-        '2024-01-01T00:00:05'
-    );
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Error',
+        @AttemptNum = 3,
+        @ScheduledFor = DATEADD(MINUTE, -10, @Now),
+        @UpdatedAt = '2024-01-01T00:00:05';
 
     EXEC dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
 
@@ -347,9 +392,9 @@ BEGIN
         @AttemptNum = q.AttemptNum
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
-    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt;
-    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status;
-    EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @AttemptNum;
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @AttemptNum, @Message = N'AttemptNum';
 END;
 GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx skips items when they are neither Pending nor Error]
@@ -362,25 +407,54 @@ BEGIN
     DECLARE @EnqueuedAt dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
     EXEC Next_SyncQueue_utxTests.FakeQueue;
-    -- every other state, all due before the one Pending item, with attempts left
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES
-    ('2024-01-01T00:00:01', 'CustomerSync', N'C-1', 'Completed', NULL, 1, @Due, @Due, @OldToken),
-    ('2024-01-01T00:00:02', 'CustomerSync', N'C-2', 'Processing', NULL, 1, @Due, @Due, @OldToken),
-    ('2024-01-01T00:00:03', 'CustomerSync', N'C-3', 'Failed', NULL, 1, @Due, @Due, @OldToken),
-    ('2024-01-01T00:00:04', 'CustomerSync', N'C-4', 'Cancelled', NULL, 1, @Due, @Due, @OldToken),
-    ('2024-01-01T00:00:05', 'CustomerSync', N'C-5', 'Paused', NULL, 1, @Due, @Due, @OldToken),
-    ('2024-01-01T00:00:06', 'CustomerSync', N'C-6', 'Terminated', NULL, 1, @Due, @Due, @OldToken),
-    ('2024-01-01T00:00:07', 'CustomerSync', N'C-7', 'PartiallyCompleted', NULL, 1, @Due, @Due, @OldToken),
-    (@Pending, 'CustomerSync', N'C-9', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -1, @Now), @OldToken);
-    -- The item in Processing is another worker's, and its lease runs for an hour yet.
-    UPDATE dbo.SyncQueue
-    SET
-        LockedBy = N'worker-2',
-        LeaseUntil = DATEADD(HOUR, 1, @Now)
-    WHERE EnqueuedAt = '2024-01-01T00:00:02';
+    -- Every other state, all due before the one Pending item, with attempts left. The
+    -- item in Processing is another worker's, and its lease runs for an hour yet.
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01',
+        @Status = 'Completed',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02',
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @LockedBy = N'worker-2',
+        @LeaseUntil = DATEADD(HOUR, 1, @Now),
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03',
+        @Status = 'Failed',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:04',
+        @Status = 'Cancelled',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:05',
+        @Status = 'Paused',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:06',
+        @Status = 'Terminated',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:07',
+        @Status = 'PartiallyCompleted',
+        @AttemptNum = 1,
+        @ScheduledFor = @Due,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Pending, @ScheduledFor = DATEADD(MINUTE, -1, @Now), @UpdatedAt = @OldToken;
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -393,9 +467,10 @@ BEGIN
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt <> @Pending;
 
-    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
+    EXEC dbo.Next_SyncQueue_utx
+        @LockedBy = N'worker-1', @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
 
-    EXEC tSQLt.AssertEquals @Expected = @Pending, @Actual = @EnqueuedAt;
+    EXEC tSQLt.AssertEquals @Expected = @Pending, @Actual = @EnqueuedAt, @Message = N'claimed key';
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -413,7 +488,7 @@ GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx returns 0 and NULL outputs when nothing is due]
 AS
 BEGIN
-    -- start from values, to see the procedure reset them
+    -- Values left over from an earlier claim must not come back: the procedure resets them.
     DECLARE @EnqueuedAt dbo.[_Timestamp] = '2000-01-01';
     DECLARE @UpdatedAt dbo.[_Timestamp] = '2000-01-01';
     DECLARE @Claimed NVARCHAR(MAX) = N'[]';
@@ -425,9 +500,9 @@ BEGIN
         @UpdatedAt = @UpdatedAt OUTPUT,
         @Claimed = @Claimed OUTPUT;
 
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt;
-    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @UpdatedAt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @UpdatedAt, @Message = N'@UpdatedAt';
     EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'@Claimed';
 END;
 GO
@@ -456,6 +531,8 @@ BEGIN
         @Expected = @LockedBy, @Actual = @AttemptLockedBy, @Message = N'the attempt''s LockedBy';
 END;
 GO
+-- A caller from before leases passes no @LockedBy: its session's items are not handed
+-- back to it (a new session would have another @@SPID anyway).
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx hands nothing back when LockedBy is NULL]
 AS
 BEGIN
@@ -510,54 +587,57 @@ BEGIN
     DECLARE @Key2 dbo.[_Timestamp] = '2024-01-01T00:00:02';
     DECLARE @Key3 dbo.[_Timestamp] = '2024-01-01T00:00:03';
     DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Before dbo.[_Timestamp];
+    DECLARE @After dbo.[_Timestamp];
     DECLARE @EnqueuedAt dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    DECLARE @RowUpdatedAt dbo.[_Timestamp];
     DECLARE @StartedAt dbo.[_Timestamp];
     EXEC Next_SyncQueue_utxTests.FakeQueue;
     -- Key1 is the oldest key but due later; Key2 and Key3 are due at the same time: the key breaks the tie.
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES
-    (@Key1, 'CustomerSync', N'C-1', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -5, @Now), @OldToken),
-    (@Key2, 'CustomerSync', N'C-2', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -10, @Now), @OldToken),
-    (@Key3, 'CustomerSync', N'C-3', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -10, @Now), @OldToken);
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key1, @ScheduledFor = DATEADD(MINUTE, -5, @Now), @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key2, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key3, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
 
     SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
+    SET @Before = SYSUTCDATETIME();
     EXEC @RetCode = dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
+    SET @After = SYSUTCDATETIME();
 
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    EXEC tSQLt.AssertEquals @Expected = @Key2, @Actual = @EnqueuedAt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = @Key2, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    SELECT @StartedAt = q.StartedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key2;
+    IF @StartedAt IS NULL OR @StartedAt < CAST(@Before AS DATETIME2(6)) OR @StartedAt > CAST(@After AS DATETIME2(6))
+        EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt to the time of the claim';
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
+        EXEC tSQLt.Fail @Message0 = N'the claim must move the token forward';
     SELECT
         q.EnqueuedAt,
         q.[Status],
-        q.AttemptNum
+        q.AttemptNum,
+        q.StartedAt,
+        q.UpdatedAt
     INTO #Actual
     FROM dbo.SyncQueue AS q;
     SELECT TOP (0)
         a.EnqueuedAt,
         a.[Status],
-        a.AttemptNum
+        a.AttemptNum,
+        a.StartedAt,
+        a.UpdatedAt
     INTO #Expected
     FROM #Actual AS a;
-    INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum)
+    INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum, StartedAt, UpdatedAt)
     VALUES
-    (@Key1, 'Pending', 0),
-    (@Key2, 'Processing', 1),
-    (@Key3, 'Pending', 0);
+    (@Key1, 'Pending', 0, NULL, @OldToken),
+    (@Key2, 'Processing', 1, @StartedAt, @UpdatedAt),
+    (@Key3, 'Pending', 0, NULL, @OldToken);
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
-    SELECT
-        @RowUpdatedAt = q.UpdatedAt,
-        @StartedAt = q.StartedAt
-    FROM dbo.SyncQueue AS q
-    WHERE q.EnqueuedAt = @Key2;
-    EXEC tSQLt.AssertEquals @Expected = @RowUpdatedAt, @Actual = @UpdatedAt;
-    IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
-        EXEC tSQLt.Fail @Message0 = N'the claim must move the token forward';
-    IF @StartedAt IS NULL OR @StartedAt < DATEADD(MICROSECOND, -1, @Now)
-        EXEC tSQLt.Fail @Message0 = N'the claim must set StartedAt to the time of the claim';
 END;
 GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims by Priority then ScheduledFor then key when several are due]
@@ -596,7 +676,7 @@ CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims only it
 AS
 BEGIN
     DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
-    DECLARE @UrgentInventoryKey DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @UrgentKey DATETIME2(7) = '2024-01-01T00:00:05';
     DECLARE @RetCode INT;
     DECLARE @EnqueuedAt DATETIME2(7);
     DECLARE @Claimed NVARCHAR(MAX);
@@ -604,9 +684,9 @@ BEGIN
     DECLARE @Untouched INT;
     EXEC Next_SyncQueue_utxTests.FakeQueue;
     EXEC Next_SyncQueue_utxTests.FakeTypes;
-    -- Customer jobs come first by every rule: higher Priority (1), earlier key (2), and
-    -- one whose worker vanished (3), which a claim of any type would take again. Only
-    -- the inventory jobs 4 and 5 are of the type asked for.
+    -- The CustomerSync items come first by every rule: higher Priority (1), earlier key
+    -- (2), and one whose worker vanished (3), which a claim of any type would take again.
+    -- Only 4 and 5 are of the type asked for.
     EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @Priority = 9;
     EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02';
     EXEC Next_SyncQueue_utxTests.AddItem
@@ -617,7 +697,7 @@ BEGIN
         @LeaseUntil = @Expired,
         @UpdatedAt = '2024-01-01T00:01:03';
     EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:04', @Type = 'InventorySync';
-    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @UrgentInventoryKey, @Type = 'InventorySync', @Priority = 1;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @UrgentKey, @Type = 'InventorySync', @Priority = 1;
 
     EXEC @RetCode = dbo.Next_SyncQueue_utx
         @LockedBy = N'worker-1',
@@ -629,7 +709,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
     EXEC tSQLt.AssertEqualsString @Expected = '5,4', @Actual = @Seconds, @Message = N'claimed keys';
-    EXEC tSQLt.AssertEquals @Expected = @UrgentInventoryKey, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
+    EXEC tSQLt.AssertEquals @Expected = @UrgentKey, @Actual = @EnqueuedAt, @Message = N'@EnqueuedAt';
     SELECT @Untouched = COUNT(*)
     FROM dbo.SyncQueue AS q
     WHERE
@@ -637,7 +717,7 @@ BEGIN
         AND q.UpdatedAt = q.EnqueuedAt
         AND q.[Status] = 'Pending'
         AND q.AttemptNum = 0;
-    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Untouched, @Message = N'the Pending customer jobs';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Untouched, @Message = N'the Pending items of the other type';
     SELECT @Untouched = COUNT(*)
     FROM dbo.SyncQueue AS q
     WHERE
@@ -645,7 +725,7 @@ BEGIN
         AND q.LockedBy = N'worker-dead'
         AND q.AttemptNum = 1
         AND q.UpdatedAt = '2024-01-01T00:01:03';
-    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Untouched, @Message = N'the abandoned customer job';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Untouched, @Message = N'the abandoned item of the other type';
 END;
 GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx raises 50007 and claims nothing when Type is unknown]
@@ -659,7 +739,7 @@ BEGIN
     EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
 
     BEGIN TRY
-        EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @Type = 'NoSuchSync';
+        EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @Type = 'NoSuchType';
     END TRY
     BEGIN CATCH
         SELECT
@@ -673,6 +753,106 @@ BEGIN
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
+END;
+GO
+-- Step 3 fails the dead items of every type, since no worker claims them any more;
+-- of the caller's own items (it restarted) only those of the type it claims.
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx fails the dead items of every type but its own items of that type only when Type is given]
+AS
+BEGIN
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 2, SYSUTCDATETIME());
+    DECLARE @Dead DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @OwnOther DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @OwnSame DATETIME2(7) = '2024-01-01T00:00:03';
+    DECLARE @Due DATETIME2(7) = '2024-01-01T00:00:04';
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.FakeTypes;
+    -- On their last attempt (the default maxAttempts is 3): a CustomerSync item whose
+    -- worker vanished, and two items the caller, worker-1, holds: one of each type.
+    -- A due item of the type asked for is claimed meanwhile.
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Dead,
+        @Status = 'Processing',
+        @AttemptNum = 3,
+        @LockedBy = N'worker-dead',
+        @LeaseUntil = @Expired,
+        @UpdatedAt = '2024-01-01T00:01:01';
+    EXEC Next_SyncQueue_utxTests.AddAttempt
+        @EnqueuedAt = @Dead, @StartedAt = '2024-01-01T00:01:01', @AttemptNum = 3, @LockedBy = N'worker-dead';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @OwnOther,
+        @Status = 'Processing',
+        @AttemptNum = 3,
+        @LockedBy = N'worker-1',
+        @LeaseUntil = @Later,
+        @UpdatedAt = '2024-01-01T00:01:02';
+    EXEC Next_SyncQueue_utxTests.AddAttempt
+        @EnqueuedAt = @OwnOther, @StartedAt = '2024-01-01T00:01:02', @AttemptNum = 3, @LockedBy = N'worker-1';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @OwnSame,
+        @Status = 'Processing',
+        @AttemptNum = 3,
+        @LockedBy = N'worker-1',
+        @LeaseUntil = @Later,
+        @UpdatedAt = '2024-01-01T00:01:03',
+        @Type = 'InventorySync';
+    EXEC Next_SyncQueue_utxTests.AddAttempt
+        @EnqueuedAt = @OwnSame, @StartedAt = '2024-01-01T00:01:03', @AttemptNum = 3, @LockedBy = N'worker-1';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @Due, @Type = 'InventorySync';
+
+    EXEC dbo.Next_SyncQueue_utx
+        @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT, @Type = 'InventorySync';
+
+    EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '4', @Actual = @Seconds, @Message = N'claimed keys';
+    SELECT
+        q.EnqueuedAt,
+        q.[Status],
+        q.AttemptNum,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Actual
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt <> @Due;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.[Status],
+        a.AttemptNum,
+        a.LockedBy,
+        a.LeaseUntil
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum, LockedBy, LeaseUntil)
+    VALUES
+    (@Dead, 'Failed', 3, N'worker-dead', NULL),
+    (@OwnOther, 'Processing', 3, N'worker-1', @Later),
+    (@OwnSame, 'Failed', 3, N'worker-1', NULL);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'items';
+    SELECT
+        a.EnqueuedAt,
+        a.AttemptNum,
+        a.LockedBy,
+        a.Outcome
+    INTO #ActualAttempts
+    FROM dbo.SyncQueueAttempt AS a;
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.AttemptNum,
+        a.LockedBy,
+        a.Outcome
+    INTO #ExpectedAttempts
+    FROM #ActualAttempts AS a;
+    INSERT INTO #ExpectedAttempts (EnqueuedAt, AttemptNum, LockedBy, Outcome)
+    VALUES
+    (@Dead, 3, N'worker-dead', 'Failed'),
+    (@OwnOther, 3, N'worker-1', NULL),
+    (@OwnSame, 3, N'worker-1', 'Failed'),
+    (@Due, 1, N'worker-1', NULL);
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedAttempts', @Actual = N'#ActualAttempts', @Message = N'attempts';
 END;
 GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims an item again when its lease expired and attempts are left]
@@ -721,7 +901,8 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @AttemptNum, @Message = N'AttemptNum';
     EXEC tSQLt.AssertEqualsString @Expected = N'worker-2', @Actual = @LockedBy, @Message = N'LockedBy';
-    EXEC tSQLt.AssertEquals @Expected = @UpdatedAt, @Actual = @RowUpdatedAt, @Message = N'the row carries the new token';
+    EXEC tSQLt.AssertEquals
+        @Expected = @UpdatedAt, @Actual = @RowUpdatedAt, @Message = N'the row carries the new token';
     IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
         EXEC tSQLt.Fail @Message0 = N'the new token must be later than the old one';
     IF @LeaseUntil IS NULL OR @LeaseUntil < DATEADD(SECOND, 299, @Before)
@@ -972,6 +1153,47 @@ BEGIN
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'attempts';
 END;
 GO
+-- A token ahead of the clock is what a change in the same clock tick as the claim, or
+-- a clock that stepped back, leaves: now is not later than the old token.
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx moves the token forward when the old token is ahead of the clock]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @OldToken DATETIME2(7) = CAST(DATEADD(HOUR, 1, SYSUTCDATETIME()) AS DATETIME2(6));
+    DECLARE @EnqueuedAt DATETIME2(7);
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @ClaimedToken DATETIME2(7);
+    DECLARE @RowUpdatedAt DATETIME2(7);
+    DECLARE @OpenStartedAt DATETIME2(7);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @OldToken;
+
+    EXEC dbo.Next_SyncQueue_utx
+        @LockedBy = N'worker-1',
+        @EnqueuedAt = @EnqueuedAt OUTPUT,
+        @UpdatedAt = @UpdatedAt OUTPUT,
+        @Claimed = @Claimed OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    IF @UpdatedAt IS NULL OR @UpdatedAt <= @OldToken
+        EXEC tSQLt.Fail @Message0 = N'the new token must be later than the old one';
+    SELECT @ClaimedToken = c.UpdatedAt
+    FROM OPENJSON (@Claimed) WITH (EnqueuedAt DATETIME2(7), UpdatedAt DATETIME2(7)) AS c
+    WHERE c.EnqueuedAt = @Key;
+    SELECT @RowUpdatedAt = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    SELECT @OpenStartedAt = a.StartedAt
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.EnqueuedAt = @Key AND a.Outcome IS NULL;
+    EXEC tSQLt.AssertEquals @Expected = @UpdatedAt, @Actual = @ClaimedToken, @Message = N'@Claimed''s token';
+    EXEC tSQLt.AssertEquals
+        @Expected = @UpdatedAt, @Actual = @RowUpdatedAt, @Message = N'the row carries the new token';
+    EXEC tSQLt.AssertEquals
+        @Expected = @UpdatedAt, @Actual = @OpenStartedAt, @Message = N'the open attempt starts at the new token';
+END;
+GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims a later group item only when the earlier one is Completed]
 AS
 BEGIN
@@ -981,21 +1203,21 @@ BEGIN
     DECLARE @Claimed NVARCHAR(MAX);
     DECLARE @SecondStatus VARCHAR(20);
     EXEC Next_SyncQueue_utxTests.FakeQueue;
-    -- Two jobs of one customer, in order; the later one is the more urgent, which must not matter.
-    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @First, @GroupKey = N'customer:1';
-    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @Second, @GroupKey = N'customer:1', @Priority = 9;
+    -- Two sync jobs of one group, in order; the later one is the more urgent, which must not matter.
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @First, @GroupKey = N'group:1';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @Second, @GroupKey = N'group:1', @Priority = 9;
 
     EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @EnqueuedAt = @EnqueuedAt OUTPUT;
     EXEC tSQLt.AssertEquals @Expected = @First, @Actual = @EnqueuedAt, @Message = N'the first claim';
 
-    -- Another worker, while the first job is in Processing.
+    -- Another worker, while worker-1 holds the earlier item in Processing.
     EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-2', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
     EXEC tSQLt.AssertEqualsString
-        @Expected = NULL, @Actual = @Claimed, @Message = N'the later job waits while the earlier one runs';
+        @Expected = NULL, @Actual = @Claimed, @Message = N'the later item waits while the earlier one runs';
     SELECT @SecondStatus = q.[Status]
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Second;
-    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @SecondStatus, @Message = N'the later job';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @SecondStatus, @Message = N'the later item';
 
     UPDATE dbo.SyncQueue
     SET
@@ -1004,7 +1226,7 @@ BEGIN
     WHERE EnqueuedAt = @First;
     EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-2', @EnqueuedAt = @EnqueuedAt OUTPUT;
     EXEC tSQLt.AssertEquals
-        @Expected = @Second, @Actual = @EnqueuedAt, @Message = N'the later job once the earlier one is Completed';
+        @Expected = @Second, @Actual = @EnqueuedAt, @Message = N'the later item once the earlier one is Completed';
 END;
 GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx skips a later item of a group when an earlier one is unfinished]
@@ -1051,11 +1273,43 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Pending, @Message = N'the later items stay Pending';
 END;
 GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the next item of a group when the earlier ones are finished]
+AS
+BEGIN
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- Five groups whose first item is finished, one group per finished state: their
+    -- second items (11 to 15) are free.
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01', @Status = 'Completed', @AttemptNum = 1, @GroupKey = N'g-completed';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02', @Status = 'Failed', @AttemptNum = 3, @GroupKey = N'g-failed';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03', @Status = 'Cancelled', @GroupKey = N'g-cancelled';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:04', @Status = 'Terminated', @AttemptNum = 1, @GroupKey = N'g-terminated';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:05', @Status = 'PartiallyCompleted', @AttemptNum = 1, @GroupKey = N'g-partial';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:11', @GroupKey = N'g-completed';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:12', @GroupKey = N'g-failed';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:13', @GroupKey = N'g-cancelled';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:14', @GroupKey = N'g-terminated';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:15', @GroupKey = N'g-partial';
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+
+    EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '11,12,13,14,15', @Actual = @Seconds, @Message = N'claimed keys';
+END;
+GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims each item once and one item per group when BatchSize is 5]
 AS
 BEGIN
     DECLARE @AbandonedKey DATETIME2(7) = '2024-01-01T00:00:07';
     DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @Before DATETIME2(7);
+    DECLARE @After DATETIME2(7);
     DECLARE @RetCode INT;
     DECLARE @EnqueuedAt DATETIME2(7);
     DECLARE @UpdatedAt DATETIME2(7);
@@ -1067,6 +1321,7 @@ BEGIN
     DECLARE @Matching INT;
     DECLARE @Processing INT;
     DECLARE @OpenAttempts INT;
+    DECLARE @Leased INT;
     DECLARE @StillPending VARCHAR(400);
     EXEC Next_SyncQueue_utxTests.FakeQueue;
     -- Groups a (1, 2) and b (3, 4), two items without a group (5, 6), and item 7 whose
@@ -1088,12 +1343,14 @@ BEGIN
     EXEC Next_SyncQueue_utxTests.AddAttempt
         @EnqueuedAt = @AbandonedKey, @StartedAt = '2024-01-01T00:01:07', @AttemptNum = 1, @LockedBy = N'worker-dead';
 
+    SET @Before = SYSUTCDATETIME();
     EXEC @RetCode = dbo.Next_SyncQueue_utx
         @LockedBy = N'worker-1',
         @BatchSize = 5,
         @EnqueuedAt = @EnqueuedAt OUTPUT,
         @UpdatedAt = @UpdatedAt OUTPUT,
         @Claimed = @Claimed OUTPUT;
+    SET @After = SYSUTCDATETIME();
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
@@ -1121,6 +1378,18 @@ BEGIN
     SELECT @OpenAttempts = COUNT(DISTINCT a.EnqueuedAt)
     FROM dbo.SyncQueueAttempt AS a
     WHERE a.Outcome IS NULL AND a.LockedBy = N'worker-1';
+    -- Each claimed item started at the time of the claim, holds a lease of the default
+    -- 300 s from then, and its open attempt starts at its new token. StartedAt is whole
+    -- microseconds, so it may round a fraction below @Before.
+    SELECT @Leased = COUNT(*)
+    FROM OPENJSON (@Claimed) WITH (EnqueuedAt DATETIME2(7), UpdatedAt DATETIME2(7)) AS c
+    INNER JOIN dbo.SyncQueue AS q ON c.EnqueuedAt = q.EnqueuedAt
+    INNER JOIN dbo.SyncQueueAttempt AS a ON q.EnqueuedAt = a.EnqueuedAt AND q.UpdatedAt = a.StartedAt
+    WHERE
+        a.Outcome IS NULL
+        AND q.StartedAt >= CAST(@Before AS DATETIME2(6))
+        AND q.StartedAt <= CAST(@After AS DATETIME2(6))
+        AND q.LeaseUntil = DATEADD(SECOND, 300, q.StartedAt);
     SELECT
         @StillPending = STRING_AGG(CAST(DATEPART(SECOND, q.EnqueuedAt) AS VARCHAR(2)), ',')
         WITHIN GROUP (ORDER BY q.EnqueuedAt)
@@ -1129,6 +1398,8 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @Matching, @Message = N'rows matching @Claimed';
     EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @Processing, @Message = N'items in Processing';
     EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @OpenAttempts, @Message = N'items with an open attempt';
+    EXEC tSQLt.AssertEquals
+        @Expected = 5, @Actual = @Leased, @Message = N'items with their StartedAt, lease and open attempt';
     EXEC tSQLt.AssertEqualsString @Expected = '2,4', @Actual = @StillPending, @Message = N'items left Pending';
 END;
 GO
