@@ -3,10 +3,13 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Modify_SyncQueue_utxTests';
 GO
--- The queue and its attempt history, and the settings faked empty so that every
+-- The queue, its attempt history and every table its worker view joins (a custom queue's
+-- channels, which a report writes, among them), and the settings faked empty so that every
 -- syncqueue.* setting has its documented default (maxAttempts 3, leaseSeconds 300,
 -- backoffBaseMs 1000, ...) whatever the database holds. dbo.QueueStatus and
 -- dbo.QueueTransition stay real: the lifecycle under test is their deployed rows.
+-- Modify_ (and Move_, which does its retry by hand) read the queue by its key without
+-- FORCESEEK: the fakes need no constraint put back.
 CREATE PROCEDURE Modify_SyncQueue_utxTests.FakeQueue
 AS
 BEGIN
@@ -85,12 +88,14 @@ END;
 GO
 -- An item no worker holds, in @Status (Pending, Error, Paused, Failed, ...): its
 -- token is @EnqueuedAt + 5 s and it is due an hour after @EnqueuedAt; with
--- attempts behind it, its last one ran 4 s at step Push.
+-- attempts behind it, its last one ran 4 s at step Push and left the error HTTP 503.
+-- With @LastOutcome, the history holds that last attempt, ended with this outcome.
 CREATE PROCEDURE Modify_SyncQueue_utxTests.AddWaitingItem
     @EnqueuedAt DATETIME2(7),
     @Status VARCHAR(20),
     @AttemptNum SMALLINT = 0,
-    @DedupKey NVARCHAR(200) = NULL
+    @DedupKey NVARCHAR(200) = NULL,
+    @LastOutcome VARCHAR(20) = NULL
 AS
 BEGIN
     INSERT INTO dbo.SyncQueue (
@@ -133,33 +138,35 @@ BEGIN
         CASE WHEN @AttemptNum > 0 THEN N'worker-a' END,
         NULL
     );
+    IF @LastOutcome IS NOT NULL
+        INSERT INTO dbo.SyncQueueAttempt (
+            EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
+        )
+        VALUES (
+            @EnqueuedAt, DATEADD(SECOND, 1, @EnqueuedAt), @AttemptNum, 'Push', N'worker-a', @LastOutcome, 4000, N'',
+            N'HTTP 503'
+        );
 END;
 GO
 -- Most tests insert their item with a fixed past key and token; a claimed one started a few
 -- seconds ago. The expected row is the row before the call with the expected changes applied, so
 -- every column the report must not touch is checked too; Duration depends on the clock and is
 -- checked on its own.
-CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx completes the item when Completed is reported]
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx completes the item when a processing item reports Completed]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @NewUpdatedAt dbo.[_Timestamp];
     DECLARE @Duration BIGINT;
     DECLARE @RetCode INT;
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Processing', 'Fetch', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
     SELECT
         q.EnqueuedAt,
         q.[Type],
         q.EntityKey,
+        q.Payload,
         q.[Status],
         q.[Step],
         q.AttemptNum,
@@ -167,7 +174,9 @@ BEGIN
         q.Error,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Expected
     FROM dbo.SyncQueue AS q;
 
@@ -175,21 +184,24 @@ BEGIN
         @EnqueuedAt = @Key,
         @UpdatedAt = @Token,
         @Status = 'Completed',
-        @Response = N'{"synced":true}',
+        @Response = N'{"done":true}',
         @NewUpdatedAt = @NewUpdatedAt OUTPUT;
 
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     IF @NewUpdatedAt IS NULL OR @NewUpdatedAt <= @Token
         EXEC tSQLt.Fail @Message0 = N'@NewUpdatedAt must be returned, later than the old token';
+    -- the step reached is kept; the lease ends with the attempt
     UPDATE #Expected
     SET
         [Status] = 'Completed',
-        Response = N'{"synced":true}',
-        UpdatedAt = @NewUpdatedAt;
+        Response = N'{"done":true}',
+        UpdatedAt = @NewUpdatedAt,
+        LeaseUntil = NULL;
     SELECT
         q.EnqueuedAt,
         q.[Type],
         q.EntityKey,
+        q.Payload,
         q.[Status],
         q.[Step],
         q.AttemptNum,
@@ -197,13 +209,46 @@ BEGIN
         q.Error,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
     INTO #Actual
     FROM dbo.SyncQueue AS q;
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
     SELECT @Duration = q.Duration FROM dbo.SyncQueue AS q;
-    IF @Duration IS NULL OR @Duration < 2000
-        EXEC tSQLt.Fail @Message0 = N'Duration must be the milliseconds since StartedAt (at least 2000)';
+    -- AddClaimedItem's attempt started five seconds ago.
+    IF @Duration IS NULL OR @Duration < 4000
+        EXEC tSQLt.Fail @Message0 = N'Duration must be the milliseconds since StartedAt (at least 4000)';
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx moves the token forward when the old token is ahead of the clock]
+AS
+BEGIN
+    -- A token ahead of the clock is what a second change in the same clock tick
+    -- looks like: now is not later than the old token.
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Token dbo.[_Timestamp] = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @NewUpdatedAt dbo.[_Timestamp];
+    DECLARE @UpdatedAt dbo.[_Timestamp];
+    DECLARE @RetCode INT;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
+
+    EXEC @RetCode = dbo.Modify_SyncQueue_utx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Processing',
+        @Step = 'Push',
+        @NewUpdatedAt = @NewUpdatedAt OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT @UpdatedAt = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    IF @NewUpdatedAt IS NULL OR @NewUpdatedAt <= @Token
+        EXEC tSQLt.Fail @Message0 = N'@NewUpdatedAt must be later than the old token';
+    EXEC tSQLt.AssertEquals
+        @Expected = @NewUpdatedAt, @Actual = @UpdatedAt, @Message = N'the row carries the new token';
 END;
 GO
 -- The caller claimed the item at 00:00:04 and the token moved on without a new
@@ -256,7 +301,7 @@ BEGIN
             @EnqueuedAt = @Key,
             @UpdatedAt = @StaleToken,
             @Status = 'Completed',
-            @Response = N'{"synced":true}';
+            @Response = N'{"done":true}';
     END TRY
     BEGIN CATCH
         SET @ErrorNumber = ERROR_NUMBER();
@@ -300,16 +345,9 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50004 when no item has the key]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        '2024-01-01T00:00:01', 'CustomerSync', N'C-1', 'Processing', 'Fetch', 1, DATEADD(SECOND, -2, @Now),
-        DATEADD(MINUTE, -5, @Now), @Token
-    );
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = '2024-01-01T00:00:01', @Token = @Token;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50004;
 
     EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = '2024-01-01T00:00:02', @UpdatedAt = @Token, @Status = 'Completed';
@@ -327,26 +365,22 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50007 when the token is NULL]
 AS
 BEGIN
+    -- the item is there: the NULL token alone is refused
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = '2024-01-01T00:00:05';
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@EnqueuedAt and @UpdatedAt%';
 
-    EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = '2024-01-01T00:00:01', @UpdatedAt = NULL, @Status = 'Completed';
+    EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = NULL, @Status = 'Completed';
 END;
 GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50007 when the Status is NULL]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Processing', 'Fetch', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Status must be one of%';
 
     EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = NULL;
@@ -355,17 +389,10 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50007 when the Status is unknown]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Processing', 'Fetch', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Status must be one of%';
 
     EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Done';
@@ -374,17 +401,10 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50007 when the Step is blank]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Processing', 'Fetch', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
     EXEC tSQLt.ExpectException
         @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Step must be 1 to 50 characters%';
 
@@ -394,19 +414,12 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50007 when the Step is over 50 characters]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     -- one character more than dbo.QueueStep holds: it must be refused, not cut
     DECLARE @Step VARCHAR(400) = REPLICATE('x', 51);
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Processing', 'Fetch', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
     EXEC tSQLt.ExpectException
         @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Step must be 1 to 50 characters%';
 
@@ -419,8 +432,6 @@ BEGIN
     -- A worker shutting down releases what it has not worked on: the attempt does not count.
     DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
     DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
-    DECLARE @LeaseUntil DATETIME2(7) = DATEADD(MINUTE, 4, SYSUTCDATETIME());
     DECLARE @Status VARCHAR(20);
     DECLARE @AttemptNum INT;
     DECLARE @ItemLeaseUntil DATETIME2(7);
@@ -428,22 +439,17 @@ BEGIN
     DECLARE @Outcome VARCHAR(20);
     DECLARE @Error NVARCHAR(MAX);
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], AttemptNum, StartedAt, ScheduledFor, UpdatedAt, LockedBy, LeaseUntil
-    )
-    VALUES (@Key, 'CustomerSync', N'C-1', 'Processing', 2, @StartedAt, @Key, @Token, N'worker-a', @LeaseUntil);
-    INSERT INTO dbo.SyncQueueAttempt (EnqueuedAt, StartedAt, AttemptNum, LockedBy)
-    VALUES (@Key, @Token, 2, N'worker-a');
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token, @AttemptNum = 2;
 
     EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Pending';
 
     SELECT
-        @Status = x.[Status],
-        @AttemptNum = x.AttemptNum,
-        @ItemLeaseUntil = x.LeaseUntil,
-        @ScheduledFor = x.ScheduledFor
-    FROM dbo.SyncQueue AS x
-    WHERE x.EnqueuedAt = @Key;
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @ItemLeaseUntil = q.LeaseUntil,
+        @ScheduledFor = q.ScheduledFor
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
     SELECT
         @Outcome = a.Outcome,
         @Error = a.Error
@@ -452,6 +458,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'the attempt is given back';
     IF @ItemLeaseUntil IS NOT NULL EXEC tSQLt.Fail @Message0 = N'the lease must be cleared';
+    -- AddClaimedItem makes the item due at its key
     EXEC tSQLt.AssertEquals @Expected = @Key, @Actual = @ScheduledFor, @Message = N'due as it was';
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Outcome, @Message = N'the attempt ends as Pending';
     EXEC tSQLt.AssertEqualsString
@@ -461,31 +468,30 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50006 and changes nothing when Pending reports Completed]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    -- never claimed: no worker may complete it
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
-    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:06';
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    -- never claimed: no worker may complete it
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (@Key, 'CustomerSync', N'C-1', 'Pending', NULL, 0, NULL, DATEADD(MINUTE, -5, @Now), @Token);
+    EXEC Modify_SyncQueue_utxTests.AddWaitingItem @EnqueuedAt = @Key, @Status = 'Pending';
     SELECT
         q.EnqueuedAt,
+        q.[Type],
+        q.EntityKey,
+        q.Payload,
         q.[Status],
         q.[Step],
         q.AttemptNum,
         q.Response,
         q.Error,
         q.StartedAt,
+        q.Duration,
         q.ScheduledFor,
         q.UpdatedAt,
-        q.Duration,
         q.LockedBy,
         q.LeaseUntil
-    INTO #Expected
+    INTO #Before
     FROM dbo.SyncQueue AS q;
 
     BEGIN TRY
@@ -501,64 +507,160 @@ BEGIN
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%cannot go from Pending to Completed%', @Actual = @ErrorMessage;
     SELECT
         q.EnqueuedAt,
+        q.[Type],
+        q.EntityKey,
+        q.Payload,
         q.[Status],
         q.[Step],
         q.AttemptNum,
         q.Response,
         q.Error,
         q.StartedAt,
+        q.Duration,
         q.ScheduledFor,
         q.UpdatedAt,
-        q.Duration,
         q.LockedBy,
         q.LeaseUntil
-    INTO #Actual
+    INTO #After
     FROM dbo.SyncQueue AS q;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueue';
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After', @Message = N'dbo.SyncQueue';
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueueAttempt';
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50006 and changes nothing when an Error item reports Completed]
+AS
+BEGIN
+    -- An item waiting for its retry has no attempt running: no worker may report
+    -- it Completed (dbo.QueueTransition has no Error -> Completed).
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:06';
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddWaitingItem
+        @EnqueuedAt = @Key, @Status = 'Error', @AttemptNum = 1, @LastOutcome = 'Error';
+    SELECT
+        q.EnqueuedAt,
+        q.[Type],
+        q.EntityKey,
+        q.Payload,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Before
+    FROM dbo.SyncQueue AS q;
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #BeforeAttempt
+    FROM dbo.SyncQueueAttempt AS a;
+
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx
+            @EnqueuedAt = @Key,
+            @UpdatedAt = @Token,
+            @Status = 'Completed',
+            @Response = N'{"done":true}';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%cannot go from Error to Completed%', @Actual = @ErrorMessage;
+    SELECT
+        q.EnqueuedAt,
+        q.[Type],
+        q.EntityKey,
+        q.Payload,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #After
+    FROM dbo.SyncQueue AS q;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After', @Message = N'dbo.SyncQueue';
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #AfterAttempt
+    FROM dbo.SyncQueueAttempt AS a;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#BeforeAttempt', @Actual = N'#AfterAttempt', @Message = N'dbo.SyncQueueAttempt';
 END;
 GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50008 and changes nothing when the item is Completed]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
-    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:06';
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Completed', 'Push', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
-    -- its finished attempt
-    INSERT INTO dbo.SyncQueueAttempt (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration)
-    VALUES (@Key, DATEADD(SECOND, -2, @Now), 1, 'Push', N'worker-a', 'Completed', 1500);
-    SELECT
-        a.EnqueuedAt,
-        a.StartedAt,
-        a.Outcome,
-        a.Duration
-    INTO #ExpectedAttempts
-    FROM dbo.SyncQueueAttempt AS a;
+    -- completed on its first attempt, which the history holds
+    EXEC Modify_SyncQueue_utxTests.AddWaitingItem
+        @EnqueuedAt = @Key, @Status = 'Completed', @AttemptNum = 1, @LastOutcome = 'Completed';
     SELECT
         q.EnqueuedAt,
+        q.[Type],
+        q.EntityKey,
+        q.Payload,
         q.[Status],
         q.[Step],
         q.AttemptNum,
         q.Response,
         q.Error,
         q.StartedAt,
+        q.Duration,
         q.ScheduledFor,
         q.UpdatedAt,
-        q.Duration,
         q.LockedBy,
         q.LeaseUntil
-    INTO #Expected
+    INTO #Before
     FROM dbo.SyncQueue AS q;
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #BeforeAttempt
+    FROM dbo.SyncQueueAttempt AS a;
 
     BEGIN TRY
         EXEC dbo.Modify_SyncQueue_utx
@@ -574,51 +676,159 @@ BEGIN
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%is Completed and can no longer change%', @Actual = @ErrorMessage;
     SELECT
         q.EnqueuedAt,
+        q.[Type],
+        q.EntityKey,
+        q.Payload,
         q.[Status],
         q.[Step],
         q.AttemptNum,
         q.Response,
         q.Error,
         q.StartedAt,
+        q.Duration,
         q.ScheduledFor,
         q.UpdatedAt,
-        q.Duration,
         q.LockedBy,
         q.LeaseUntil
-    INTO #Actual
+    INTO #After
     FROM dbo.SyncQueue AS q;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueue';
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After', @Message = N'dbo.SyncQueue';
     SELECT
         a.EnqueuedAt,
         a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
         a.Outcome,
-        a.Duration
-    INTO #ActualAttempts
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #AfterAttempt
     FROM dbo.SyncQueueAttempt AS a;
     EXEC tSQLt.AssertEqualsTable
-        @Expected = N'#ExpectedAttempts', @Actual = N'#ActualAttempts', @Message = N'dbo.SyncQueueAttempt';
+        @Expected = N'#BeforeAttempt', @Actual = N'#AfterAttempt', @Message = N'dbo.SyncQueueAttempt';
+END;
+GO
+-- dbo.QueueTransition allows Paused -> Pending, but that is Resume's move (Move_):
+-- Modify_ refuses a paused item whatever it reports (dbo.QueueIsEditable_fn).
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50008 and changes nothing when the item is Paused]
+AS
+BEGIN
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:06';
+    DECLARE @PendingErrorNumber INT;
+    DECLARE @PendingMessage NVARCHAR(4000);
+    DECLARE @CompletedErrorNumber INT;
+    DECLARE @CompletedMessage NVARCHAR(4000);
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    -- its first attempt ended in Error, then it was paused
+    EXEC Modify_SyncQueue_utxTests.AddWaitingItem
+        @EnqueuedAt = @Key, @Status = 'Paused', @AttemptNum = 1, @LastOutcome = 'Error';
+    SELECT
+        q.EnqueuedAt,
+        q.[Type],
+        q.EntityKey,
+        q.Payload,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Before
+    FROM dbo.SyncQueue AS q;
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #BeforeAttempt
+    FROM dbo.SyncQueueAttempt AS a;
+
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Pending';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @PendingErrorNumber = ERROR_NUMBER(),
+            @PendingMessage = ERROR_MESSAGE();
+    END CATCH;
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx
+            @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Completed', @Response = N'late report';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @CompletedErrorNumber = ERROR_NUMBER(),
+            @CompletedMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50008, @Actual = @PendingErrorNumber, @Message = N'reported Pending';
+    EXEC tSQLt.AssertLike
+        @ExpectedPattern = N'%is Paused and can no longer change%',
+        @Actual = @PendingMessage,
+        @Message = N'reported Pending';
+    EXEC tSQLt.AssertEquals @Expected = 50008, @Actual = @CompletedErrorNumber, @Message = N'reported Completed';
+    EXEC tSQLt.AssertLike
+        @ExpectedPattern = N'%is Paused and can no longer change%',
+        @Actual = @CompletedMessage,
+        @Message = N'reported Completed';
+    SELECT
+        q.EnqueuedAt,
+        q.[Type],
+        q.EntityKey,
+        q.Payload,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #After
+    FROM dbo.SyncQueue AS q;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After', @Message = N'dbo.SyncQueue';
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #AfterAttempt
+    FROM dbo.SyncQueueAttempt AS a;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#BeforeAttempt', @Actual = N'#AfterAttempt', @Message = N'dbo.SyncQueueAttempt';
 END;
 GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx fails the item when its last attempt errs]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @NewUpdatedAt dbo.[_Timestamp];
     DECLARE @Duration BIGINT;
     DECLARE @Outcome VARCHAR(20);
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Processing', 'Push', 3, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
-    -- its third claim, the attempt still open
-    INSERT INTO dbo.SyncQueueAttempt (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration)
-    VALUES (@Key, @Token, 3, 'Push', N'worker-a', NULL, NULL);
+    -- its third claim of three (syncqueue.maxAttempts' default), the attempt still open
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token, @AttemptNum = 3;
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -628,7 +838,8 @@ BEGIN
         q.Error,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LeaseUntil
     INTO #Expected
     FROM dbo.SyncQueue AS q;
 
@@ -645,7 +856,8 @@ BEGIN
     SET
         [Status] = 'Failed',
         Error = N'HTTP 503',
-        UpdatedAt = @NewUpdatedAt;
+        UpdatedAt = @NewUpdatedAt,
+        LeaseUntil = NULL;
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -655,36 +867,30 @@ BEGIN
         q.Error,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LeaseUntil
     INTO #Actual
     FROM dbo.SyncQueue AS q;
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
     SELECT @Duration = q.Duration FROM dbo.SyncQueue AS q;
-    IF @Duration IS NULL OR @Duration < 2000
-        EXEC tSQLt.Fail @Message0 = N'Duration must be the milliseconds since StartedAt (at least 2000)';
+    IF @Duration IS NULL OR @Duration < 4000
+        EXEC tSQLt.Fail @Message0 = N'Duration must be the milliseconds since StartedAt (at least 4000)';
     SELECT @Outcome = a.Outcome
     FROM dbo.SyncQueueAttempt AS a
     WHERE a.EnqueuedAt = @Key AND a.StartedAt = @Token;
     EXEC tSQLt.AssertEqualsString @Expected = 'Failed', @Actual = @Outcome, @Message = N'the attempt''s Outcome';
 END;
 GO
-CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx reschedules an Error when attempts are left]
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx schedules a retry and keeps the step when an Error outcome has attempts left]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @RetryAt dbo.[_Timestamp] = DATEADD(MINUTE, 10, SYSUTCDATETIME());
     DECLARE @NewUpdatedAt dbo.[_Timestamp];
     DECLARE @Duration BIGINT;
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Processing', 'Push', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token, @AttemptNum = 1;
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -694,7 +900,8 @@ BEGIN
         q.Error,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LeaseUntil
     INTO #Expected
     FROM dbo.SyncQueue AS q;
 
@@ -713,7 +920,8 @@ BEGIN
         [Status] = 'Error',
         Error = N'HTTP 503',
         ScheduledFor = @RetryAt,
-        UpdatedAt = @NewUpdatedAt;
+        UpdatedAt = @NewUpdatedAt,
+        LeaseUntil = NULL;
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -723,13 +931,14 @@ BEGIN
         q.Error,
         q.StartedAt,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LeaseUntil
     INTO #Actual
     FROM dbo.SyncQueue AS q;
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
     SELECT @Duration = q.Duration FROM dbo.SyncQueue AS q;
-    IF @Duration IS NULL OR @Duration < 2000
-        EXEC tSQLt.Fail @Message0 = N'Duration must be the milliseconds since StartedAt (at least 2000)';
+    IF @Duration IS NULL OR @Duration < 4000
+        EXEC tSQLt.Fail @Message0 = N'Duration must be the milliseconds since StartedAt (at least 4000)';
 END;
 GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx retries after the base backoff when the first attempt ends in Error without ScheduledFor]
@@ -833,19 +1042,12 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx records a new Step when it stays Processing]
 AS
 BEGIN
-    DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @NewUpdatedAt dbo.[_Timestamp];
     DECLARE @RetCode INT;
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, ScheduledFor, UpdatedAt
-    )
-    VALUES (
-        @Key, 'CustomerSync', N'C-1', 'Processing', 'Fetch', 1, DATEADD(SECOND, -2, @Now), DATEADD(MINUTE, -5, @Now),
-        @Token
-    );
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -856,7 +1058,8 @@ BEGIN
         q.StartedAt,
         q.Duration,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LockedBy
     INTO #Expected
     FROM dbo.SyncQueue AS q;
 
@@ -870,7 +1073,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
     IF @NewUpdatedAt IS NULL OR @NewUpdatedAt <= @Token
         EXEC tSQLt.Fail @Message0 = N'@NewUpdatedAt must be returned, later than the old token';
-    -- the attempt goes on: no Duration yet
+    -- the attempt goes on: no Duration yet, the same holder
     UPDATE #Expected
     SET
         [Step] = 'Push',
@@ -885,7 +1088,8 @@ BEGIN
         q.StartedAt,
         q.Duration,
         q.ScheduledFor,
-        q.UpdatedAt
+        q.UpdatedAt,
+        q.LockedBy
     INTO #Actual
     FROM dbo.SyncQueue AS q;
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
@@ -917,7 +1121,7 @@ CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx starts the
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
-    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:06';
     DECLARE @Before dbo.[_Timestamp];
     DECLARE @After dbo.[_Timestamp];
     DECLARE @RetCode INT;
@@ -928,10 +1132,8 @@ BEGIN
     DECLARE @ScheduledFor dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
-    INSERT INTO dbo.SyncQueue (
-        EnqueuedAt, [Type], EntityKey, [Status], [Step], AttemptNum, StartedAt, Duration, ScheduledFor, UpdatedAt
-    )
-    VALUES (@Key, 'CustomerSync', N'C-1', 'Failed', 'Push', 3, @Key, 5000, @Key, @Token);
+    -- its three attempts spent, the last one ran 4 s
+    EXEC Modify_SyncQueue_utxTests.AddWaitingItem @EnqueuedAt = @Key, @Status = 'Failed', @AttemptNum = 3;
 
     SET @Before = SYSUTCDATETIME();
     EXEC @RetCode = dbo.Modify_SyncQueue_utx
@@ -952,13 +1154,130 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'a fresh budget';
-    EXEC tSQLt.AssertEquals @Expected = 5000, @Actual = @Duration, @Message = N'the last attempt''s Duration, not the wait since';
+    EXEC tSQLt.AssertEquals @Expected = 4000, @Actual = @Duration, @Message = N'the last attempt''s Duration, not the wait since';
     IF @ScheduledFor IS NULL OR @ScheduledFor < @Before OR @ScheduledFor > @After
         EXEC tSQLt.Fail @Message0 = N'without @ScheduledFor the retry is due at the time of the report';
     IF @NewUpdatedAt IS NULL OR @NewUpdatedAt <= @Token
         EXEC tSQLt.Fail @Message0 = N'@NewUpdatedAt must be returned, later than the old token';
     EXEC tSQLt.AssertEquals
         @Expected = @NewUpdatedAt, @Actual = @UpdatedAt, @Message = N'the row carries the new token';
+END;
+GO
+-- A retry by hand (Failed -> Pending) gives a fresh attempt budget and nothing else: a step,
+-- a response or an error belongs to an attempt, and a Failed item has none running.
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50007 and changes nothing when a retry by hand brings a Step or a Response or an Error]
+AS
+BEGIN
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:06';
+    DECLARE @StepErrorNumber INT;
+    DECLARE @StepMessage NVARCHAR(4000);
+    DECLARE @ResponseErrorNumber INT;
+    DECLARE @ResponseMessage NVARCHAR(4000);
+    DECLARE @ErrorErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddWaitingItem
+        @EnqueuedAt = @Key, @Status = 'Failed', @AttemptNum = 3, @LastOutcome = 'Failed';
+    SELECT
+        q.EnqueuedAt,
+        q.[Type],
+        q.EntityKey,
+        q.Payload,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #Before
+    FROM dbo.SyncQueue AS q;
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #BeforeAttempt
+    FROM dbo.SyncQueueAttempt AS a;
+
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Pending', @Step = 'Fetch';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @StepErrorNumber = ERROR_NUMBER(),
+            @StepMessage = ERROR_MESSAGE();
+    END CATCH;
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx
+            @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Pending', @Response = N'{"done":true}';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ResponseErrorNumber = ERROR_NUMBER(),
+            @ResponseMessage = ERROR_MESSAGE();
+    END CATCH;
+    BEGIN TRY
+        EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Pending', @Error = N'retried';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @StepErrorNumber, @Message = N'with @Step';
+    EXEC tSQLt.AssertLike
+        @ExpectedPattern = N'%takes only @ScheduledFor%', @Actual = @StepMessage, @Message = N'with @Step';
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ResponseErrorNumber, @Message = N'with @Response';
+    EXEC tSQLt.AssertLike
+        @ExpectedPattern = N'%takes only @ScheduledFor%', @Actual = @ResponseMessage, @Message = N'with @Response';
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorErrorNumber, @Message = N'with @Error';
+    EXEC tSQLt.AssertLike
+        @ExpectedPattern = N'%takes only @ScheduledFor%', @Actual = @ErrorMessage, @Message = N'with @Error';
+    SELECT
+        q.EnqueuedAt,
+        q.[Type],
+        q.EntityKey,
+        q.Payload,
+        q.[Status],
+        q.[Step],
+        q.AttemptNum,
+        q.Response,
+        q.Error,
+        q.StartedAt,
+        q.Duration,
+        q.ScheduledFor,
+        q.UpdatedAt,
+        q.LockedBy,
+        q.LeaseUntil
+    INTO #After
+    FROM dbo.SyncQueue AS q;
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Before', @Actual = N'#After', @Message = N'dbo.SyncQueue';
+    SELECT
+        a.EnqueuedAt,
+        a.StartedAt,
+        a.AttemptNum,
+        a.[Step],
+        a.LockedBy,
+        a.Outcome,
+        a.Duration,
+        a.Response,
+        a.Error
+    INTO #AfterAttempt
+    FROM dbo.SyncQueueAttempt AS a;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#BeforeAttempt', @Actual = N'#AfterAttempt', @Message = N'dbo.SyncQueueAttempt';
 END;
 GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50010 and changes nothing when another worker claimed the item since]
@@ -1015,7 +1334,7 @@ BEGIN
             @EnqueuedAt = @Key,
             @UpdatedAt = @OldToken,
             @Status = 'Completed',
-            @Response = N'{"synced":true}';
+            @Response = N'{"done":true}';
     END TRY
     BEGIN CATCH
         SELECT
@@ -1078,7 +1397,7 @@ BEGIN
         @EnqueuedAt = @Key,
         @UpdatedAt = @Token,
         @Status = 'Completed',
-        @Response = N'{"synced":true}';
+        @Response = N'{"done":true}';
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     SELECT
@@ -1091,7 +1410,7 @@ BEGIN
     FROM dbo.SyncQueueAttempt AS a
     WHERE a.EnqueuedAt = @Key AND a.StartedAt = @Token;
     EXEC tSQLt.AssertEqualsString @Expected = 'Completed', @Actual = @Status, @Message = N'Status';
-    EXEC tSQLt.AssertEqualsString @Expected = N'{"synced":true}', @Actual = @Response, @Message = N'Response';
+    EXEC tSQLt.AssertEqualsString @Expected = N'{"done":true}', @Actual = @Response, @Message = N'Response';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'the lease is cleared';
     EXEC tSQLt.AssertEqualsString @Expected = 'Completed', @Actual = @Outcome, @Message = N'the attempt''s Outcome';
 END;
@@ -1117,7 +1436,7 @@ BEGIN
         @UpdatedAt = @Token,
         @Status = 'Completed',
         @Step = 'Push',
-        @Response = N'{"synced":true}',
+        @Response = N'{"done":true}',
         @Error = N'1 field skipped';
 
     SELECT
@@ -1156,7 +1475,7 @@ BEGIN
     INSERT INTO #Expected (EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error)
     VALUES
     (@Key, @EarlierClaim, 1, 'Fetch', N'worker-z', 'Error', 1200, N'', N'timeout'),
-    (@Key, @Token, 2, 'Push', N'worker-a', 'Completed', @Duration, N'{"synced":true}', N'1 field skipped');
+    (@Key, @Token, 2, 'Push', N'worker-a', 'Completed', @Duration, N'{"done":true}', N'1 field skipped');
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'dbo.SyncQueueAttempt';
 END;
 GO
@@ -1335,7 +1654,7 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx raises 50011 and changes nothing when a Failed item returns to Pending and its DedupKey is taken]
 AS
 BEGIN
-    -- The failed item left the dedup index when it failed; the same job was
+    -- The failed item left the dedup index when it failed; the same sync job was
     -- enqueued again since and is still Pending.
     DECLARE @Failed dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @FailedToken dbo.[_Timestamp] = '2024-01-01T00:00:06';
@@ -1344,8 +1663,8 @@ BEGIN
     DECLARE @ErrorMessage NVARCHAR(4000);
     EXEC Modify_SyncQueue_utxTests.FakeQueue;
     EXEC Modify_SyncQueue_utxTests.AddWaitingItem
-        @EnqueuedAt = @Failed, @Status = 'Failed', @AttemptNum = 3, @DedupKey = N'sync:C-1';
-    EXEC Modify_SyncQueue_utxTests.AddWaitingItem @EnqueuedAt = @Holder, @Status = 'Pending', @DedupKey = N'sync:C-1';
+        @EnqueuedAt = @Failed, @Status = 'Failed', @AttemptNum = 3, @DedupKey = N'dedup-1';
+    EXEC Modify_SyncQueue_utxTests.AddWaitingItem @EnqueuedAt = @Holder, @Status = 'Pending', @DedupKey = N'dedup-1';
     SELECT
         q.EnqueuedAt,
         q.[Status],
