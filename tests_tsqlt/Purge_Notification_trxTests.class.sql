@@ -3,11 +3,12 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Purge_Notification_trxTests';
 GO
--- The purge refuses a transaction, so every test that gets past its first check
--- is a NoTransaction test: the fakes below hold the rows the purge commits, and
--- tSQLt puts the real tables back after the test. Fakes have no foreign keys, so
--- the attempt history's ON DELETE CASCADE is not exercised here (the history is
--- faked only so that nothing real is touched).
+-- The purge refuses a transaction, so every test that gets past its first check is a
+-- NoTransaction test: the fakes below hold the rows the purge commits, and tSQLt puts
+-- the real tables back after the test. Fakes have no foreign keys: that the purge
+-- deletes the attempt history and the rows of the tables the worker view joins itself
+-- (it assumes no cascade) is what the tests check; the order of its deletes, which the
+-- real keys would hold it to, is not exercised here.
 -- The purge's result row cannot be read here (INSERT ... EXEC would open the
 -- transaction a _trx refuses): the tests read its @Removed and @Archived OUTPUT
 -- parameters, which carry the same counts.
@@ -27,8 +28,10 @@ BEGIN
 END;
 GO
 -- Item @Item (1 to 59), keyed 2024-03-01T08:00:<@Item>, due then, in @Status since
--- @UpdatedAt, claimed once by host-a/1. With @WithDetails = 1 it also has its
--- ResetPassword row, an e-mail and an SMS.
+-- @UpdatedAt, claimed once by host-a/1: a ResetPassword notification. With @WithDetails = 1
+-- it also has a row in each table the worker view joins (dbo.Notification_ResetPassword,
+-- dbo.Notification_Email, dbo.Notification_Sms), each column a text of its own: N'1', N'2'
+-- and so on.
 CREATE PROCEDURE Purge_Notification_trxTests.AddItem
     @Item INT,
     @Status VARCHAR(20),
@@ -60,28 +63,60 @@ BEGIN
         @EnqueuedAt,
         'ResetPassword',
         @Status,
-        'Send',
+        'Push',
         1,
-        N'sent',
+        N'notified',
         N'',
         DATEADD(SECOND, 1, @EnqueuedAt),
         4000,
         @EnqueuedAt,
         @UpdatedAt,
         5,
-        N'user-42',
+        N'group-42',
         @DedupKey,
         N'host-a/1',
         NULL
     );
     IF @WithDetails = 1
         BEGIN
-            INSERT INTO dbo.Notification_ResetPassword (EnqueuedAt, OTP, UserID, Username)
-            VALUES (@EnqueuedAt, '123456', 42, N'alice');
-            INSERT INTO dbo.Notification_Email (EnqueuedAt, EmailTo, PreferredLanguage, Response, Error)
-            VALUES (@EnqueuedAt, N'alice@example.com', N'de', N'250 OK', N'');
-            INSERT INTO dbo.Notification_Sms (EnqueuedAt, PhoneNumber, Response, Error)
-            VALUES (@EnqueuedAt, '+41791234567', N'queued', N'');
+            INSERT INTO dbo.Notification_ResetPassword (
+                EnqueuedAt,
+                UserID,
+                Username,
+                OTP
+            )
+            VALUES (
+                @EnqueuedAt,
+                N'1',
+                N'2',
+                N'3'
+            );
+            INSERT INTO dbo.Notification_Email (
+                EnqueuedAt,
+                EmailTo,
+                PreferredLanguage,
+                Response,
+                Error
+            )
+            VALUES (
+                @EnqueuedAt,
+                N'4',
+                N'5',
+                N'6',
+                N'7'
+            );
+            INSERT INTO dbo.Notification_Sms (
+                EnqueuedAt,
+                PhoneNumber,
+                Response,
+                Error
+            )
+            VALUES (
+                @EnqueuedAt,
+                N'8',
+                N'9',
+                N'10'
+            );
         END;
 END;
 GO
@@ -96,10 +131,10 @@ BEGIN
     DECLARE @Actual VARCHAR(8000);
     SELECT
         @Actual = ISNULL(
-            STRING_AGG(CAST(DATEPART(SECOND, n.EnqueuedAt) AS VARCHAR(2)), ',') WITHIN GROUP (ORDER BY n.EnqueuedAt),
+            STRING_AGG(CAST(DATEPART(SECOND, q.EnqueuedAt) AS VARCHAR(2)), ',') WITHIN GROUP (ORDER BY q.EnqueuedAt),
             ''
         )
-    FROM dbo.Notification AS n;
+    FROM dbo.Notification AS q;
     EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Actual, @Message = @Message;
 END;
 GO
@@ -198,46 +233,68 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx removes the subtype and channel rows of the items it removes when they have them]
+CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx removes the attempt history and the joined rows of the items it removes when they have them]
 AS
 BEGIN
     DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
-    DECLARE @Kept DATETIME2(7) = '2024-03-01T08:00:03';
     DECLARE @RetCode INT;
-    DECLARE @ResetPasswordRows INT;
-    DECLARE @EmailRows INT;
-    DECLARE @SmsRows INT;
+    DECLARE @Left VARCHAR(8000);
     EXEC Purge_Notification_trxTests.FakeQueue;
     EXEC Purge_Notification_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old, @WithDetails = 1;
     EXEC Purge_Notification_trxTests.AddItem @Item = 2, @Status = 'Failed', @UpdatedAt = @Old, @WithDetails = 1;
     EXEC Purge_Notification_trxTests.AddItem @Item = 3, @Status = 'Error', @UpdatedAt = @Old, @WithDetails = 1;
+    -- Two attempts each: an item may have had any number.
+    INSERT INTO dbo.NotificationAttempt (EnqueuedAt, StartedAt, AttemptNum, LockedBy, Outcome)
+    SELECT
+        q.EnqueuedAt,
+        DATEADD(SECOND, 1, q.EnqueuedAt) AS StartedAt,
+        1 AS AttemptNum,
+        N'host-a/1' AS LockedBy,
+        'Error' AS Outcome
+    FROM dbo.Notification AS q
+    UNION ALL
+    SELECT
+        q.EnqueuedAt,
+        DATEADD(SECOND, 2, q.EnqueuedAt) AS StartedAt,
+        2 AS AttemptNum,
+        N'host-a/1' AS LockedBy,
+        'Error' AS Outcome
+    FROM dbo.Notification AS q;
 
     EXEC @RetCode = dbo.Purge_Notification_trx @OlderThanMinutes = 60;
 
-    -- Only the unfinished item's rows are left, in each table.
-    SET @ResetPasswordRows = (
-        SELECT COUNT(*) FROM dbo.Notification_ResetPassword AS rp
-        WHERE rp.EnqueuedAt <> @Kept
-    );
-    SET @EmailRows = (
-        SELECT COUNT(*) FROM dbo.Notification_Email AS e
-        WHERE e.EnqueuedAt <> @Kept
-    );
-    SET @SmsRows = (
-        SELECT COUNT(*) FROM dbo.Notification_Sms AS s
-        WHERE s.EnqueuedAt <> @Kept
-    );
+    -- In each table, only the unfinished item's rows are left (by @Item number).
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC Purge_Notification_trxTests.AssertRemaining @Expected = '3';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @ResetPasswordRows, @Message = N'ResetPassword rows left';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @EmailRows, @Message = N'e-mail rows left';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @SmsRows, @Message = N'SMS rows left';
-    SET @ResetPasswordRows = (SELECT COUNT(*) FROM dbo.Notification_ResetPassword);
-    SET @EmailRows = (SELECT COUNT(*) FROM dbo.Notification_Email);
-    SET @SmsRows = (SELECT COUNT(*) FROM dbo.Notification_Sms);
-    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @ResetPasswordRows, @Message = N'the kept item''s ResetPassword';
-    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @EmailRows, @Message = N'the kept item''s e-mail';
-    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @SmsRows, @Message = N'the kept item''s SMS';
+    SET @Left = (
+        SELECT STRING_AGG(CAST(DATEPART(SECOND, t.EnqueuedAt) AS VARCHAR(2)), ',') WITHIN GROUP (ORDER BY t.EnqueuedAt)
+        FROM dbo.NotificationAttempt AS t
+    );
+    EXEC tSQLt.AssertEqualsString @Expected = '3,3', @Actual = @Left, @Message = N'attempts left';
+    SET @Left = (
+        SELECT STRING_AGG(CAST(DATEPART(SECOND, t.EnqueuedAt) AS VARCHAR(2)), ',') WITHIN GROUP (ORDER BY t.EnqueuedAt)
+        FROM dbo.Notification_ResetPassword AS t
+    );
+    EXEC tSQLt.AssertEqualsString
+        @Expected = '3',
+        @Actual = @Left,
+        @Message = N'rows left in dbo.Notification_ResetPassword';
+    SET @Left = (
+        SELECT STRING_AGG(CAST(DATEPART(SECOND, t.EnqueuedAt) AS VARCHAR(2)), ',') WITHIN GROUP (ORDER BY t.EnqueuedAt)
+        FROM dbo.Notification_Email AS t
+    );
+    EXEC tSQLt.AssertEqualsString
+        @Expected = '3',
+        @Actual = @Left,
+        @Message = N'rows left in dbo.Notification_Email';
+    SET @Left = (
+        SELECT STRING_AGG(CAST(DATEPART(SECOND, t.EnqueuedAt) AS VARCHAR(2)), ',') WITHIN GROUP (ORDER BY t.EnqueuedAt)
+        FROM dbo.Notification_Sms AS t
+    );
+    EXEC tSQLt.AssertEqualsString
+        @Expected = '3',
+        @Actual = @Left,
+        @Message = N'rows left in dbo.Notification_Sms';
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')
@@ -245,7 +302,7 @@ CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx copies
 AS
 BEGIN
     DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
-    DECLARE @Detailed DATETIME2(7) = '2024-03-01T08:00:01';
+    DECLARE @Full DATETIME2(7) = '2024-03-01T08:00:01';
     DECLARE @Bare DATETIME2(7) = '2024-03-01T08:00:02';
     DECLARE @Before DATETIME2(7);
     DECLARE @After DATETIME2(7);
@@ -256,10 +313,14 @@ BEGIN
     DECLARE @FullMatch INT;
     DECLARE @BareMatch INT;
     EXEC Purge_Notification_trxTests.FakeQueue;
+    -- 1 has every value, its joined rows too; 2 has none of the optional ones (no joined row);
+    -- 3 is unfinished.
     EXEC Purge_Notification_trxTests.AddItem
-        @Item = 1, @Status = 'Completed', @UpdatedAt = @Old, @WithDetails = 1, @DedupKey = N'reset-1';
-    EXEC Purge_Notification_trxTests.AddItem @Item = 2, @Status = 'Cancelled', @UpdatedAt = @Old;
-    EXEC Purge_Notification_trxTests.AddItem @Item = 3, @Status = 'Pending', @UpdatedAt = @Old, @WithDetails = 1;
+        @Item = 1, @Status = 'Completed', @UpdatedAt = @Old, @WithDetails = 1, @DedupKey = N'dedup-1';
+    EXEC Purge_Notification_trxTests.AddItem
+        @Item = 2, @Status = 'Failed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem
+        @Item = 3, @Status = 'Pending', @UpdatedAt = @Old, @WithDetails = 1;
 
     SET @Before = SYSUTCDATETIME();
     EXEC @RetCode = dbo.Purge_Notification_trx
@@ -275,47 +336,51 @@ BEGIN
         SELECT COUNT(*)
         FROM dbo.NotificationArchive AS a
         WHERE
-            a.EnqueuedAt = @Detailed
+            a.EnqueuedAt = @Full
             AND a.[Type] = 'ResetPassword'
             AND a.[Status] = 'Completed'
-            AND a.[Step] = 'Send'
+            AND a.[Step] = 'Push'
             AND a.AttemptNum = 1
-            AND a.ScheduledFor = @Detailed
-            AND a.StartedAt = DATEADD(SECOND, 1, @Detailed)
+            AND a.ScheduledFor = @Full
+            AND a.StartedAt = DATEADD(SECOND, 1, @Full)
             AND a.UpdatedAt = @Old
             AND a.LockedBy = N'host-a/1'
             AND a.LeaseUntil IS NULL
             AND a.[Priority] = 5
-            AND a.GroupKey = N'user-42'
-            AND a.DedupKey = N'reset-1'
-            AND a.Response = N'sent'
+            AND a.GroupKey = N'group-42'
+            AND a.DedupKey = N'dedup-1'
+            AND a.Response = N'notified'
             AND a.Error = N''
-            AND a.UserID = 42
-            AND a.Username = N'alice'
-            AND a.OTP = '123456'
-            AND a.EmailTo = N'alice@example.com'
-            AND a.PreferredLanguage = N'de'
-            AND a.EmailResponse = N'250 OK'
-            AND a.EmailError = N''
-            AND a.PhoneNumber = '+41791234567'
-            AND a.SmsResponse = N'queued'
-            AND a.SmsError = N''
+            AND a.UserID = N'1'
+            AND a.Username = N'2'
+            AND a.OTP = N'3'
+            AND a.EmailTo = N'4'
+            AND a.PreferredLanguage = N'5'
+            AND a.EmailResponse = N'6'
+            AND a.EmailError = N'7'
+            AND a.PhoneNumber = N'8'
+            AND a.SmsResponse = N'9'
+            AND a.SmsError = N'10'
             AND a.ArchivedAt BETWEEN @Before AND @After
     );
-    -- An item without subtype or channels: those columns are NULL.
     SET @BareMatch = (
         SELECT COUNT(*)
         FROM dbo.NotificationArchive AS a
         WHERE
             a.EnqueuedAt = @Bare
-            AND a.[Status] = 'Cancelled'
+            AND a.[Status] = 'Failed'
             AND a.UpdatedAt = @Old
+            AND a.DedupKey IS NULL
             AND a.UserID IS NULL
+            AND a.Username IS NULL
             AND a.OTP IS NULL
             AND a.EmailTo IS NULL
+            AND a.PreferredLanguage IS NULL
             AND a.EmailResponse IS NULL
+            AND a.EmailError IS NULL
             AND a.PhoneNumber IS NULL
             AND a.SmsResponse IS NULL
+            AND a.SmsError IS NULL
             AND a.ArchivedAt BETWEEN @Before AND @After
     );
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
@@ -324,9 +389,9 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Archived, @Message = N'@Archived';
     EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @ArchiveRows, @Message = N'rows in the archive';
     EXEC tSQLt.AssertEquals
-        @Expected = 1, @Actual = @FullMatch, @Message = N'the archived item with details carries every value';
+        @Expected = 1, @Actual = @FullMatch, @Message = N'the archived item carries every value';
     EXEC tSQLt.AssertEquals
-        @Expected = 1, @Actual = @BareMatch, @Message = N'the archived item without details carries NULL details';
+        @Expected = 1, @Actual = @BareMatch, @Message = N'the archived item without the optional values carries NULL';
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')
@@ -516,10 +581,10 @@ BEGIN
     EXEC Purge_Notification_trxTests.AddItem @Item = 5, @Status = 'Completed', @UpdatedAt = @Old;
     SET @Keys = (
         SELECT
-            n.EnqueuedAt,
-            CASE WHEN DATEPART(SECOND, n.EnqueuedAt) = 3 THEN @Old ELSE n.UpdatedAt END AS UpdatedAt
-        FROM dbo.Notification AS n
-        WHERE DATEPART(SECOND, n.EnqueuedAt) IN (1, 2, 3, 4)
+            q.EnqueuedAt,
+            CASE WHEN DATEPART(SECOND, q.EnqueuedAt) = 3 THEN @Old ELSE q.UpdatedAt END AS UpdatedAt
+        FROM dbo.Notification AS q
+        WHERE DATEPART(SECOND, q.EnqueuedAt) IN (1, 2, 3, 4)
         FOR JSON PATH
     );
 
@@ -556,10 +621,10 @@ BEGIN
     EXEC Purge_Notification_trxTests.AddItem @Item = 6, @Status = 'Completed', @UpdatedAt = @Old;
     SET @Keys = (
         SELECT
-            n.EnqueuedAt,
-            n.UpdatedAt
-        FROM dbo.Notification AS n
-        WHERE DATEPART(SECOND, n.EnqueuedAt) <= 5
+            q.EnqueuedAt,
+            q.UpdatedAt
+        FROM dbo.Notification AS q
+        WHERE DATEPART(SECOND, q.EnqueuedAt) <= 5
         FOR JSON PATH
     );
 
@@ -599,12 +664,12 @@ BEGIN
     EXEC Purge_Notification_trxTests.AddItem @Item = 8, @Status = 'Completed', @UpdatedAt = @Old;
     SET @Keys = (
         SELECT
-            n.EnqueuedAt,
-            CASE WHEN DATEPART(SECOND, n.EnqueuedAt) IN (2, 4) THEN DATEADD(SECOND, -1, @Old) ELSE n.UpdatedAt END
+            q.EnqueuedAt,
+            CASE WHEN DATEPART(SECOND, q.EnqueuedAt) IN (2, 4) THEN DATEADD(SECOND, -1, @Old) ELSE q.UpdatedAt END
                 AS UpdatedAt
-        FROM dbo.Notification AS n
-        WHERE DATEPART(SECOND, n.EnqueuedAt) <= 7
-        ORDER BY n.EnqueuedAt DESC
+        FROM dbo.Notification AS q
+        WHERE DATEPART(SECOND, q.EnqueuedAt) <= 7
+        ORDER BY q.EnqueuedAt DESC
         FOR JSON PATH
     );
 
@@ -644,10 +709,10 @@ BEGIN
     -- A tab, a line break and a space before the array, as a pretty-printer may write it.
     SET @Keys = NCHAR(9) + NCHAR(13) + NCHAR(10) + N' ' + (
         SELECT
-            n.EnqueuedAt,
-            n.UpdatedAt
-        FROM dbo.Notification AS n
-        WHERE DATEPART(SECOND, n.EnqueuedAt) = 1
+            q.EnqueuedAt,
+            q.UpdatedAt
+        FROM dbo.Notification AS q
+        WHERE DATEPART(SECOND, q.EnqueuedAt) = 1
         FOR JSON PATH
     );
 
@@ -670,9 +735,9 @@ BEGIN
     EXEC Purge_Notification_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
     SET @Listed = (
         SELECT
-            n.EnqueuedAt,
-            n.UpdatedAt
-        FROM dbo.Notification AS n
+            q.EnqueuedAt,
+            q.UpdatedAt
+        FROM dbo.Notification AS q
         FOR JSON PATH
     );
 

@@ -3,12 +3,12 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Purge_SyncQueue_trxTests';
 GO
--- The purge refuses a transaction, so every test that gets past its first check
--- is a NoTransaction test: the fakes below hold the rows the purge commits, and
--- tSQLt puts the real tables back after the test. The attempt history is the
--- only table that refers to an item, through ON DELETE CASCADE; fakes have no
--- foreign keys, so that cascade is not exercised here (the history is faked only
--- so that nothing real is touched).
+-- The purge refuses a transaction, so every test that gets past its first check is a
+-- NoTransaction test: the fakes below hold the rows the purge commits, and tSQLt puts
+-- the real tables back after the test. Fakes have no foreign keys: that the purge
+-- deletes the attempt history itself (it assumes no cascade) is what the tests check;
+-- the order of its deletes, which the real keys would hold it to, is not exercised
+-- here.
 -- The purge's result row cannot be read here (INSERT ... EXEC would open the
 -- transaction a _trx refuses): the tests read its @Removed and @Archived OUTPUT
 -- parameters, which carry the same counts.
@@ -25,7 +25,7 @@ BEGIN
 END;
 GO
 -- Item @Item (1 to 59), keyed 2024-03-01T08:00:<@Item>, due then, in @Status since
--- @UpdatedAt, claimed once by host-a/1: a CustomerSync job for entity C-42.
+-- @UpdatedAt, claimed once by host-a/1: a CustomerSync sync job for entity C-42.
 CREATE PROCEDURE Purge_SyncQueue_trxTests.AddItem
     @Item INT,
     @Status VARCHAR(20),
@@ -70,7 +70,7 @@ BEGIN
         @EnqueuedAt,
         @UpdatedAt,
         5,
-        N'customer-42',
+        N'group-42',
         @DedupKey,
         N'host-a/1',
         NULL
@@ -190,12 +190,53 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx removes the attempt history of the items it removes when they have them]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @Left VARCHAR(8000);
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 2, @Status = 'Failed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 3, @Status = 'Error', @UpdatedAt = @Old;
+    -- Two attempts each: an item may have had any number.
+    INSERT INTO dbo.SyncQueueAttempt (EnqueuedAt, StartedAt, AttemptNum, LockedBy, Outcome)
+    SELECT
+        q.EnqueuedAt,
+        DATEADD(SECOND, 1, q.EnqueuedAt) AS StartedAt,
+        1 AS AttemptNum,
+        N'host-a/1' AS LockedBy,
+        'Error' AS Outcome
+    FROM dbo.SyncQueue AS q
+    UNION ALL
+    SELECT
+        q.EnqueuedAt,
+        DATEADD(SECOND, 2, q.EnqueuedAt) AS StartedAt,
+        2 AS AttemptNum,
+        N'host-a/1' AS LockedBy,
+        'Error' AS Outcome
+    FROM dbo.SyncQueue AS q;
+
+    EXEC @RetCode = dbo.Purge_SyncQueue_trx @OlderThanMinutes = 60;
+
+    -- In each table, only the unfinished item's rows are left (by @Item number).
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Purge_SyncQueue_trxTests.AssertRemaining @Expected = '3';
+    SET @Left = (
+        SELECT STRING_AGG(CAST(DATEPART(SECOND, t.EnqueuedAt) AS VARCHAR(2)), ',') WITHIN GROUP (ORDER BY t.EnqueuedAt)
+        FROM dbo.SyncQueueAttempt AS t
+    );
+    EXEC tSQLt.AssertEqualsString @Expected = '3,3', @Actual = @Left, @Message = N'attempts left';
+END;
+GO
+--[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx copies the items with their values into the archive when Archive is 1]
 AS
 BEGIN
     DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
-    DECLARE @WithPayload DATETIME2(7) = '2024-03-01T08:00:01';
-    DECLARE @NoPayload DATETIME2(7) = '2024-03-01T08:00:02';
+    DECLARE @Full DATETIME2(7) = '2024-03-01T08:00:01';
+    DECLARE @Bare DATETIME2(7) = '2024-03-01T08:00:02';
     DECLARE @Before DATETIME2(7);
     DECLARE @After DATETIME2(7);
     DECLARE @RetCode INT;
@@ -203,12 +244,16 @@ BEGIN
     DECLARE @Archived INT;
     DECLARE @ArchiveRows INT;
     DECLARE @FullMatch INT;
-    DECLARE @NoPayloadMatch INT;
+    DECLARE @BareMatch INT;
     EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    -- 1 has every value; 2 has none of the optional ones (no payload);
+    -- 3 is unfinished.
     EXEC Purge_SyncQueue_trxTests.AddItem
-        @Item = 1, @Status = 'Completed', @UpdatedAt = @Old, @DedupKey = N'customer-42-full';
-    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 2, @Status = 'Failed', @UpdatedAt = @Old, @Payload = NULL;
-    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 3, @Status = 'Pending', @UpdatedAt = @Old;
+        @Item = 1, @Status = 'Completed', @UpdatedAt = @Old, @DedupKey = N'dedup-1';
+    EXEC Purge_SyncQueue_trxTests.AddItem
+        @Item = 2, @Status = 'Failed', @UpdatedAt = @Old, @Payload = NULL;
+    EXEC Purge_SyncQueue_trxTests.AddItem
+        @Item = 3, @Status = 'Pending', @UpdatedAt = @Old;
 
     SET @Before = SYSUTCDATETIME();
     EXEC @RetCode = dbo.Purge_SyncQueue_trx
@@ -224,30 +269,30 @@ BEGIN
         SELECT COUNT(*)
         FROM dbo.SyncQueueArchive AS a
         WHERE
-            a.EnqueuedAt = @WithPayload
+            a.EnqueuedAt = @Full
             AND a.[Type] = 'CustomerSync'
             AND a.EntityKey = N'C-42'
             AND a.Payload = N'{"full":true}'
             AND a.[Status] = 'Completed'
             AND a.[Step] = 'Push'
             AND a.AttemptNum = 1
-            AND a.ScheduledFor = @WithPayload
-            AND a.StartedAt = DATEADD(SECOND, 1, @WithPayload)
+            AND a.ScheduledFor = @Full
+            AND a.StartedAt = DATEADD(SECOND, 1, @Full)
             AND a.UpdatedAt = @Old
             AND a.LockedBy = N'host-a/1'
             AND a.LeaseUntil IS NULL
             AND a.[Priority] = 5
-            AND a.GroupKey = N'customer-42'
-            AND a.DedupKey = N'customer-42-full'
+            AND a.GroupKey = N'group-42'
+            AND a.DedupKey = N'dedup-1'
             AND a.Response = N'synced'
             AND a.Error = N''
             AND a.ArchivedAt BETWEEN @Before AND @After
     );
-    SET @NoPayloadMatch = (
+    SET @BareMatch = (
         SELECT COUNT(*)
         FROM dbo.SyncQueueArchive AS a
         WHERE
-            a.EnqueuedAt = @NoPayload
+            a.EnqueuedAt = @Bare
             AND a.[Status] = 'Failed'
             AND a.UpdatedAt = @Old
             AND a.Payload IS NULL
@@ -262,7 +307,7 @@ BEGIN
     EXEC tSQLt.AssertEquals
         @Expected = 1, @Actual = @FullMatch, @Message = N'the archived item carries every value';
     EXEC tSQLt.AssertEquals
-        @Expected = 1, @Actual = @NoPayloadMatch, @Message = N'the archived item without a payload carries NULL';
+        @Expected = 1, @Actual = @BareMatch, @Message = N'the archived item without the optional values carries NULL';
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
