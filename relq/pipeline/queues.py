@@ -51,7 +51,7 @@ JOB_COLUMNS = (
     ("Response", "STRING"),
 )
 
-# The queues of the custom shape, each written by hand in database/.
+# The queues of the custom shape: their tables are written by hand in database/tables.
 CUSTOM: dict[str, QueueSpec] = {
     "Notification": QueueSpec("Notification", (
         ("LockedBy", "STRING"),

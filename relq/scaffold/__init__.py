@@ -2,11 +2,12 @@
 database/queues.toml; their objects are rendered from the Jinja templates under
 relq/scaffold/templates, in four groups:
 
-- every_queue/: what every relational queue has alike (the item controls, Move_,
-  Extend_, the batch report, the attempt history) and their tSQLt classes;
+- every_queue/: what every relational queue has alike: claim (Next_), report
+  (Modify_), Extend_, the item controls, Move_, the batch report, purge, the worker
+  view, the attempt history, the grants, and their tSQLt classes;
 - job_queues/: the rest of a queue of the job shape (SyncQueue's: typed jobs on an
-  entity with a JSON payload): tables, list types, job types, enqueue, claim,
-  report, purge, drain, worker view, grants and their tSQLt classes;
+  entity with a JSON payload): tables, list types, job types, enqueue, drain and
+  their tSQLt classes;
 - subtypes/: a job queue's exclusive subtypes, when its catalogue entry asks for
   them: per subtype a table of the type's own columns (dbo.<Queue>_<Type>) and its
   tSQLt class, and once per queue dbo.<Queue>_IsType_fn, which their CHECKs call.
@@ -14,9 +15,10 @@ relq/scaffold/templates, in four groups:
   and the purge through the job_queues/ templates;
 - all_queues/: objects over every queue at once (the health views).
 
-A queue of the custom shape (Notification: a subtype and delivery channels) gets
-every_queue/ only and writes the rest by hand (its catalogue entry names the
-tables its worker view joins, which every_queue/'s tSQLt classes fake with it).
+A queue of the custom shape (Notification: the seeds' queue, a subtype and delivery
+channels) gets every_queue/ only: its tables, list types and enqueue are written by
+hand, and its catalogue entry names the tables its worker view joins ([[queue.join]]),
+with the columns the view, the archive copy and a channel's report (Modify_) use.
 The queues' files must be exactly what the templates make (tests/test_scaffold.py
 compares them), so a change to a templated object is made in its template and
 rendered for every queue (`invoke render-queues`); `invoke new-queue` adds a queue
