@@ -7,6 +7,13 @@ GO
 -- row (dbo.Worker_Notification_V) reads, and the settings faked empty so that
 -- notification.maxAttempts is 3. In a NoTransaction test the fakes hold the
 -- committed rows; tSQLt puts the real tables back after the test.
+-- dbo.QueueStatus and dbo.QueueTransition stay real.
+-- The result row cannot be captured here: INSERT ... EXEC runs the procedure inside
+-- the INSERT's transaction, where a _trx refuses (50001). Nor can its columns be read
+-- with sys.dm_exec_describe_first_result_set, as Extend_'s and Next_'s classes do: the
+-- report may call sp_getapplock, an extended procedure underneath, where SQL Server's
+-- analysis stops (error 11520). So the tests assert on the rows the call left; the rules
+-- of each report are dbo.Modify_Notification_utx's tests.
 CREATE PROCEDURE Modify_Notification_trxTests.FakeQueue
 AS
 BEGIN
@@ -16,6 +23,53 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+END;
+GO
+-- The item under test: key 2024-01-01T00:00:01, token four seconds later, in
+-- Processing on its first attempt (step Fetch), claimed by worker-1 five seconds ago.
+CREATE PROCEDURE Modify_Notification_trxTests.AddClaimedItem
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @LeaseUntil DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    INSERT INTO dbo.Notification (
+        EnqueuedAt,
+        [Type],
+        [Status],
+        [Step],
+        AttemptNum,
+        Response,
+        Error,
+        StartedAt,
+        Duration,
+        ScheduledFor,
+        UpdatedAt,
+        [Priority],
+        GroupKey,
+        DedupKey,
+        LockedBy,
+        LeaseUntil
+    )
+    VALUES (
+        @Key,
+        'ResetPassword',
+        'Processing',
+        'Fetch',
+        1,
+        N'',
+        N'',
+        @StartedAt,
+        NULL,
+        @Key,
+        @Token,
+        0,
+        NULL,
+        NULL,
+        N'worker-1',
+        @LeaseUntil
+    );
 END;
 GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
@@ -32,9 +86,10 @@ GO
 CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx raises 50001 when a transaction is open]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     EXEC Modify_Notification_trxTests.FakeQueue;
+    EXEC Modify_Notification_trxTests.AddClaimedItem;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
 
     EXEC dbo.Modify_Notification_trx
@@ -44,12 +99,11 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Modify_Notification_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx commits the outcome when a processing item reports Completed]
+CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx completes the item and commits when a processing item reports Completed]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     DECLARE @RetCode INT;
     DECLARE @TranCount INT;
     DECLARE @Status VARCHAR(20);
@@ -57,16 +111,13 @@ BEGIN
     DECLARE @Duration BIGINT;
     DECLARE @UpdatedAt DATETIME2(7);
     EXEC Modify_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (
-        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
-    )
-    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    EXEC Modify_Notification_trxTests.AddClaimedItem;
 
     EXEC @RetCode = dbo.Modify_Notification_trx
         @EnqueuedAt = @Key,
         @UpdatedAt = @Token,
         @Status = 'Completed',
-        @Response = N'250 2.0.0 OK';
+        @Response = N'200 OK';
     SET @TranCount = @@TRANCOUNT;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
@@ -79,42 +130,40 @@ BEGIN
     FROM dbo.Notification AS n
     WHERE n.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEqualsString @Expected = 'Completed', @Actual = @Status, @Message = N'Status';
-    EXEC tSQLt.AssertEqualsString @Expected = N'250 2.0.0 OK', @Actual = @Response, @Message = N'Response';
+    EXEC tSQLt.AssertEqualsString @Expected = N'200 OK', @Actual = @Response, @Message = N'Response';
     IF @Duration IS NULL OR @Duration < 0
         EXEC tSQLt.Fail @Message0 = N'the ended attempt must record its Duration';
     IF @UpdatedAt IS NULL OR @UpdatedAt <= @Token
         EXEC tSQLt.Fail @Message0 = N'the report must move UpdatedAt forward';
 END;
 GO
+-- The error leaves the procedure at its RAISERROR (tSQLt runs tests inside TRY...CATCH), so the
+-- _trx's own rollback never runs and its return code is never seen: the test rolls back itself,
+-- after reading the row. A NoTransaction test makes no permanent objects, so it asserts values,
+-- not tables (AssertEqualsTable creates a work table).
 --[@tSQLt:NoTransaction]('Modify_Notification_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx raises 50005 and changes nothing when the token is stale]
+CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx raises 50005 and leaves the item unchanged when the token is stale]
 AS
 BEGIN
-    -- The procedure would return 1, but tSQLt runs every test inside
-    -- TRY...CATCH: the RAISERROR moves control to the CATCH below before the
-    -- procedure's EXIT_TRANSACTION rollback, so its transaction is still open
-    -- here and the test rolls it back before reading the row.
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
-    DECLARE @StaleToken DATETIME2(7) = '2024-03-01T08:00:04';
-    DECLARE @StartedAt DATETIME2(7) = DATEADD(SECOND, -5, SYSUTCDATETIME());
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @StaleToken DATETIME2(7) = '2024-01-01T00:00:04';
     DECLARE @ErrorNumber INT;
     DECLARE @Status VARCHAR(20);
+    DECLARE @Step VARCHAR(50);
+    DECLARE @AttemptNum INT;
     DECLARE @Response NVARCHAR(MAX);
     DECLARE @Duration BIGINT;
     DECLARE @UpdatedAt DATETIME2(7);
     EXEC Modify_Notification_trxTests.FakeQueue;
-    INSERT INTO dbo.Notification (
-        EnqueuedAt, [Type], [Status], [Step], AttemptNum, Response, Error, StartedAt, Duration, ScheduledFor, UpdatedAt
-    )
-    VALUES (@Key, 'ResetPassword', 'Processing', 'Send', 1, N'', N'', @StartedAt, NULL, @Key, @Token);
+    EXEC Modify_Notification_trxTests.AddClaimedItem;
 
     BEGIN TRY
         EXEC dbo.Modify_Notification_trx
             @EnqueuedAt = @Key,
             @UpdatedAt = @StaleToken,
             @Status = 'Completed',
-            @Response = N'250 2.0.0 OK';
+            @Response = N'200 OK';
     END TRY
     BEGIN CATCH
         SET @ErrorNumber = ERROR_NUMBER();
@@ -122,6 +171,8 @@ BEGIN
     -- the row as the failed call left it, seen from inside the transaction it left open
     SELECT
         @Status = n.[Status],
+        @Step = n.[Step],
+        @AttemptNum = n.AttemptNum,
         @Response = n.Response,
         @Duration = n.Duration,
         @UpdatedAt = n.UpdatedAt
@@ -131,6 +182,8 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Fetch', @Actual = @Step, @Message = N'Step';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
     EXEC tSQLt.AssertEqualsString @Expected = N'', @Actual = @Response, @Message = N'Response';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @Duration, @Message = N'Duration';
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
@@ -142,10 +195,13 @@ GO
 CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx raises 50001 when implicit transactions are on]
 AS
 BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     DECLARE @ErrorNumber INT;
-    DECLARE @Key DATETIME2(7) = '2024-03-01T08:00:00';
-    DECLARE @Token DATETIME2(7) = '2024-03-01T08:00:05';
+    DECLARE @Status VARCHAR(20);
+    DECLARE @UpdatedAt DATETIME2(7);
     EXEC Modify_Notification_trxTests.FakeQueue;
+    EXEC Modify_Notification_trxTests.AddClaimedItem;
 
     SET IMPLICIT_TRANSACTIONS ON;
     BEGIN TRY
@@ -160,6 +216,103 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
+    SELECT
+        @Status = n.[Status],
+        @UpdatedAt = n.UpdatedAt
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @Key;
     EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
+END;
+GO
+-- Modify_ hands the Email channel's result on to dbo.Modify_Notification_utx, which writes it
+-- on the item's row in dbo.Notification_Email. Every channel has a row there, its result
+-- still empty: only the reported one may change.
+--[@tSQLt:NoTransaction]('Modify_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx records the result of the Email channel when a worker reports it]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @RetCode INT;
+    DECLARE @Response NVARCHAR(MAX);
+    DECLARE @Error NVARCHAR(MAX);
+    EXEC Modify_Notification_trxTests.FakeQueue;
+    EXEC Modify_Notification_trxTests.AddClaimedItem;
+    INSERT INTO dbo.Notification_Email (EnqueuedAt, Response, Error) VALUES (@Key, N'', N'');
+    INSERT INTO dbo.Notification_Sms (EnqueuedAt, Response, Error) VALUES (@Key, N'', N'');
+
+    EXEC @RetCode = dbo.Modify_Notification_trx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Completed',
+        @EmailResponse = N'Email delivered',
+        @EmailError = N'Email refused once';
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Response = s2.Response,
+        @Error = s2.Error
+    FROM dbo.Notification_Email AS s2
+    WHERE s2.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'Email delivered', @Actual = @Response, @Message = N'EmailResponse';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'Email refused once', @Actual = @Error, @Message = N'EmailError';
+    SELECT
+        @Response = s3.Response,
+        @Error = s3.Error
+    FROM dbo.Notification_Sms AS s3
+    WHERE s3.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'', @Actual = @Response, @Message = N'SmsResponse is kept';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'', @Actual = @Error, @Message = N'SmsError is kept';
+END;
+GO
+-- Modify_ hands the Sms channel's result on to dbo.Modify_Notification_utx, which writes it
+-- on the item's row in dbo.Notification_Sms. Every channel has a row there, its result
+-- still empty: only the reported one may change.
+--[@tSQLt:NoTransaction]('Modify_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx records the result of the Sms channel when a worker reports it]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
+    DECLARE @RetCode INT;
+    DECLARE @Response NVARCHAR(MAX);
+    DECLARE @Error NVARCHAR(MAX);
+    EXEC Modify_Notification_trxTests.FakeQueue;
+    EXEC Modify_Notification_trxTests.AddClaimedItem;
+    INSERT INTO dbo.Notification_Email (EnqueuedAt, Response, Error) VALUES (@Key, N'', N'');
+    INSERT INTO dbo.Notification_Sms (EnqueuedAt, Response, Error) VALUES (@Key, N'', N'');
+
+    EXEC @RetCode = dbo.Modify_Notification_trx
+        @EnqueuedAt = @Key,
+        @UpdatedAt = @Token,
+        @Status = 'Completed',
+        @SmsResponse = N'Sms delivered',
+        @SmsError = N'Sms refused once';
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT
+        @Response = s2.Response,
+        @Error = s2.Error
+    FROM dbo.Notification_Email AS s2
+    WHERE s2.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'', @Actual = @Response, @Message = N'EmailResponse is kept';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'', @Actual = @Error, @Message = N'EmailError is kept';
+    SELECT
+        @Response = s3.Response,
+        @Error = s3.Error
+    FROM dbo.Notification_Sms AS s3
+    WHERE s3.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'Sms delivered', @Actual = @Response, @Message = N'SmsResponse';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'Sms refused once', @Actual = @Error, @Message = N'SmsError';
 END;
 GO

@@ -4,63 +4,122 @@ GO
 EXEC tSQLt.NewTestClass 'Worker_Notification_VTests';
 GO
 -- tSQLt runs the procedures whose names start with "test ": the spaces are required.
--- One ResetPassword notification, with an e-mail channel; the tests add the SMS channel they need.
-CREATE PROCEDURE Worker_Notification_VTests.ArrangeNotification
+-- The queue and every table its view joins, faked empty (without their foreign keys and
+-- CHECKs, so that one item may have a row in each).
+CREATE PROCEDURE Worker_Notification_VTests.FakeQueue
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification';
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_ResetPassword';
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email';
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms';
+END;
+GO
+-- One item, every column with a value of its own, so that a column mapped wrongly shows up.
+CREATE PROCEDURE Worker_Notification_VTests.AddItem
+AS
+BEGIN
     INSERT INTO dbo.Notification (
         EnqueuedAt,
         [Type],
         [Status],
         [Step],
         AttemptNum,
-        Response,
-        Error,
+        ScheduledFor,
         StartedAt,
         Duration,
-        ScheduledFor,
         UpdatedAt,
+        LockedBy,
+        LeaseUntil,
         [Priority],
         GroupKey,
         DedupKey,
-        LockedBy,
-        LeaseUntil
+        Response,
+        Error
     )
     VALUES (
         '2024-01-01T00:00:00',
         'ResetPassword',
-        'Processing',
-        'Send',
-        1,
-        N'base response',
-        N'base error',
+        'Error',
+        'Push',
+        2,
         '2024-01-01T00:01:00',
+        '2024-01-01T00:02:00',
         1500,
-        '2024-01-01T00:00:30',
-        '2024-01-01T00:01:01',
-        3,
-        N'user-42',
-        N'reset-42',
-        N'worker-1',
-        '2024-01-01T00:06:00'
+        '2024-01-01T00:02:01',
+        N'worker-7',
+        '2024-01-01T00:07:00',
+        -3,
+        N'group:1001',
+        N'dedup:1001',
+        N'502 Bad Gateway',
+        N'upstream unavailable'
     );
-    INSERT INTO dbo.Notification_ResetPassword (EnqueuedAt, OTP, UserID, Username)
-    VALUES ('2024-01-01T00:00:00', '123456', 42, N'alice');
-    INSERT INTO dbo.Notification_Email (EnqueuedAt, EmailTo, PreferredLanguage, Response, Error)
-    VALUES ('2024-01-01T00:00:00', N'alice@example.org', N'de', N'250 OK', N'no email error');
 END;
 GO
--- Every column of the view, so that a column taken from the wrong table shows up.
-CREATE PROCEDURE Worker_Notification_VTests.[test Worker_Notification_V shows one row when both channels exist]
+-- The item's row in each table the view joins but @Without. The catalogue names the columns,
+-- not their types: each gets a number of its own, which SQL Server converts to the column's
+-- type (a number or a string, as every joined column of the queue's is).
+CREATE PROCEDURE Worker_Notification_VTests.AddJoinedRows
+    @Without SYSNAME = NULL
 AS
 BEGIN
-    EXEC Worker_Notification_VTests.ArrangeNotification;
-    INSERT INTO dbo.Notification_Sms (EnqueuedAt, PhoneNumber, Response, Error)
-    VALUES ('2024-01-01T00:00:00', '+14155550123', N'sms queued', N'timeout');
+    IF (@Without IS NULL OR @Without <> N'Notification_ResetPassword')
+        BEGIN
+            INSERT INTO dbo.Notification_ResetPassword (
+                EnqueuedAt,
+                UserID,
+                Username,
+                OTP
+            )
+            VALUES (
+                '2024-01-01T00:00:00',
+                1,
+                2,
+                3
+            );
+        END;
+    IF (@Without IS NULL OR @Without <> N'Notification_Email')
+        BEGIN
+            INSERT INTO dbo.Notification_Email (
+                EnqueuedAt,
+                EmailTo,
+                PreferredLanguage,
+                Response,
+                Error
+            )
+            VALUES (
+                '2024-01-01T00:00:00',
+                4,
+                5,
+                6,
+                7
+            );
+        END;
+    IF (@Without IS NULL OR @Without <> N'Notification_Sms')
+        BEGIN
+            INSERT INTO dbo.Notification_Sms (
+                EnqueuedAt,
+                PhoneNumber,
+                Response,
+                Error
+            )
+            VALUES (
+                '2024-01-01T00:00:00',
+                8,
+                9,
+                10
+            );
+        END;
+END;
+GO
+-- Every column of the view, the joined tables' too: one row per item, whatever it joins.
+CREATE PROCEDURE Worker_Notification_VTests.[test Worker_Notification_V shows every column in one row when the item has a row in each joined table]
+AS
+BEGIN
+    EXEC Worker_Notification_VTests.FakeQueue;
+    EXEC Worker_Notification_VTests.AddItem;
+    EXEC Worker_Notification_VTests.AddJoinedRows;
 
     SELECT
         v.EnqueuedAt,
@@ -152,46 +211,53 @@ BEGIN
     VALUES (
         '2024-01-01T00:00:00',
         'ResetPassword',
-        'Processing',
-        'Send',
-        1,
-        '2024-01-01T00:00:30',
+        'Error',
+        'Push',
+        2,
         '2024-01-01T00:01:00',
+        '2024-01-01T00:02:00',
         1500,
-        '2024-01-01T00:01:01',
-        N'worker-1',
-        '2024-01-01T00:06:00',
+        '2024-01-01T00:02:01',
+        N'worker-7',
+        '2024-01-01T00:07:00',
+        -3,
+        N'group:1001',
+        N'dedup:1001',
+        N'502 Bad Gateway',
+        N'upstream unavailable',
+        1,
+        2,
         3,
-        N'user-42',
-        N'reset-42',
-        N'base response',
-        N'base error',
-        42,
-        N'alice',
-        '123456',
-        N'alice@example.org',
-        N'de',
-        N'250 OK',
-        N'no email error',
-        '+14155550123',
-        N'sms queued',
-        N'timeout'
+        4,
+        5,
+        6,
+        7,
+        8,
+        9,
+        10
     );
 
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
--- A notification without an SMS channel still shows, with NULL where the SMS columns would be.
-CREATE PROCEDURE Worker_Notification_VTests.[test Worker_Notification_V shows NULL SMS columns when only email exists]
+-- An item without a row in dbo.Notification_ResetPassword still shows: NULL in that
+-- table's columns, the other joined tables' columns as they are.
+CREATE PROCEDURE Worker_Notification_VTests.[test Worker_Notification_V shows NULL ResetPassword columns when an item has no row there]
 AS
 BEGIN
-    EXEC Worker_Notification_VTests.ArrangeNotification;
+    EXEC Worker_Notification_VTests.FakeQueue;
+    EXEC Worker_Notification_VTests.AddItem;
+    EXEC Worker_Notification_VTests.AddJoinedRows @Without = N'Notification_ResetPassword';
 
     SELECT
         v.EnqueuedAt,
+        v.UserID,
+        v.Username,
         v.OTP,
         v.EmailTo,
+        v.PreferredLanguage,
         v.EmailResponse,
+        v.EmailError,
         v.PhoneNumber,
         v.SmsResponse,
         v.SmsError
@@ -200,16 +266,180 @@ BEGIN
 
     SELECT TOP (0)
         a.EnqueuedAt,
+        a.UserID,
+        a.Username,
         a.OTP,
         a.EmailTo,
+        a.PreferredLanguage,
         a.EmailResponse,
+        a.EmailError,
         a.PhoneNumber,
         a.SmsResponse,
         a.SmsError
     INTO #Expected
     FROM #Actual AS a;
-    INSERT INTO #Expected (EnqueuedAt, OTP, EmailTo, EmailResponse, PhoneNumber, SmsResponse, SmsError)
-    VALUES ('2024-01-01T00:00:00', '123456', N'alice@example.org', N'250 OK', NULL, NULL, NULL);
+    INSERT INTO #Expected (
+        EnqueuedAt,
+        UserID,
+        Username,
+        OTP,
+        EmailTo,
+        PreferredLanguage,
+        EmailResponse,
+        EmailError,
+        PhoneNumber,
+        SmsResponse,
+        SmsError
+    )
+    VALUES (
+        '2024-01-01T00:00:00',
+        NULL,
+        NULL,
+        NULL,
+        4,
+        5,
+        6,
+        7,
+        8,
+        9,
+        10
+    );
+
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+-- An item without a row in dbo.Notification_Email still shows: NULL in that
+-- table's columns, the other joined tables' columns as they are.
+CREATE PROCEDURE Worker_Notification_VTests.[test Worker_Notification_V shows NULL Email columns when an item has no row there]
+AS
+BEGIN
+    EXEC Worker_Notification_VTests.FakeQueue;
+    EXEC Worker_Notification_VTests.AddItem;
+    EXEC Worker_Notification_VTests.AddJoinedRows @Without = N'Notification_Email';
+
+    SELECT
+        v.EnqueuedAt,
+        v.UserID,
+        v.Username,
+        v.OTP,
+        v.EmailTo,
+        v.PreferredLanguage,
+        v.EmailResponse,
+        v.EmailError,
+        v.PhoneNumber,
+        v.SmsResponse,
+        v.SmsError
+    INTO #Actual
+    FROM dbo.Worker_Notification_V AS v;
+
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.UserID,
+        a.Username,
+        a.OTP,
+        a.EmailTo,
+        a.PreferredLanguage,
+        a.EmailResponse,
+        a.EmailError,
+        a.PhoneNumber,
+        a.SmsResponse,
+        a.SmsError
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (
+        EnqueuedAt,
+        UserID,
+        Username,
+        OTP,
+        EmailTo,
+        PreferredLanguage,
+        EmailResponse,
+        EmailError,
+        PhoneNumber,
+        SmsResponse,
+        SmsError
+    )
+    VALUES (
+        '2024-01-01T00:00:00',
+        1,
+        2,
+        3,
+        NULL,
+        NULL,
+        NULL,
+        NULL,
+        8,
+        9,
+        10
+    );
+
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+-- An item without a row in dbo.Notification_Sms still shows: NULL in that
+-- table's columns, the other joined tables' columns as they are.
+CREATE PROCEDURE Worker_Notification_VTests.[test Worker_Notification_V shows NULL Sms columns when an item has no row there]
+AS
+BEGIN
+    EXEC Worker_Notification_VTests.FakeQueue;
+    EXEC Worker_Notification_VTests.AddItem;
+    EXEC Worker_Notification_VTests.AddJoinedRows @Without = N'Notification_Sms';
+
+    SELECT
+        v.EnqueuedAt,
+        v.UserID,
+        v.Username,
+        v.OTP,
+        v.EmailTo,
+        v.PreferredLanguage,
+        v.EmailResponse,
+        v.EmailError,
+        v.PhoneNumber,
+        v.SmsResponse,
+        v.SmsError
+    INTO #Actual
+    FROM dbo.Worker_Notification_V AS v;
+
+    SELECT TOP (0)
+        a.EnqueuedAt,
+        a.UserID,
+        a.Username,
+        a.OTP,
+        a.EmailTo,
+        a.PreferredLanguage,
+        a.EmailResponse,
+        a.EmailError,
+        a.PhoneNumber,
+        a.SmsResponse,
+        a.SmsError
+    INTO #Expected
+    FROM #Actual AS a;
+    INSERT INTO #Expected (
+        EnqueuedAt,
+        UserID,
+        Username,
+        OTP,
+        EmailTo,
+        PreferredLanguage,
+        EmailResponse,
+        EmailError,
+        PhoneNumber,
+        SmsResponse,
+        SmsError
+    )
+    VALUES (
+        '2024-01-01T00:00:00',
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+        NULL,
+        NULL,
+        NULL
+    );
 
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;

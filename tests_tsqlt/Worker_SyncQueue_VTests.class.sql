@@ -4,11 +4,17 @@ GO
 EXEC tSQLt.NewTestClass 'Worker_SyncQueue_VTests';
 GO
 -- tSQLt runs the procedures whose names start with "test ": the spaces are required.
--- Every column of the view, each with a value of its own, so that a column mapped wrongly shows up.
-CREATE PROCEDURE Worker_SyncQueue_VTests.[test Worker_SyncQueue_V shows the job columns when a job exists]
+-- The queue, faked empty.
+CREATE PROCEDURE Worker_SyncQueue_VTests.FakeQueue
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue';
+END;
+GO
+-- One item, every column with a value of its own, so that a column mapped wrongly shows up.
+CREATE PROCEDURE Worker_SyncQueue_VTests.AddItem
+AS
+BEGIN
     INSERT INTO dbo.SyncQueue (
         EnqueuedAt,
         [Type],
@@ -17,17 +23,17 @@ BEGIN
         [Status],
         [Step],
         AttemptNum,
-        Response,
-        Error,
+        ScheduledFor,
         StartedAt,
         Duration,
-        ScheduledFor,
         UpdatedAt,
         LockedBy,
         LeaseUntil,
         [Priority],
         GroupKey,
-        DedupKey
+        DedupKey,
+        Response,
+        Error
     )
     VALUES (
         '2024-01-01T00:00:00',
@@ -37,18 +43,26 @@ BEGIN
         'Error',
         'Push',
         2,
-        N'502 Bad Gateway',
-        N'upstream unavailable',
+        '2024-01-01T00:01:00',
         '2024-01-01T00:02:00',
         1500,
-        '2024-01-01T00:01:00',
         '2024-01-01T00:02:01',
         N'worker-7',
         '2024-01-01T00:07:00',
         -3,
-        N'customer:1001',
-        N'sync:C-1001'
+        N'group:1001',
+        N'dedup:1001',
+        N'502 Bad Gateway',
+        N'upstream unavailable'
     );
+END;
+GO
+-- Every column of the view: one row per item.
+CREATE PROCEDURE Worker_SyncQueue_VTests.[test Worker_SyncQueue_V shows every column in one row when an item exists]
+AS
+BEGIN
+    EXEC Worker_SyncQueue_VTests.FakeQueue;
+    EXEC Worker_SyncQueue_VTests.AddItem;
 
     SELECT
         v.EnqueuedAt,
@@ -128,8 +142,8 @@ BEGIN
         N'worker-7',
         '2024-01-01T00:07:00',
         -3,
-        N'customer:1001',
-        N'sync:C-1001',
+        N'group:1001',
+        N'dedup:1001',
         N'502 Bad Gateway',
         N'upstream unavailable'
     );
