@@ -263,28 +263,37 @@ def test_a_broken_catalogue_is_one_readable_line(tmp_path: Path) -> None:
         load(root)
 
 
-RP_COLUMNS = 'columns = ["UserID", "Username", "OTP"]'
+RP_COLUMNS = 'columns = ["UserID dbo.DbUserID", "Username dbo.DbUsername", "OTP dbo.OtpCode"]'
+SMS_COLUMNS = 'columns = ["PhoneNumber dbo.PhoneNumber"]'
 
 
 @pytest.mark.parametrize(("old", "new", "problem"), [
     ('types = ["ResetPassword"]\n', "", "a custom queue names a job type of its own"),
     ('types = ["CustomerSync", "InventorySync"]\n',
-     'types = ["CustomerSync", "InventorySync"]\n[[queue.join]]\ntable = "SyncQueue_X"\ncolumns = ["X"]\n',
+     'types = ["CustomerSync", "InventorySync"]\n'
+     '[[queue.join]]\ntable = "SyncQueue_X"\ncolumns = ["X INT"]\n',
      "names a custom queue's tables"),
     ('table = "Notification_ResetPassword"', 'table = "dbo.Notification_ResetPassword"', "by name"),
     ('table = "Notification_ResetPassword"', 'table = "Notification_Email"', "once"),
     ('table = "Notification_ResetPassword"', 'table = "NotificationAttempt"', "not the queue's own"),
     ('table = "Notification_ResetPassword"', "table = 1", r"each \[\[queue.join\]\] has table"),
-    (RP_COLUMNS, 'columns = ["UserID", 2]', "columns is a list of names"),
+    (RP_COLUMNS, 'columns = ["UserID dbo.DbUserID", 2]', "columns is a list of strings"),
     (RP_COLUMNS, "columns = []", "join Notification_ResetPassword: lists no column"),
-    (RP_COLUMNS, 'columns = ["UserID", "user_name"]', "'user_name' is PascalCase"),
-    (RP_COLUMNS, 'columns = ["UserID", "Select"]', "'Select' is PascalCase"),
-    (RP_COLUMNS, 'columns = ["UserID", "LockedBy"]', "column LockedBy is taken"),
-    ('columns = ["PhoneNumber"]', 'columns = ["EmailTo"]', "column EmailTo is taken"),
-    ('columns = ["PhoneNumber"]', 'columns = ["SmsError"]', "column SmsError is taken"),
+    (RP_COLUMNS, 'columns = ["UserID dbo.DbUserID", "user_name INT"]', "'user_name' is PascalCase"),
+    (RP_COLUMNS, 'columns = ["UserID dbo.DbUserID", "Select INT"]', "'Select' is PascalCase"),
+    (RP_COLUMNS, 'columns = ["UserID dbo.DbUserID", "LockedBy dbo.WorkerName"]', "column LockedBy is taken"),
+    (RP_COLUMNS, 'columns = ["UserID", "Username", "OTP"]', "a column is 'Name TYPE'"),
+    (RP_COLUMNS, 'columns = ["UserID dbo.UserKey"]',
+     "join Notification_ResetPassword: column UserID's type dbo.UserKey is not an alias type"),
+    (RP_COLUMNS, 'columns = ["UserID dbo.DbUserID NULL"]', "column UserID's type 'dbo.DbUserID' .* no NULL"),
+    (RP_COLUMNS, 'columns = ["UserID XML"]', "column UserID's type 'XML' is not one the templates take"),
+    (RP_COLUMNS, 'columns = ["UserID NVARCHAR(5000)"]', "column UserID's type 'NVARCHAR\\(5000\\)'"),
+    (SMS_COLUMNS, 'columns = ["EmailTo dbo.Email"]', "column EmailTo is taken"),
+    (SMS_COLUMNS, 'columns = ["SmsError dbo.WebResponse"]', "column SmsError is taken"),
     ('table = "Notification_Sms"', 'table = "Sms"', "a channel's table is Notification_<Channel>"),
-    ('"PreferredLanguage"]\nchannel = true', '"PreferredLanguage"]\nchannel = "yes"', "maybe channel = true"),
-    ('types = ["ResetPassword"]', 'types = "ResetPassword"', "types is a list of names"),
+    ('"PreferredLanguage dbo.[Name]"]\nchannel = true', '"PreferredLanguage dbo.[Name]"]\nchannel = "yes"',
+     "maybe channel = true"),
+    ('types = ["ResetPassword"]', 'types = "ResetPassword"', "types is a list of strings"),
 ])
 def test_a_catalogue_entry_of_the_wrong_shape_is_refused(tmp_path: Path, old: str, new: str,
                                                           problem: str) -> None:
@@ -312,18 +321,22 @@ def test_the_custom_queue_fakes_the_tables_its_view_joins() -> None:
 
 
 def test_the_columns_a_custom_queue_joins_are_in_its_tables_and_archive() -> None:
-    """Its tables are written by hand: the catalogue's columns must be theirs, and its
-    archive must keep each column the worker view shows (the purge copies them)."""
+    """Its tables are written by hand: the catalogue's columns must be theirs, of the same
+    type, and its archive must keep each column the worker view shows (the purge copies
+    them), of that type too, NULL where an item has no row in the table."""
     for queue in (q for q in QUEUES if q.shape == "custom"):
         archive = (REPO / f"database/tables/dbo.{queue.name}Archive.sql").read_text()
         for join in queue.joins:
             table = (REPO / f"database/tables/dbo.{join.table}.sql").read_text()
             channel = join.table.removeprefix(f"{queue.name}_")
-            own = join.columns + (("Response", "Error") if join.channel else ())
-            for column in own:
-                assert re.search(rf"^ +{column} dbo\.", table, re.MULTILINE), (join.table, column)
-            for column in join.columns + ((f"{channel}Response", f"{channel}Error") if join.channel else ()):
-                assert re.search(rf"^ +{column} dbo\.", archive, re.MULTILINE), (archive, column)
+            results = ("Response", "Error") if join.channel else ()
+            own = [(c.name, c.type) for c in join.columns] + [(r, "dbo.WebResponse") for r in results]
+            for name, sql_type in own:
+                declared = rf"^ +{name} {re.escape(sql_type)}[ ,]"
+                assert re.search(declared, table, re.MULTILINE), (join.table, name)
+                archived = f"{channel}{name}" if name in results else name
+                kept = rf"^ +{archived} {re.escape(sql_type)} NULL,"
+                assert re.search(kept, archive, re.MULTILINE), archived
 
 
 def test_a_subtype_column_is_required_unless_declared_null() -> None:

@@ -279,6 +279,7 @@ BEGIN
             AND a.ScheduledFor = @Full
             AND a.StartedAt = DATEADD(SECOND, 1, @Full)
             AND a.UpdatedAt = @Old
+            AND a.Duration = 4000
             AND a.LockedBy = N'host-a/1'
             AND a.LeaseUntil IS NULL
             AND a.[Priority] = 5

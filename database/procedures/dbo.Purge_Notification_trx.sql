@@ -268,7 +268,8 @@ BEGIN
                         PhoneNumber,
                         SmsResponse,
                         SmsError,
-                        ArchivedAt
+                        ArchivedAt,
+                        Duration
                     )
                     SELECT
                         v.EnqueuedAt,
@@ -296,7 +297,8 @@ BEGIN
                         v.PhoneNumber,
                         v.SmsResponse,
                         v.SmsError,
-                        SYSUTCDATETIME() AS ArchivedAt
+                        SYSUTCDATETIME() AS ArchivedAt,
+                        v.Duration
                     FROM dbo.Worker_Notification_V AS v
                     INNER JOIN @Batch AS b ON v.EnqueuedAt = b.EnqueuedAt;
                     SELECT

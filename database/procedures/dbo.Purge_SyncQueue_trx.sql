@@ -259,7 +259,8 @@ BEGIN
                         DedupKey,
                         Response,
                         Error,
-                        ArchivedAt
+                        ArchivedAt,
+                        Duration
                     )
                     SELECT
                         v.EnqueuedAt,
@@ -279,7 +280,8 @@ BEGIN
                         v.DedupKey,
                         v.Response,
                         v.Error,
-                        SYSUTCDATETIME() AS ArchivedAt
+                        SYSUTCDATETIME() AS ArchivedAt,
+                        v.Duration
                     FROM dbo.Worker_SyncQueue_V AS v
                     INNER JOIN @Batch AS b ON v.EnqueuedAt = b.EnqueuedAt;
                     SELECT

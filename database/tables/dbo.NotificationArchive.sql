@@ -2,16 +2,18 @@ SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
 /* dbo.NotificationArchive: finished notifications that dbo.Purge_Notification_trx
-   moved out of the queue (@Archive = 1) instead of only deleting them: one row
-   per item, as dbo.Worker_Notification_V showed it at the purge (the item, its
-   ResetPassword details and both channels, NULL where it had none), and when it
-   was archived (ArchivedAt, UTC). The attempt history is not kept.
+   moved out of the queue (@Archive = 1) instead of only deleting them: one row per
+   item, as dbo.Worker_Notification_V showed it at the purge (the item and the
+   columns of the tables it joins, NULL where it had no row there), and when it was
+   archived (ArchivedAt, UTC). The attempt history is not kept.
    Why: dbo.Notification stays small (its health counts, statistics, backups and
-   maintenance grow with it), while what was sent stays available for support
-   and audits for as long as the DBA wants it.
+   maintenance grow with it), while the notifications and their outcomes stay
+   available for support and audits for as long as the DBA wants it. It keeps what
+   the joined tables held: personal data too, where they hold any.
    Nothing references this table and it references nothing, so the DBA may
    export it, delete from it or truncate it at any time; no procedure reads it.
-   It holds the one-time codes and the users' addresses of the archived items. */
+   Duration (ms, the last attempt's) comes last: databases that had the table
+   before it got it from V0003__archive_duration.sql, and their older rows have none. */
 IF OBJECT_ID(N'dbo.NotificationArchive', N'U') IS NULL
     BEGIN
         CREATE TABLE dbo.NotificationArchive (
@@ -41,6 +43,7 @@ IF OBJECT_ID(N'dbo.NotificationArchive', N'U') IS NULL
             SmsResponse dbo.WebResponse NULL,
             SmsError dbo.WebResponse NULL,
             ArchivedAt dbo.[_Timestamp] CONSTRAINT DF_NotificationArchive_ArchivedAt DEFAULT (SYSUTCDATETIME()),
+            Duration dbo.Duration NULL,
             CONSTRAINT PK_NotificationArchive PRIMARY KEY CLUSTERED (EnqueuedAt, ArchivedAt)
         );
     END;

@@ -14,7 +14,7 @@ Definitions (the JSON's "definitions" repeats them; tests recompute them with pa
   items whose ScheduledFor is after StartedAt: cancelled while backing off, their
   ScheduledFor is the due time of a retry that never ran.
 - **duration** (ms): the Duration column (the last attempt's milliseconds); when it is
-  NULL (dbo.SyncQueueArchive has no Duration column), UpdatedAt minus StartedAt for the
+  NULL (a row with none: archived before Duration was kept), UpdatedAt minus StartedAt for the
   items whose last move ended that attempt (Completed, Failed, PartiallyCompleted,
   Terminated). Items never claimed, or cancelled while backing off, have none; nor have
   items failed because the lease of their last attempt expired (Error starting with

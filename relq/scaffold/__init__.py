@@ -67,9 +67,9 @@ _WORDS = re.compile(r"[a-z][a-z -]{0,19}")  # short enough to keep the comments'
 _LITERAL_ALIAS = re.compile(r"\bAS ([a-z])\b")  # a template's own one-letter aliases
 _COLUMN_NAME = re.compile(r"[A-Z][A-Za-z0-9]{0,29}")
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
-# A subtype column's SQL type: one of the project's alias types, or a built-in type.
+# A subtype or join column's SQL type: one of the project's alias types, or a built-in type.
 _SQL_TYPE = re.compile(
-    r"dbo\.(?:[A-Za-z][A-Za-z0-9]*|\[_[A-Za-z0-9]+\])"
+    r"dbo\.(?:[A-Za-z][A-Za-z0-9]*|\[_?[A-Za-z0-9]+\])"
     r"|(?:N?VARCHAR|N?CHAR|VARBINARY|BINARY)\((?:[1-9][0-9]{0,3}|MAX)\)"
     r"|(?:DECIMAL|NUMERIC)\([1-9][0-9]?, ?[0-9][0-9]?\)"
     r"|(?:DATETIME2|DATETIMEOFFSET|TIME)\([0-7]\)"
@@ -119,7 +119,7 @@ def parse_column(text: str) -> Column:
     """'Amount DECIMAL(19,4)' or 'Reference NVARCHAR(100) NULL' -> Column (unchecked)."""
     match = _COLUMN.fullmatch(text) if isinstance(text, str) else None
     if match is None:
-        raise RelqError(f"a subtype column is 'Name TYPE' or 'Name TYPE NULL', not {text!r}")
+        raise RelqError(f"a column is 'Name TYPE' or 'Name TYPE NULL', not {text!r}")
     name, sql_type, null = match.groups()
     if _SQL_TYPE.fullmatch(sql_type) and not sql_type.lower().startswith("dbo."):
         sql_type = re.sub(r",\s*", ", ", sql_type.upper())
@@ -145,7 +145,7 @@ class Join:
     and Modify_ records them (@<Channel>Response, @<Channel>Error)."""
 
     table: str
-    columns: tuple[str, ...]
+    columns: tuple[Column, ...]  # their types are the hand-written table's (the archive has them)
     channel: bool = False
 
 
@@ -177,12 +177,20 @@ class Queue:
             alias, channel = f"s{n}", join.table.removeprefix(f"{self.name}_") if join.channel else None
             result = [(f"{alias}.{c}", f"{channel}{c}") for c in ("Response", "Error")] if channel else []
             joined.append({"table": join.table, "alias": alias, "channel": channel,
-                           "columns": [(f"{alias}.{c}", c) for c in join.columns] + result})
+                           "columns": [(f"{alias}.{c.name}", c.name) for c in join.columns] + result})
+        # The columns the archive keeps of them, with their types: a subtype's, a join's,
+        # and a channel's result (dbo.WebResponse, as Modify_'s parameters).
+        archived = [Column(c.name, c.type) for s in self.subtypes for c in s.columns] + [
+            column for join in self.joins for column in (
+                *(Column(c.name, c.type) for c in join.columns),
+                *((Column(f"{join.table.removeprefix(self.name + '_')}{r}", "dbo.WebResponse")
+                   for r in ("Response", "Error")) if join.channel else ()))]
         return {"Queue": self.name, "prefix": self.prefix, "a": self.alias, "noun": self.noun,
                 "nouns": self.noun + "s", "verb": self.verb[0], "verbed": self.verb[1],
                 "types": list(self.types), "subtypes": subtypes, "test_types": list(TEST_TYPES),
                 "entity": self.shape == "job",  # EntityKey and Payload: a job queue's columns
                 "joined": joined, "view_tables": [j["table"] for j in joined],
+                "archived_columns": [str(c) for c in archived],
                 "joined_columns": [name for j in joined for _, name in j["columns"]],
                 "channels": [j for j in joined if j["channel"]],
                 # every subtype's columns, in catalogue order, with the subtype they belong to
@@ -202,7 +210,7 @@ def load(root: Path) -> list[Queue]:
             queue = Queue(entry["name"], entry["prefix"], entry["alias"], entry.get("shape", "job"),
                           entry.get("noun", "job"), tuple(entry.get("verb", ("process", "processed"))),
                           _names(entry, "types"), _subtypes(entry.get("subtype", []), root),
-                          _joins(entry.get("join", [])))
+                          _joins(entry.get("join", []), root))
         except (KeyError, TypeError) as exc:
             raise RelqError(f"{CATALOGUE}: queue {n} lacks {exc}") from None
         except RelqError as exc:
@@ -216,14 +224,14 @@ def load(root: Path) -> list[Queue]:
 
 
 def _names(entry: dict[str, object], key: str) -> tuple[str, ...]:
-    """A catalogue entry's list of names (types, a join's columns): a list of strings."""
+    """A catalogue entry's list of strings (its types, a join's columns)."""
     value = entry.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise RelqError(f'{key} is a list of names: {key} = ["...", ...]')
+        raise RelqError(f'{key} is a list of strings: {key} = ["...", ...]')
     return tuple(value)
 
 
-def _joins(entries: list[dict[str, object]]) -> tuple[Join, ...]:
+def _joins(entries: list[dict[str, object]], root: Path) -> tuple[Join, ...]:
     """A catalogue entry's [[queue.join]] tables: table = "...", columns = [...], channel = true."""
     def well_formed(e: object) -> bool:
         return (isinstance(e, dict) and isinstance(e.get("table"), str)
@@ -231,7 +239,11 @@ def _joins(entries: list[dict[str, object]]) -> tuple[Join, ...]:
 
     if not isinstance(entries, list) or not all(map(well_formed, entries)):
         raise RelqError('each [[queue.join]] has table = "...", columns = ["...", ...], maybe channel = true')
-    return tuple(Join(e["table"], _names(e, "columns"), e.get("channel", False)) for e in entries)
+    joins = []
+    for e in entries:
+        columns = tuple(parse_column(c) for c in _names(e, "columns"))
+        joins.append(Join(e["table"], _resolve(columns, root, f"join {e['table']}"), e.get("channel", False)))
+    return tuple(joins)
 
 
 def _subtypes(entries: list[dict[str, object]], root: Path) -> tuple[Subtype, ...]:
@@ -250,24 +262,29 @@ def _subtypes(entries: list[dict[str, object]], root: Path) -> tuple[Subtype, ..
 def resolve(subtypes: tuple[Subtype, ...], root: Path) -> tuple[Subtype, ...]:
     """``subtypes`` with each column's built-in type: an alias type's from its file in
     ``root``'s database/types (a RelqError when there is none)."""
-    if not subtypes:  # every queue of the catalogue is loaded: most have none
-        return subtypes
-    aliases = {m.group(1).casefold(): m.group(2).rstrip(";")
-               for f in (root / "database/types").glob("*.sql")
-               for m in [_ALIAS_FROM.search(f.read_text(encoding="utf-8"))] if m}
+    return tuple(replace(s, columns=_resolve(s.columns, root, f"subtype {s.type}")) for s in subtypes)
+
+
+def _resolve(columns: tuple[Column, ...], root: Path, where: str) -> tuple[Column, ...]:
+    """``columns`` with their built-in types (``where`` names them in an error)."""
     resolved = []
-    for subtype in subtypes:
-        columns = []
-        for column in subtype.columns:
-            base = column.type
-            if base.lower().startswith("dbo."):
-                base = aliases.get(base[4:].casefold(), "")
-                if not base:
-                    raise RelqError(f"subtype {subtype.type}: column {column.name}'s type {column.type} "
-                                    f"is not an alias type of database/types")
-            columns.append(replace(column, base=base))
-        resolved.append(replace(subtype, columns=tuple(columns)))
+    aliases = _aliases(root) if any(c.type.lower().startswith("dbo.") for c in columns) else {}
+    for column in columns:
+        base = column.type
+        if base.lower().startswith("dbo."):
+            base = aliases.get(base[4:].strip("[]").casefold(), "")
+            if not base:
+                raise RelqError(f"{where}: column {column.name}'s type {column.type} "
+                                f"is not an alias type of database/types")
+        resolved.append(replace(column, base=base))
     return tuple(resolved)
+
+
+def _aliases(root: Path) -> dict[str, str]:
+    """The alias types of ``root``'s database/types: name (case-folded) -> built-in type."""
+    return {m.group(1).strip("[]").casefold(): m.group(2).rstrip(";")
+            for f in (root / "database/types").glob("*.sql")
+            for m in [_ALIAS_FROM.search(f.read_text(encoding="utf-8"))] if m}
 
 
 def _check_unique(queues: list[Queue], where: str) -> None:
@@ -332,7 +349,13 @@ def _join_problems(queue: Queue) -> list[str]:
         if not join.columns:
             problems.append(f"{where}: lists no column")
         channel = join.table.removeprefix(f"{queue.name}_")
-        for column in join.columns + ((f"{channel}Response", f"{channel}Error") if join.channel else ()):
+        for column in join.columns:
+            if column.null or not _SQL_TYPE.fullmatch(column.type) or _out_of_range(column.type):
+                problems.append(f"{where}: column {column.name}'s type {column.type!r} is not one the "
+                                f"templates take (dbo.<alias type>, NVARCHAR(n), INT, ...; no NULL: "
+                                f"the archive's are)")
+        names = [c.name for c in join.columns]
+        for column in names + ([f"{channel}Response", f"{channel}Error"] if join.channel else []):
             if not _COLUMN_NAME.fullmatch(column) or column.upper() in _reserved():
                 problems.append(f"{where}: column {column!r} is PascalCase, 1 to 30 letters and digits, "
                                 f"not a reserved word")
