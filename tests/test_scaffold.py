@@ -21,8 +21,8 @@ RENDERS = renders(QUEUES)
 
 
 def test_every_group_has_templates() -> None:
-    assert len(templates("every_queue")) >= 27
-    assert len(templates("job_queues")) >= 12
+    assert len(templates("every_queue")) >= 30
+    assert len(templates("job_queues")) >= 9
     assert len(templates("all_queues")) >= 2
 
 
@@ -243,7 +243,7 @@ def test_every_queue_has_the_lifecycle_defaults(scaffolded: tuple[Path, list[str
 def test_writing_the_templates_repairs_a_copy_that_drifted(tmp_path: Path) -> None:
     root = _project(tmp_path)
     sync = next(q for q in QUEUES if q.name == "SyncQueue")
-    path, text = queue_renders(sync)[0]
+    path, text = next((p, t) for p, t in queue_renders(sync) if "BEGIN" in t)
     (root / path).write_text(text.replace("BEGIN", "BEGIN -- drifted", 1))
     assert write(root) == [path]
     assert (root / path).read_text() == text
@@ -294,6 +294,9 @@ SMS_COLUMNS = 'columns = ["PhoneNumber dbo.PhoneNumber"]'
     ('"PreferredLanguage dbo.[Name]"]\nchannel = true', '"PreferredLanguage dbo.[Name]"]\nchannel = "yes"',
      "maybe channel = true"),
     ('types = ["ResetPassword"]', 'types = "ResetPassword"', "types is a list of strings"),
+    ('noun = "SMS"', 'noun = "S.M.S."', "a channel's noun is 1 to 20 letters, spaces and hyphens"),
+    ('noun = "SMS"', "noun = 3", r"maybe channel = true and noun"),
+    (RP_COLUMNS, RP_COLUMNS + '\nnoun = "reset"', "join Notification_ResetPassword: a channel's noun"),
 ])
 def test_a_catalogue_entry_of_the_wrong_shape_is_refused(tmp_path: Path, old: str, new: str,
                                                           problem: str) -> None:
@@ -311,13 +314,28 @@ def test_the_custom_queue_fakes_the_tables_its_view_joins() -> None:
     view = (REPO / "database/views/dbo.Worker_Notification_V.sql").read_text()
     tables = [join.table for join in notification.joins]
     assert set(re.findall(r"(?:FROM|JOIN) dbo\.(\w+) AS", view)) == {"Notification", *tables}
-    classes = [path for path, _ in queue_renders(notification) if path.startswith("tests_tsqlt/")]
+    # (not dbo.Notification_IsType_fn's: it calls the function alone, which reads dbo.Notification)
+    classes = [path for path, _ in queue_renders(notification)
+               if path.startswith("tests_tsqlt/") and "_IsType_fn" not in path]
     assert len(classes) >= 9
     for path in classes:
         text = (REPO / path).read_text()
         if "FakeTable @TableName = N'dbo.Notification'" in text:
             for table in tables:
                 assert f"FakeTable @TableName = N'dbo.{table}'" in text, (path, table)
+
+
+def test_a_queue_with_a_subtype_table_gets_the_function_its_check_calls() -> None:
+    """A custom queue's join named <Queue>_<Type> is that type's subtype table, written by
+    hand with a CHECK through dbo.<Queue>_IsType_fn: the templates make the function."""
+    notification = next(q for q in QUEUES if q.name == "Notification")
+    assert notification.typed_tables == [{"type": "ResetPassword", "table": "Notification_ResetPassword"}]
+    assert "database/functions/dbo.Notification_IsType_fn.sql" in dict(queue_renders(notification))
+    table = (REPO / "database/tables/dbo.Notification_ResetPassword.sql").read_text()
+    assert "dbo.Notification_IsType_fn(EnqueuedAt, 'ResetPassword')" in table
+    sync = next(q for q in QUEUES if q.name == "SyncQueue")  # no subtypes: no function
+    assert sync.typed_tables == []
+    assert not [path for path, _ in queue_renders(sync) if "IsType_fn" in path]
 
 
 def test_the_columns_a_custom_queue_joins_are_in_its_tables_and_archive() -> None:

@@ -5,14 +5,14 @@ EXEC tSQLt.NewTestClass 'Notification_IsType_fnTests';
 GO
 -- tSQLt runs the procedures whose names start with "test ": the spaces are required.
 -- The fake has no foreign key to dbo.NotificationType, so any type will do.
-CREATE PROCEDURE Notification_IsType_fnTests.ArrangeNotifications
+CREATE PROCEDURE Notification_IsType_fnTests.ArrangeItems
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification';
     INSERT INTO dbo.Notification (EnqueuedAt, [Type])
     VALUES
     ('2024-01-01T00:00:00', 'ResetPassword'),
-    ('2024-01-02T00:00:00', 'Welcome');
+    ('2024-01-02T00:00:00', 'SomeOtherType');
 END;
 GO
 CREATE PROCEDURE Notification_IsType_fnTests.[test Notification_IsType_fn returns 1 when key and type match]
@@ -20,7 +20,7 @@ AS
 BEGIN
     DECLARE @EnqueuedAt DATETIME2(7) = '2024-01-01T00:00:00';
     DECLARE @Actual BIT;
-    EXEC Notification_IsType_fnTests.ArrangeNotifications;
+    EXEC Notification_IsType_fnTests.ArrangeItems;
 
     SET @Actual = dbo.Notification_IsType_fn(@EnqueuedAt, 'ResetPassword');
 
@@ -32,7 +32,7 @@ AS
 BEGIN
     DECLARE @EnqueuedAt DATETIME2(7) = '2024-01-02T00:00:00';
     DECLARE @Actual BIT;
-    EXEC Notification_IsType_fnTests.ArrangeNotifications;
+    EXEC Notification_IsType_fnTests.ArrangeItems;
 
     SET @Actual = dbo.Notification_IsType_fn(@EnqueuedAt, 'ResetPassword');
 
@@ -44,7 +44,7 @@ AS
 BEGIN
     DECLARE @EnqueuedAt DATETIME2(7) = '2024-01-03T00:00:00';
     DECLARE @Actual BIT;
-    EXEC Notification_IsType_fnTests.ArrangeNotifications;
+    EXEC Notification_IsType_fnTests.ArrangeItems;
 
     SET @Actual = dbo.Notification_IsType_fn(@EnqueuedAt, 'ResetPassword');
 

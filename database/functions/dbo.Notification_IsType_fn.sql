@@ -1,10 +1,10 @@
 SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
-/* dbo.Notification_IsType_fn: is the notification with this key of this type? The
-   CHECK of each exclusive subtype table asks it.
-   @EnqueuedAt: the notification's key.
-   @Type: the type its subtype table stands for. */
+/* dbo.Notification_IsType_fn: is the notification with this key of this type? The CHECK
+   of each subtype table of dbo.Notification asks it.
+   @EnqueuedAt: the item's key.
+   @Type: the job type its subtype table stands for. */
 CREATE OR ALTER FUNCTION dbo.Notification_IsType_fn(@EnqueuedAt dbo.[_Timestamp], @Type dbo.[_Type])
 RETURNS BIT
 AS

@@ -2,23 +2,25 @@
 database/queues.toml; their objects are rendered from the Jinja templates under
 relq/scaffold/templates, in four groups:
 
-- every_queue/: what every relational queue has alike: claim (Next_), report
-  (Modify_), Extend_, the item controls, Move_, the batch report, purge, the worker
-  view, the attempt history, the grants, and their tSQLt classes;
+- every_queue/: what every relational queue has alike: the base table, its job
+  types and their data, the attempt history, the archive, the outcome list type,
+  claim (Next_), report (Modify_), Extend_, the item controls, Move_, the batch
+  report, purge, the worker view, the grants, and their tSQLt classes;
 - job_queues/: the rest of a queue of the job shape (SyncQueue's: typed jobs on an
-  entity with a JSON payload): tables, list types, job types, enqueue, drain and
-  their tSQLt classes;
+  entity with a JSON payload): the item list type, the types' procedures, enqueue,
+  drain and their tSQLt classes;
 - subtypes/: a job queue's exclusive subtypes, when its catalogue entry asks for
   them: per subtype a table of the type's own columns (dbo.<Queue>_<Type>) and its
-  tSQLt class, and once per queue dbo.<Queue>_IsType_fn, which their CHECKs call.
-  A subtype's columns also reach the list type, Add_, the worker view, the archive
-  and the purge through the job_queues/ templates;
+  tSQLt class; and, for any queue with such a table, dbo.<Queue>_IsType_fn, which
+  their CHECKs call. A subtype's columns also reach the list type, Add_, the worker
+  view, the archive and the purge;
 - all_queues/: objects over every queue at once (the health views).
 
 A queue of the custom shape (Notification: the seeds' queue, a subtype and delivery
-channels) gets every_queue/ only: its tables, list types and enqueue are written by
-hand, and its catalogue entry names the tables its worker view joins ([[queue.join]]),
-with the columns the view, the archive copy and a channel's report (Modify_) use.
+channels) gets every_queue/ and dbo.<Queue>_IsType_fn: its subtype and channel
+tables, list types and enqueue are the domain's, written by hand, and its catalogue
+entry names the tables its worker view joins ([[queue.join]]), with the columns the
+view, the archive copy and a channel's report (Modify_) use.
 The queues' files must be exactly what the templates make (tests/test_scaffold.py
 compares them), so a change to a templated object is made in its template and
 rendered for every queue (`invoke render-queues`); `invoke new-queue` adds a queue
@@ -47,7 +49,7 @@ NAME = "QUEUE"  # stands for the queue's name in a template's file name
 SUBTYPE = "SUBTYPE"  # and for a subtype's job type in a subtypes/ template's
 SHAPES = ("job", "custom")
 GROUPS = {"every_queue": SHAPES, "job_queues": ("job",)}
-SUBTYPES = "subtypes"  # rendered for a job queue with subtypes
+SUBTYPES = "subtypes"  # a job queue's subtypes; the function their CHECKs call, for any typed table
 ONCE = "all_queues"
 # The job types the Add_ tSQLt classes enqueue (they fake dbo.<Queue>Type), so that
 # none of them has a subtype whose columns the tests would have to fill.
@@ -64,6 +66,7 @@ _TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,49}")  # dbo.[_Type] is VARCHAR
 _PREFIX = re.compile(r"[a-z][a-z0-9]*")
 _ALIAS = re.compile(r"[a-z]")
 _WORDS = re.compile(r"[a-z][a-z -]{0,19}")  # short enough to keep the comments' lines in the style
+_CHANNEL_NOUN = re.compile(r"[A-Za-z][A-Za-z -]{0,19}")  # "e-mail", "SMS"
 _LITERAL_ALIAS = re.compile(r"\bAS ([a-z])\b")  # a template's own one-letter aliases
 _COLUMN_NAME = re.compile(r"[A-Z][A-Za-z0-9]{0,29}")
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
@@ -147,6 +150,7 @@ class Join:
     table: str
     columns: tuple[Column, ...]  # their types are the hand-written table's (the archive has them)
     channel: bool = False
+    noun: str = ""  # what the comments call a channel ("e-mail"; default: its name)
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,13 @@ class Queue:
     # templated tSQLt classes fake them with the queue; the purge deletes their rows first.
     joins: tuple[Join, ...] = ()
 
+    @property
+    def typed_tables(self) -> list[dict[str, str]]:
+        """The job types that have an exclusive subtype table: {"type", "table"}."""
+        joins = {j.table for j in self.joins if not j.channel}
+        return [{"type": t, "table": f"{self.name}_{t}"} for t in self.types
+                if t in {s.type for s in self.subtypes} or f"{self.name}_{t}" in joins]
+
     def variables(self) -> dict[str, object]:
         subtypes = [{"type": s.type, "table": f"{self.name}_{s.type}", "alias": f"s{n}",
                      "columns": [dict(vars(c), sample=c.sample) for c in s.columns]}
@@ -177,6 +188,7 @@ class Queue:
             alias, channel = f"s{n}", join.table.removeprefix(f"{self.name}_") if join.channel else None
             result = [(f"{alias}.{c}", f"{channel}{c}") for c in ("Response", "Error")] if channel else []
             joined.append({"table": join.table, "alias": alias, "channel": channel,
+                           "noun": join.noun or channel,
                            "columns": [(f"{alias}.{c.name}", c.name) for c in join.columns] + result})
         # The columns the archive keeps of them, with their types: a subtype's, a join's,
         # and a channel's result (dbo.WebResponse, as Modify_'s parameters).
@@ -193,6 +205,9 @@ class Queue:
                 "archived_columns": [str(c) for c in archived],
                 "joined_columns": [name for j in joined for _, name in j["columns"]],
                 "channels": [j for j in joined if j["channel"]],
+                # the job types with a table of their own (dbo.<Queue>_<Type>, whose CHECK asks
+                # dbo.<Queue>_IsType_fn): a job queue's subtypes, a custom queue's joins so named
+                "typed_tables": self.typed_tables,
                 # every subtype's columns, in catalogue order, with the subtype they belong to
                 "subtype_columns": [dict(c, subtype=s) for s in subtypes for c in s["columns"]]}
 
@@ -235,14 +250,16 @@ def _joins(entries: list[dict[str, object]], root: Path) -> tuple[Join, ...]:
     """A catalogue entry's [[queue.join]] tables: table = "...", columns = [...], channel = true."""
     def well_formed(e: object) -> bool:
         return (isinstance(e, dict) and isinstance(e.get("table"), str)
-                and isinstance(e.get("channel", False), bool))
+                and isinstance(e.get("channel", False), bool) and isinstance(e.get("noun", ""), str))
 
     if not isinstance(entries, list) or not all(map(well_formed, entries)):
-        raise RelqError('each [[queue.join]] has table = "...", columns = ["...", ...], maybe channel = true')
+        raise RelqError('each [[queue.join]] has table = "...", columns = ["...", ...], maybe channel = true '
+                        'and noun = "..."')
     joins = []
     for e in entries:
         columns = tuple(parse_column(c) for c in _names(e, "columns"))
-        joins.append(Join(e["table"], _resolve(columns, root, f"join {e['table']}"), e.get("channel", False)))
+        joins.append(Join(e["table"], _resolve(columns, root, f"join {e['table']}"), e.get("channel", False),
+                          e.get("noun", "")))
     return tuple(joins)
 
 
@@ -348,6 +365,9 @@ def _join_problems(queue: Queue) -> list[str]:
             problems.append(f"{where}: a channel's table is {queue.name}_<Channel>, the channel PascalCase")
         if not join.columns:
             problems.append(f"{where}: lists no column")
+        if join.noun and not (join.channel and _CHANNEL_NOUN.fullmatch(join.noun)):
+            problems.append(f"{where}: a channel's noun is 1 to 20 letters, spaces and hyphens "
+                            f"(what the comments call it: \"e-mail\"), not {join.noun!r}")
         channel = join.table.removeprefix(f"{queue.name}_")
         for column in join.columns:
             if column.null or not _SQL_TYPE.fullmatch(column.type) or _out_of_range(column.type):
@@ -425,7 +445,7 @@ def _reserved() -> frozenset[str]:
 def _taken_aliases(shape: str) -> frozenset[str]:
     """The one-letter aliases the templates a queue of ``shape`` gets use for other tables
     (a job queue's own alias, q, is written literally in its templates)."""
-    groups = [g for g, shapes in GROUPS.items() if shape in shapes] + [ONCE] + [SUBTYPES] * (shape == "job")
+    groups = [g for g, shapes in GROUPS.items() if shape in shapes] + [ONCE, SUBTYPES]
     found = {a for g in groups for t in templates(g) for a in _LITERAL_ALIAS.findall(t.read_text())}
     return frozenset(found - {"q"} if shape == "job" else found)
 
@@ -474,10 +494,10 @@ def queue_renders(queue: Queue) -> list[tuple[str, str]]:
     """One queue's own files: (path, text)."""
     own = [render(t, queue) for group, shapes in GROUPS.items() if queue.shape in shapes
            for t in templates(group)]
-    for template in templates(SUBTYPES) if queue.subtypes else []:
-        if SUBTYPE in template.name:
+    for template in templates(SUBTYPES):
+        if SUBTYPE in template.name:  # a subtype's table and tests: a job queue's, from the catalogue
             own += [render(template, queue, n) for n in range(len(queue.subtypes))]
-        else:
+        elif queue.typed_tables:  # dbo.<Queue>_IsType_fn and its tests, which their CHECKs call
             own.append(render(template, queue))
     return own
 
