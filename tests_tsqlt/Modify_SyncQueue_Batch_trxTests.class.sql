@@ -319,6 +319,77 @@ BEGIN
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Outcomes%', @Actual = @ErrorMessage;
 END;
 GO
+-- Which locks the batch holds when it reports each item: the spy that stands for
+-- dbo.Modify_SyncQueue_utx records, at each call, whether the batch's transaction
+-- holds the enqueue lock (APPLOCK_MODE: Exclusive or NoLock).
+CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.SpyLocks
+AS
+BEGIN
+    EXEC tSQLt.SpyProcedure
+        @ProcedureName = N'dbo.Modify_SyncQueue_utx',
+        @CommandToExecute = N'INSERT INTO #Locks (EnqueuedAt, Mode)
+            VALUES (@EnqueuedAt, APPLOCK_MODE(''public'', N''dbo.SyncQueue'', ''Transaction''));';
+END;
+GO
+-- A Pending outcome takes the enqueue lock, as Add_ does, before the item's row:
+-- taken at the Pending item alone, it would come after the rows of the items
+-- before it, and an enqueue holding it and reading their DedupKey would deadlock.
+--[@tSQLt:NoTransaction]('Modify_SyncQueue_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx holds the enqueue lock from the first item when an outcome is Pending]
+AS
+BEGIN
+    DECLARE @Outcomes dbo.SyncQueueOutcomeList;
+    DECLARE @RetCode INT;
+    DECLARE @Calls INT;
+    DECLARE @Held INT;
+    CREATE TABLE #Locks (EnqueuedAt DATETIME2(7) NOT NULL, Mode NVARCHAR(32) NOT NULL);
+    EXEC Modify_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Modify_SyncQueue_Batch_trxTests.SpyLocks;
+    INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
+    VALUES
+    ('2024-01-01T00:00:02', '2024-01-01T00:00:06', 'Pending'),
+    ('2024-01-01T00:00:01', '2024-01-01T00:00:05', 'Completed');
+
+    EXEC @RetCode = dbo.Modify_SyncQueue_Batch_trx @Outcomes = @Outcomes;
+
+    SELECT
+        @Calls = COUNT(*),
+        @Held = SUM(CASE WHEN l.Mode = N'Exclusive' THEN 1 ELSE 0 END)
+    FROM #Locks AS l;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Calls, @Message = N'reports';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Held, @Message = N'reports made holding the enqueue lock';
+END;
+GO
+--[@tSQLt:NoTransaction]('Modify_SyncQueue_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx leaves enqueues free when no outcome is Pending]
+AS
+BEGIN
+    DECLARE @Outcomes dbo.SyncQueueOutcomeList;
+    DECLARE @RetCode INT;
+    DECLARE @Calls INT;
+    DECLARE @Held INT;
+    CREATE TABLE #Locks (EnqueuedAt DATETIME2(7) NOT NULL, Mode NVARCHAR(32) NOT NULL);
+    EXEC Modify_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Modify_SyncQueue_Batch_trxTests.SpyLocks;
+    INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
+    VALUES
+    ('2024-01-01T00:00:01', '2024-01-01T00:00:05', 'Completed'),
+    ('2024-01-01T00:00:02', '2024-01-01T00:00:06', 'Failed');
+
+    EXEC @RetCode = dbo.Modify_SyncQueue_Batch_trx @Outcomes = @Outcomes;
+
+    SELECT
+        @Calls = COUNT(*),
+        @Held = SUM(CASE WHEN l.Mode = N'Exclusive' THEN 1 ELSE 0 END)
+    FROM #Locks AS l;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Calls, @Message = N'reports';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Held, @Message = N'reports made holding the enqueue lock';
+END;
+GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Modify_SyncQueue_Batch_trxTests.RollbackLeftOpen')

@@ -4,6 +4,10 @@ GO
 /* dbo.Modify_Notification_Batch_trx: reports many Notification outcomes in one call
    and one transaction, each by the rules of dbo.Modify_Notification_utx, in key
    order (so two batch reporters lock rows in the same order and cannot deadlock).
+   A batch with a Pending outcome takes the enqueue lock first, before any row, as
+   Add_ and the Retry_ control do (dbo.Modify_Notification_utx takes it for that
+   outcome, which would be after the rows of the outcomes before it): it then keeps
+   enqueues of dbo.Notification waiting until it commits.
    All or nothing: the first refused outcome (an item taken over, a stale token,
    an illegal move) rolls the whole batch back and raises that outcome's error
    (which names the item, but for a bad parameter, 50007); the caller may then
@@ -11,7 +15,8 @@ GO
    @Outcomes: the reports, 1 to 1000 rows (dbo.NotificationOutcomeList).
    Returns 0 with one row per item (EnqueuedAt, UpdatedAt, Status, ScheduledFor)
    from dbo.Worker_Notification_V, in key order; 1 on error: 50001 inside a
-   transaction, 50007 an empty or too big batch, and the errors of
+   transaction, 50007 an empty or too big batch, 50009 the enqueue lock not
+   granted within 10 s, and the errors of
    dbo.Modify_Notification_utx. */
 CREATE OR ALTER PROCEDURE dbo.Modify_Notification_Batch_trx
     @Outcomes dbo.NotificationOutcomeList READONLY
@@ -31,6 +36,7 @@ BEGIN
     DECLARE @Error dbo.WebResponse;
     DECLARE @ScheduledFor dbo.[_Timestamp];
     DECLARE @RetCode INT;
+    DECLARE @LockResult INT;
     DECLARE @ErrNo INT;
 
     -- IMPLICIT_TRANSACTIONS ON (JDBC's setAutoCommit(false), ODBC's manual commit) would nest
@@ -48,6 +54,23 @@ BEGIN
         END;
 
     BEGIN TRANSACTION Modify_Notification_Batch;
+    IF
+        EXISTS (
+            SELECT 1 FROM @Outcomes AS o
+            WHERE o.[Status] = 'Pending'
+        )
+        BEGIN
+            EXEC @LockResult = sys.sp_getapplock
+                @Resource = N'dbo.Notification',
+                @LockMode = 'Exclusive',
+                @LockOwner = 'Transaction',
+                @LockTimeout = 10000;
+            IF (@LockResult < 0)
+                BEGIN
+                    RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+                    GOTO EXIT_TRANSACTION;
+                END;
+        END;
     SELECT @EnqueuedAt = MIN(o.EnqueuedAt) FROM @Outcomes AS o;
     WHILE (@EnqueuedAt IS NOT NULL)
         BEGIN

@@ -23,7 +23,9 @@ GO
    the caller's level: SQL Server refuses READPAST under SERIALIZABLE, and a
    SNAPSHOT read could pick a taken row.
    @LockedBy: the worker slot claiming (dbo.WorkerName). A slot claims only with
-     nothing in hand: its own items in Processing count as abandoned. NULL (the
+     nothing in hand: its own items in Processing count as abandoned (with @Type,
+     those of that type only: a slot that claims one type at a time keeps its
+     items of the others until their leases run out). NULL (the
      default, for callers from before leases): the claim is recorded as held by
      HOST_NAME()/@@SPID and nothing is handed back after a restart.
    @BatchSize: how many items at most, 1 to 1000 (default 1).
@@ -68,7 +70,9 @@ BEGIN
         AbandonedBy NVARCHAR(128) NULL
     );
     -- A row can be read twice (both reads, or one while the row moves in its index):
-    -- the key keeps the first; ordered by ClaimOrder, the claim stops at its batch.
+    -- the key keeps the first; ordered by ClaimOrder, the claim stops at its batch. The
+    -- row dropped raises 3604 "Duplicate key was ignored." (severity 10, not an error),
+    -- which the two inserts below do not count as their failure.
     DECLARE @Candidates TABLE (
         EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY NONCLUSTERED WITH (IGNORE_DUP_KEY = ON),
         UpdatedAt DATETIME2(7) NOT NULL,
@@ -135,7 +139,7 @@ BEGIN
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
-    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    IF (@ErrNo NOT IN (0, 3604)) GOTO EXIT_ERROR;
 
     INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder)
     SELECT TOP (@Want)
@@ -164,7 +168,7 @@ BEGIN
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
-    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    IF (@ErrNo NOT IN (0, 3604)) GOTO EXIT_ERROR;
 
     -- 2. The claim, in one statement: the first @BatchSize candidates nobody took
     -- meanwhile. READPAST skips those another claim is taking, an unchanged token

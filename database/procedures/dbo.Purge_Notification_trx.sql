@@ -6,8 +6,10 @@ GO
    dbo.QueueIsFinished_fn = 1) that have not changed for @OlderThanMinutes, those
    that finished first first, in short transactions of at most @BatchSize items, so that a purge
    never holds many locks or makes a worker wait for long. Each transaction picks
-   its items with UPDLOCK, ROWLOCK, READPAST (an item another session holds is
-   left for the next run), copies them into dbo.NotificationArchive when asked,
+   its items with UPDLOCK, ROWLOCK, READPAST, on their own rows (PK_Notification): an
+   item another session holds (an operator's Retry_, another purge of either mode)
+   is left for the next run, so that a purge and such a session never wait for
+   each other in a cycle. It copies them into dbo.NotificationArchive when asked,
    deletes them with their attempt history (first, in chunks) and their rows in
    dbo.Notification_ResetPassword, dbo.Notification_Email, dbo.Notification_Sms
    (next), which are all that refers to an item, and commits. The purge stops after
@@ -16,10 +18,9 @@ GO
    index IX_Notification_Finished (UpdatedAt of the finished items), which the pick
    reads in order and stops at its batch. Keep the list in step with
    dbo.QueueIsFinished_fn.
-   Meant for a SQL Server Agent job step. In a deadlock the purge gives way
-   (DEADLOCK_PRIORITY LOW; only an operator's Retry_ of an old failed item can
-   meet it): its current batch is rolled back with error 1205, the batches
-   before it stay committed, and the next run goes on.
+   Meant for a SQL Server Agent job step. Should a deadlock still pick it, the
+   purge gives way (DEADLOCK_PRIORITY LOW): its current batch is rolled back with
+   error 1205, the batches before it stay committed, and the next run goes on.
    The exact mode (@Keys instead of @OlderThanMinutes) removes only the items a
    caller listed, such as those relq.pipeline has just copied into a Parquet
    archive: each one only if it is still finished and its UpdatedAt is still the
@@ -70,6 +71,15 @@ BEGIN
     SET DEADLOCK_PRIORITY LOW;
     DECLARE @Proc NVARCHAR(128) = N'dbo.Purge_Notification_trx';
     DECLARE @FinishedBefore dbo.[_Timestamp];
+    -- The age mode's candidates of a batch, and where the next batch's pick goes on from (the
+    -- last candidate, in the order they finished): so a run passes over the items it skipped
+    -- and never picks them again, however long another session holds them.
+    DECLARE @Candidates TABLE (
+        EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY,
+        UpdatedAt DATETIME2(7) NOT NULL
+    );
+    DECLARE @FromUpdatedAt DATETIME2(7) = '0001-01-01';
+    DECLARE @FromEnqueuedAt DATETIME2(7) = '0001-01-01';
     DECLARE @Batch TABLE (EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY);
     -- The exact mode's items, as listed in @Keys, once checked. Keyed on EnqueuedAt: the pick
     -- reads them in that order from where the batch before it stopped (@ListedFrom).
@@ -81,6 +91,7 @@ BEGIN
     DECLARE @Problem NVARCHAR(200);
     DECLARE @Batches INT = 0;
     DECLARE @Picked INT;
+    DECLARE @Locked INT;
     DECLARE @BatchArchived INT;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
@@ -194,19 +205,54 @@ BEGIN
                 @RowCnt = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+            DELETE FROM @Candidates;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
 
             -- The locks keep each picked item as it is (finished, same UpdatedAt) until the commit.
             IF (@Keys IS NULL)
                 BEGIN
-                    INSERT INTO @Batch (EnqueuedAt)
-                    SELECT TOP (@BatchSize) n.EnqueuedAt
+                    -- The candidates, in the order they finished, from IX_Notification_Finished (whose
+                    -- rows this locks: a second age purge passes over them).
+                    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt)
+                    SELECT TOP (@BatchSize)
+                        n.EnqueuedAt,
+                        n.UpdatedAt
                     FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST)
                     WHERE
                         n.[Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted')
                         AND n.UpdatedAt < @FinishedBefore
+                        AND n.UpdatedAt >= @FromUpdatedAt
+                        AND (n.UpdatedAt > @FromUpdatedAt OR n.EnqueuedAt > @FromEnqueuedAt)
                     ORDER BY n.UpdatedAt ASC, n.EnqueuedAt ASC;
                     SELECT
                         @Picked = @@ROWCOUNT,
+                        @ErrNo = @@ERROR;
+                    IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+                    SELECT TOP (1)
+                        @FromUpdatedAt = c.UpdatedAt,
+                        @FromEnqueuedAt = c.EnqueuedAt
+                    FROM @Candidates AS c
+                    ORDER BY c.UpdatedAt DESC, c.EnqueuedAt DESC;
+                    -- Then their own rows, which the exact mode and Retry_ lock first: one held
+                    -- by another session is passed over, never waited for. Waiting would close a
+                    -- cycle (that session's delete or update of the item waits for the index row
+                    -- locked above) that only a deadlock would break.
+                    INSERT INTO @Batch (EnqueuedAt)
+                    SELECT n.EnqueuedAt
+                    FROM @Candidates AS c
+                    INNER JOIN
+                        dbo.Notification AS n WITH (
+                            UPDLOCK, ROWLOCK, READPAST, FORCESEEK (PK_Notification (EnqueuedAt))
+                        )
+                        ON c.EnqueuedAt = n.EnqueuedAt
+                    WHERE
+                        n.[Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted')
+                        AND n.UpdatedAt < @FinishedBefore;
+                    SELECT
+                        @Locked = @@ROWCOUNT,
                         @ErrNo = @@ERROR;
                     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
                 END;
@@ -237,6 +283,7 @@ BEGIN
                         @Picked = @@ROWCOUNT,
                         @ErrNo = @@ERROR;
                     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+                    SET @Locked = @Picked;
                     SET @ListedFrom = (SELECT MAX(b.EnqueuedAt) FROM @Batch AS b);
                 END;
 
@@ -305,9 +352,9 @@ BEGIN
                         @RowCnt = @@ROWCOUNT,
                         @ErrNo = @@ERROR;
                     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
-                    IF (@RowCnt <> @Picked)
+                    IF (@RowCnt <> @Locked)
                         BEGIN
-                            RAISERROR (50003, 16, 1, @Proc, @Picked, @RowCnt);
+                            RAISERROR (50003, 16, 1, @Proc, @Locked, @RowCnt);
                             GOTO EXIT_TRANSACTION;
                         END;
                     SET @BatchArchived = @RowCnt;
@@ -354,9 +401,9 @@ BEGIN
                 @RowCnt = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
-            IF (@RowCnt <> @Picked)
+            IF (@RowCnt <> @Locked)
                 BEGIN
-                    RAISERROR (50003, 16, 1, @Proc, @Picked, @RowCnt);
+                    RAISERROR (50003, 16, 1, @Proc, @Locked, @RowCnt);
                     GOTO EXIT_TRANSACTION;
                 END;
             COMMIT TRANSACTION Purge_Notification;

@@ -221,13 +221,19 @@ def load(root: Path) -> list[Queue]:
         raise RelqError(f"{CATALOGUE}: {exc}") from None
     queues = []
     for n, entry in enumerate(entries, 1):
+        required = ("name", "prefix", "alias")
+        missing = [k for k in required if k not in entry] if isinstance(entry, dict) else ["a table"]
+        if missing:
+            raise RelqError(f"{CATALOGUE}: queue {n} lacks {', '.join(missing)}")
+        words = [entry[k] for k in required] + [entry.get("shape", "job"), entry.get("noun", "job")]
+        verb = entry.get("verb", ["process", "processed"])
+        if not all(isinstance(w, str) for w in words) or not (
+                isinstance(verb, list) and len(verb) == 2 and all(isinstance(v, str) for v in verb)):
+            raise RelqError(f"{CATALOGUE}: queue {n}: name, prefix, alias, shape and noun are strings, "
+                            f'verb = ["process", "processed"]')
         try:
-            queue = Queue(entry["name"], entry["prefix"], entry["alias"], entry.get("shape", "job"),
-                          entry.get("noun", "job"), tuple(entry.get("verb", ("process", "processed"))),
-                          _names(entry, "types"), _subtypes(entry.get("subtype", []), root),
-                          _joins(entry.get("join", []), root))
-        except (KeyError, TypeError) as exc:
-            raise RelqError(f"{CATALOGUE}: queue {n} lacks {exc}") from None
+            queue = Queue(*words, tuple(verb), _names(entry, "types"),
+                          _subtypes(entry.get("subtype", []), root), _joins(entry.get("join", []), root))
         except RelqError as exc:
             raise RelqError(f"{CATALOGUE}: queue {n}: {exc}") from None
         _check(queue, f"{CATALOGUE}: queue {n} ({queue.name})")
@@ -283,23 +289,27 @@ def resolve(subtypes: tuple[Subtype, ...], root: Path) -> tuple[Subtype, ...]:
 
 
 def _resolve(columns: tuple[Column, ...], root: Path, where: str) -> tuple[Column, ...]:
-    """``columns`` with their built-in types (``where`` names them in an error)."""
+    """``columns`` with their built-in types (``where`` names them in an error), an alias
+    type spelt as its file creates it (dbo.email -> dbo.Email: the lint wants one spelling)."""
     resolved = []
     aliases = _aliases(root) if any(c.type.lower().startswith("dbo.") for c in columns) else {}
     for column in columns:
-        base = column.type
-        if base.lower().startswith("dbo."):
-            base = aliases.get(base[4:].strip("[]").casefold(), "")
+        sql_type, base = column.type, column.type
+        if sql_type.lower().startswith("dbo."):
+            name = sql_type[4:].strip("[]")
+            spelt, base = aliases.get(name.casefold(), (name, ""))
             if not base:
                 raise RelqError(f"{where}: column {column.name}'s type {column.type} "
                                 f"is not an alias type of database/types")
-        resolved.append(replace(column, base=base))
+            sql_type = f"dbo.[{spelt}]" if sql_type[4:].startswith("[") else f"dbo.{spelt}"
+        resolved.append(replace(column, type=sql_type, base=base))
     return tuple(resolved)
 
 
-def _aliases(root: Path) -> dict[str, str]:
-    """The alias types of ``root``'s database/types: name (case-folded) -> built-in type."""
-    return {m.group(1).strip("[]").casefold(): m.group(2).rstrip(";")
+def _aliases(root: Path) -> dict[str, tuple[str, str]]:
+    """The alias types of ``root``'s database/types: name (case-folded) -> (name as its
+    file spells it, built-in type)."""
+    return {m.group(1).strip("[]").casefold(): (m.group(1).strip("[]"), m.group(2).rstrip(";"))
             for f in (root / "database/types").glob("*.sql")
             for m in [_ALIAS_FROM.search(f.read_text(encoding="utf-8"))] if m}
 
