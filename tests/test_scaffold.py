@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from relq import scaffold
 from relq.build import build
 from relq.errors import RelqError
 from relq.scaffold import CATALOGUE, load, new_queue, parse_subtype, queue_renders, renders, templates, write
@@ -361,3 +362,20 @@ def test_a_subtype_column_is_required_unless_declared_null() -> None:
     subtype = parse_subtype("InvoicePdf: Template NVARCHAR(100) NOT NULL, Copies int null, Pages INT")
     assert [(c.name, c.type, c.null) for c in subtype.columns] == [
         ("Template", "NVARCHAR(100)", False), ("Copies", "INT", True), ("Pages", "INT", False)]
+
+
+def test_the_tsqlt_classes_fill_each_joined_column_with_a_value_of_its_type_and_its_own() -> None:
+    """The worker view's and the purge's classes insert them and compare them: a value the
+    column's type refuses fails the class, and two alike hide a column mapped to another."""
+    variables = next(q for q in QUEUES if q.name == "Notification").variables()
+    values = variables["joined_values"]
+    assert list(values) == variables["joined_columns"]
+    assert len(set(values.values())) == len(values)
+    assert [values[c] for c in ("UserID", "Username", "OTP", "SmsError")] == ["1", "N'2'", "'3'", "N'10'"]
+    for base, n, literal in [("DATE", 2, "'2024-01-03'"), ("DATETIME2(7)", 1, "'2024-01-02T00:00:00'"),
+                             ("UNIQUEIDENTIFIER", 12, "'00000000-0000-0000-0000-000000000012'"),
+                             ("CHAR(1)", 9, "'9'"), ("CHAR(1)", 10, "'A'"), ("NVARCHAR(MAX)", 10, "N'10'"),
+                             ("DECIMAL(3, 3)", 2, "0.002"), ("BINARY(2)", 1, "0x0001"),
+                             ("VARBINARY(MAX)", 1, "0x01"),
+                             ("TIME(0)", 3, "'08:03:00'"), ("BIT", 3, "1"), ("TINYINT", 7, "7")]:
+        assert scaffold.Column("C", base, base=base).value(n) == literal, (base, n)

@@ -30,8 +30,8 @@ GO
 -- Item @Item (1 to 59), keyed 2024-03-01T08:00:<@Item>, due then, in @Status since
 -- @UpdatedAt, claimed once by host-a/1: a ResetPassword notification. With @WithDetails = 1
 -- it also has a row in each table the worker view joins (dbo.Notification_ResetPassword,
--- dbo.Notification_Email, dbo.Notification_Sms), each column a text of its own: N'1', N'2'
--- and so on.
+-- dbo.Notification_Email, dbo.Notification_Sms), each column a value of its type that
+-- differs from column to column.
 CREATE PROCEDURE Purge_Notification_trxTests.AddItem
     @Item INT,
     @Status VARCHAR(20),
@@ -87,9 +87,9 @@ BEGIN
             )
             VALUES (
                 @EnqueuedAt,
-                N'1',
+                1,
                 N'2',
-                N'3'
+                '3'
             );
             INSERT INTO dbo.Notification_Email (
                 EnqueuedAt,
@@ -113,7 +113,7 @@ BEGIN
             )
             VALUES (
                 @EnqueuedAt,
-                N'8',
+                '8',
                 N'9',
                 N'10'
             );
@@ -352,14 +352,14 @@ BEGIN
             AND a.DedupKey = N'dedup-1'
             AND a.Response = N'notified'
             AND a.Error = N''
-            AND a.UserID = N'1'
+            AND a.UserID = 1
             AND a.Username = N'2'
-            AND a.OTP = N'3'
+            AND a.OTP = '3'
             AND a.EmailTo = N'4'
             AND a.PreferredLanguage = N'5'
             AND a.EmailResponse = N'6'
             AND a.EmailError = N'7'
-            AND a.PhoneNumber = N'8'
+            AND a.PhoneNumber = '8'
             AND a.SmsResponse = N'9'
             AND a.SmsError = N'10'
             AND a.ArchivedAt BETWEEN @Before AND @After
