@@ -1667,7 +1667,8 @@ BEGIN
 END;
 GO
 -- The Email channel's own delivery result: the item has a row in every channel, and
--- another item has one in Email too; only this item's Email row takes the report.
+-- another item has one in Email too; only this item's Email row takes the report,
+-- not the item's own Response and Error nor its attempt's.
 CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the response of the Email channel and keeps its error when the report gives one]
 AS
 BEGIN
@@ -1701,6 +1702,27 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ExpectedOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
 
     EXEC @RetCode = dbo.Modify_Notification_utx
         @EnqueuedAt = @Key,
@@ -1733,7 +1755,32 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'the channels'' rows';
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ActualOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedOwn',
+        @Actual = N'#ActualOwn',
+        @Message = N'the item''s and its attempt''s own Response and Error';
 END;
 GO
 CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the error of the Email channel and keeps its response when the report gives one]
@@ -1769,6 +1816,27 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ExpectedOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
 
     EXEC @RetCode = dbo.Modify_Notification_utx
         @EnqueuedAt = @Key,
@@ -1801,7 +1869,32 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'the channels'' rows';
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ActualOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedOwn',
+        @Actual = N'#ActualOwn',
+        @Message = N'the item''s and its attempt''s own Response and Error';
 END;
 GO
 -- A notification need not use every channel: a report on one it has no row in is refused,
@@ -2122,7 +2215,8 @@ BEGIN
 END;
 GO
 -- The Sms channel's own delivery result: the item has a row in every channel, and
--- another item has one in Sms too; only this item's Sms row takes the report.
+-- another item has one in Sms too; only this item's Sms row takes the report,
+-- not the item's own Response and Error nor its attempt's.
 CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the response of the Sms channel and keeps its error when the report gives one]
 AS
 BEGIN
@@ -2156,6 +2250,27 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ExpectedOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
 
     EXEC @RetCode = dbo.Modify_Notification_utx
         @EnqueuedAt = @Key,
@@ -2188,7 +2303,32 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'the channels'' rows';
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ActualOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedOwn',
+        @Actual = N'#ActualOwn',
+        @Message = N'the item''s and its attempt''s own Response and Error';
 END;
 GO
 CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the error of the Sms channel and keeps its response when the report gives one]
@@ -2224,6 +2364,27 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ExpectedOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
 
     EXEC @RetCode = dbo.Modify_Notification_utx
         @EnqueuedAt = @Key,
@@ -2256,7 +2417,32 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'the channels'' rows';
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ActualOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedOwn',
+        @Actual = N'#ActualOwn',
+        @Message = N'the item''s and its attempt''s own Response and Error';
 END;
 GO
 -- A notification need not use every channel: a report on one it has no row in is refused,
