@@ -13,6 +13,7 @@ import pytest
 
 from relq import scaffold
 from relq.build import build
+from relq.build.conventions import MAX_IDENTIFIER
 from relq.errors import RelqError
 from relq.scaffold import CATALOGUE, load, new_queue, parse_subtype, queue_renders, renders, templates, write
 from tests.conftest import REPO
@@ -133,6 +134,30 @@ def test_a_new_queue_of_the_longest_name_keeps_within_the_line_lengths(
         limit = 200 if path.startswith("tests_tsqlt/") else 120  # .sqlfluff and tests_tsqlt/.sqlfluff
         long = [n for n, line in enumerate((root / path).read_text().splitlines(), 1) if len(line) > limit]
         assert not long, f"{path}: lines {long} are longer than {limit}"
+
+
+def test_a_custom_queue_of_the_longest_names_keeps_its_tsqlt_names_within_sql_servers_limit(
+        tmp_path: Path) -> None:
+    """A tSQLt test is a procedure, and SQL Server takes at most 128 characters in its name
+    (the build's name-length check). The names that grow with the queue's and a channel's:
+    Notification again, named with 14 characters, and its e-mail channel with 22 (the longest
+    a channel may have: its <Channel>Response column has at most 30)."""
+    name, channel = "NotifyCustomer", "RegisteredLetterByPost"
+    assert (len(name), len(channel)) == (14, 22)
+    root = tmp_path / "project"
+    shutil.copytree(REPO / "database/types", root / "database/types")
+    text = (REPO / CATALOGUE).read_text()
+    assert text.count('table = "Notification_Email"\n') == 1
+    text = text.replace('table = "Notification_Email"\n', f'table = "Notification_{channel}"\n')
+    (root / CATALOGUE).write_text(text.replace('"Notification', f'"{name}'))
+    queue = next(q for q in load(root) if q.name == name)
+    assert [j.table for j in queue.joins if j.channel] == [f"{name}_{channel}", f"{name}_Sms"]
+    classes = [text for path, text in queue_renders(queue) if path.startswith("tests_tsqlt/")]
+    names = [procedure.strip("[]") for text in classes
+             for procedure in re.findall(r"^CREATE PROCEDURE \w+\.(\[[^\]]+\]|\w+)", text, re.MULTILINE)]
+    assert len([n for n in names if channel in n]) >= 5
+    long = [(len(n), n) for n in names if len(n) > MAX_IDENTIFIER]
+    assert not long, f"longer than SQL Server's {MAX_IDENTIFIER} characters: {long}"
 
 
 def test_a_new_queue_is_in_the_catalogue_and_renders_again_unchanged(

@@ -1669,7 +1669,7 @@ GO
 -- The Email channel's own delivery result: the item has a row in every channel, and
 -- another item has one in Email too; only this item's Email row takes the report,
 -- not the item's own Response and Error nor its attempt's.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the response of the Email channel and keeps its error when the report gives one]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the Email response and keeps its error when the report gives one]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -1783,7 +1783,7 @@ BEGIN
         @Message = N'the item''s and its attempt''s own Response and Error';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the error of the Email channel and keeps its response when the report gives one]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the Email error and keeps its response when the report gives one]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -1899,7 +1899,7 @@ END;
 GO
 -- A notification need not use every channel: a report on one it has no row in is refused,
 -- with its response or its error, before anything is written.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when the item has no Email channel to report on]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when the item has no Email channel]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2057,7 +2057,7 @@ END;
 GO
 -- A retry by hand (Failed -> Pending) of an item that has its Email row: the refusal
 -- is the retry's rule, not a missing channel.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings a result of the Email channel]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings a Email result]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2217,7 +2217,7 @@ GO
 -- The Sms channel's own delivery result: the item has a row in every channel, and
 -- another item has one in Sms too; only this item's Sms row takes the report,
 -- not the item's own Response and Error nor its attempt's.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the response of the Sms channel and keeps its error when the report gives one]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the Sms response and keeps its error when the report gives one]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2331,7 +2331,7 @@ BEGIN
         @Message = N'the item''s and its attempt''s own Response and Error';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the error of the Sms channel and keeps its response when the report gives one]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the Sms error and keeps its response when the report gives one]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2447,7 +2447,7 @@ END;
 GO
 -- A notification need not use every channel: a report on one it has no row in is refused,
 -- with its response or its error, before anything is written.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when the item has no Sms channel to report on]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when the item has no Sms channel]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2605,7 +2605,7 @@ END;
 GO
 -- A retry by hand (Failed -> Pending) of an item that has its Sms row: the refusal
 -- is the retry's rule, not a missing channel.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings a result of the Sms channel]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings a Sms result]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
