@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from relq import scaffold
 from relq.build import build
+from relq.build.conventions import MAX_IDENTIFIER
 from relq.errors import RelqError
 from relq.scaffold import (
     CATALOGUE,
@@ -142,6 +144,30 @@ def test_a_new_queue_of_the_longest_name_keeps_within_the_line_lengths(
         limit = 200 if path.startswith("tests_tsqlt/") else 120  # .sqlfluff and tests_tsqlt/.sqlfluff
         long = [n for n, line in enumerate((root / path).read_text().splitlines(), 1) if len(line) > limit]
         assert not long, f"{path}: lines {long} are longer than {limit}"
+
+
+def test_a_custom_queue_of_the_longest_names_keeps_its_tsqlt_names_within_sql_servers_limit(
+        tmp_path: Path) -> None:
+    """A tSQLt test is a procedure, and SQL Server takes at most 128 characters in its name
+    (the build's name-length check). The names that grow with the queue's and a channel's:
+    Notification again, named with 14 characters, and its e-mail channel with 22 (the longest
+    a channel may have: its <Channel>Response column has at most 30)."""
+    name, channel = "NotifyCustomer", "RegisteredLetterByPost"
+    assert (len(name), len(channel)) == (14, 22)
+    root = tmp_path / "project"
+    shutil.copytree(REPO / "database/types", root / "database/types")
+    text = (REPO / CATALOGUE).read_text()
+    assert text.count('table = "Notification_Email"\n') == 1
+    text = text.replace('table = "Notification_Email"\n', f'table = "Notification_{channel}"\n')
+    (root / CATALOGUE).write_text(text.replace('"Notification', f'"{name}'))
+    queue = next(q for q in load(root) if q.name == name)
+    assert [j.table for j in queue.joins if j.channel] == [f"{name}_{channel}", f"{name}_Sms"]
+    classes = [text for path, text in queue_renders(queue) if path.startswith("tests_tsqlt/")]
+    names = [procedure.strip("[]") for text in classes
+             for procedure in re.findall(r"^CREATE PROCEDURE \w+\.(\[[^\]]+\]|\w+)", text, re.MULTILINE)]
+    assert len([n for n in names if channel in n]) >= 5
+    long = [(len(n), n) for n in names if len(n) > MAX_IDENTIFIER]
+    assert not long, f"longer than SQL Server's {MAX_IDENTIFIER} characters: {long}"
 
 
 def test_a_new_queue_is_in_the_catalogue_and_renders_again_unchanged(
@@ -379,3 +405,20 @@ def test_a_subtype_column_is_required_unless_declared_null() -> None:
     subtype = parse_subtype("InvoicePdf: Template NVARCHAR(100) NOT NULL, Copies int null, Pages INT")
     assert [(c.name, c.type, c.null) for c in subtype.columns] == [
         ("Template", "NVARCHAR(100)", False), ("Copies", "INT", True), ("Pages", "INT", False)]
+
+
+def test_the_tsqlt_classes_fill_each_joined_column_with_a_value_of_its_type_and_its_own() -> None:
+    """The worker view's and the purge's classes insert them and compare them: a value the
+    column's type refuses fails the class, and two alike hide a column mapped to another."""
+    variables = next(q for q in QUEUES if q.name == "Notification").variables()
+    values = variables["joined_values"]
+    assert list(values) == variables["joined_columns"]
+    assert len(set(values.values())) == len(values)
+    assert [values[c] for c in ("UserID", "Username", "OTP", "SmsError")] == ["1", "N'2'", "'3'", "N'10'"]
+    for base, n, literal in [("DATE", 2, "'2024-01-03'"), ("DATETIME2(7)", 1, "'2024-01-02T00:00:00'"),
+                             ("UNIQUEIDENTIFIER", 12, "'00000000-0000-0000-0000-000000000012'"),
+                             ("CHAR(1)", 9, "'9'"), ("CHAR(1)", 10, "'A'"), ("NVARCHAR(MAX)", 10, "N'10'"),
+                             ("DECIMAL(3, 3)", 2, "0.002"), ("BINARY(2)", 1, "0x0001"),
+                             ("VARBINARY(MAX)", 1, "0x01"),
+                             ("TIME(0)", 3, "'08:03:00'"), ("BIT", 3, "1"), ("TINYINT", 7, "7")]:
+        assert scaffold.Column("C", base, base=base).value(n) == literal, (base, n)

@@ -228,7 +228,8 @@ END;
 GO
 -- Modify_ hands the Email channel's result on to dbo.Modify_Notification_utx, which writes it
 -- on the item's row in dbo.Notification_Email. Every channel has a row there, its result
--- still empty: only the reported one may change.
+-- still empty: only the reported one may change; the item's own Response and Error and
+-- those of the attempt the report ends stay as they were (empty).
 --[@tSQLt:NoTransaction]('Modify_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx records the result of the Email channel when a worker reports it]
 AS
@@ -238,8 +239,24 @@ BEGIN
     DECLARE @RetCode INT;
     DECLARE @Response NVARCHAR(MAX);
     DECLARE @Error NVARCHAR(MAX);
+    DECLARE @Outcome VARCHAR(20);
     EXEC Modify_Notification_trxTests.FakeQueue;
     EXEC Modify_Notification_trxTests.AddClaimedItem;
+    -- the attempt the claim opened
+    INSERT INTO dbo.NotificationAttempt (
+        EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
+    )
+    SELECT
+        n.EnqueuedAt,
+        n.StartedAt,
+        n.AttemptNum,
+        n.[Step],
+        n.LockedBy,
+        NULL AS Outcome,
+        NULL AS Duration,
+        N'' AS Response,
+        N'' AS Error
+    FROM dbo.Notification AS n;
     INSERT INTO dbo.Notification_Email (EnqueuedAt, Response, Error) VALUES (@Key, N'', N'');
     INSERT INTO dbo.Notification_Sms (EnqueuedAt, Response, Error) VALUES (@Key, N'', N'');
 
@@ -269,11 +286,30 @@ BEGIN
         @Expected = N'', @Actual = @Response, @Message = N'SmsResponse is kept';
     EXEC tSQLt.AssertEqualsString
         @Expected = N'', @Actual = @Error, @Message = N'SmsError is kept';
+    SELECT
+        @Response = n.Response,
+        @Error = n.Error
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = N'', @Actual = @Response, @Message = N'the item''s Response is kept';
+    EXEC tSQLt.AssertEqualsString @Expected = N'', @Actual = @Error, @Message = N'the item''s Error is kept';
+    SELECT
+        @Outcome = t.Outcome,
+        @Response = t.Response,
+        @Error = t.Error
+    FROM dbo.NotificationAttempt AS t
+    WHERE t.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = 'Completed', @Actual = @Outcome, @Message = N'the report ends the attempt';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'', @Actual = @Response, @Message = N'the attempt''s Response is kept';
+    EXEC tSQLt.AssertEqualsString @Expected = N'', @Actual = @Error, @Message = N'the attempt''s Error is kept';
 END;
 GO
 -- Modify_ hands the Sms channel's result on to dbo.Modify_Notification_utx, which writes it
 -- on the item's row in dbo.Notification_Sms. Every channel has a row there, its result
--- still empty: only the reported one may change.
+-- still empty: only the reported one may change; the item's own Response and Error and
+-- those of the attempt the report ends stay as they were (empty).
 --[@tSQLt:NoTransaction]('Modify_Notification_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx records the result of the Sms channel when a worker reports it]
 AS
@@ -283,8 +319,24 @@ BEGIN
     DECLARE @RetCode INT;
     DECLARE @Response NVARCHAR(MAX);
     DECLARE @Error NVARCHAR(MAX);
+    DECLARE @Outcome VARCHAR(20);
     EXEC Modify_Notification_trxTests.FakeQueue;
     EXEC Modify_Notification_trxTests.AddClaimedItem;
+    -- the attempt the claim opened
+    INSERT INTO dbo.NotificationAttempt (
+        EnqueuedAt, StartedAt, AttemptNum, [Step], LockedBy, Outcome, Duration, Response, Error
+    )
+    SELECT
+        n.EnqueuedAt,
+        n.StartedAt,
+        n.AttemptNum,
+        n.[Step],
+        n.LockedBy,
+        NULL AS Outcome,
+        NULL AS Duration,
+        N'' AS Response,
+        N'' AS Error
+    FROM dbo.Notification AS n;
     INSERT INTO dbo.Notification_Email (EnqueuedAt, Response, Error) VALUES (@Key, N'', N'');
     INSERT INTO dbo.Notification_Sms (EnqueuedAt, Response, Error) VALUES (@Key, N'', N'');
 
@@ -314,5 +366,23 @@ BEGIN
         @Expected = N'Sms delivered', @Actual = @Response, @Message = N'SmsResponse';
     EXEC tSQLt.AssertEqualsString
         @Expected = N'Sms refused once', @Actual = @Error, @Message = N'SmsError';
+    SELECT
+        @Response = n.Response,
+        @Error = n.Error
+    FROM dbo.Notification AS n
+    WHERE n.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString @Expected = N'', @Actual = @Response, @Message = N'the item''s Response is kept';
+    EXEC tSQLt.AssertEqualsString @Expected = N'', @Actual = @Error, @Message = N'the item''s Error is kept';
+    SELECT
+        @Outcome = t.Outcome,
+        @Response = t.Response,
+        @Error = t.Error
+    FROM dbo.NotificationAttempt AS t
+    WHERE t.EnqueuedAt = @Key;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = 'Completed', @Actual = @Outcome, @Message = N'the report ends the attempt';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'', @Actual = @Response, @Message = N'the attempt''s Response is kept';
+    EXEC tSQLt.AssertEqualsString @Expected = N'', @Actual = @Error, @Message = N'the attempt''s Error is kept';
 END;
 GO

@@ -1667,8 +1667,9 @@ BEGIN
 END;
 GO
 -- The Email channel's own delivery result: the item has a row in every channel, and
--- another item has one in Email too; only this item's Email row takes the report.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the response of the Email channel and keeps its error when the report gives one]
+-- another item has one in Email too; only this item's Email row takes the report,
+-- not the item's own Response and Error nor its attempt's.
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the Email response and keeps its error when the report gives one]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -1700,6 +1701,27 @@ BEGIN
             c.Response,
             c.Error
         FROM dbo.Notification_Sms AS c
+    ) AS r;
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ExpectedOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
     ) AS r;
 
     EXEC @RetCode = dbo.Modify_Notification_utx
@@ -1733,10 +1755,35 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'the channels'' rows';
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ActualOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedOwn',
+        @Actual = N'#ActualOwn',
+        @Message = N'the item''s and its attempt''s own Response and Error';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the error of the Email channel and keeps its response when the report gives one]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the Email error and keeps its response when the report gives one]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -1768,6 +1815,27 @@ BEGIN
             c.Response,
             c.Error
         FROM dbo.Notification_Sms AS c
+    ) AS r;
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ExpectedOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
     ) AS r;
 
     EXEC @RetCode = dbo.Modify_Notification_utx
@@ -1801,12 +1869,37 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'the channels'' rows';
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ActualOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedOwn',
+        @Actual = N'#ActualOwn',
+        @Message = N'the item''s and its attempt''s own Response and Error';
 END;
 GO
 -- A notification need not use every channel: a report on one it has no row in is refused,
 -- with its response or its error, before anything is written.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when the item has no Email channel to report on]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when the item has no Email channel]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -1964,7 +2057,7 @@ END;
 GO
 -- A retry by hand (Failed -> Pending) of an item that has its Email row: the refusal
 -- is the retry's rule, not a missing channel.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings a result of the Email channel]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings a Email result]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2122,8 +2215,9 @@ BEGIN
 END;
 GO
 -- The Sms channel's own delivery result: the item has a row in every channel, and
--- another item has one in Sms too; only this item's Sms row takes the report.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the response of the Sms channel and keeps its error when the report gives one]
+-- another item has one in Sms too; only this item's Sms row takes the report,
+-- not the item's own Response and Error nor its attempt's.
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the Sms response and keeps its error when the report gives one]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2155,6 +2249,27 @@ BEGIN
             c.Response,
             c.Error
         FROM dbo.Notification_Sms AS c
+    ) AS r;
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ExpectedOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
     ) AS r;
 
     EXEC @RetCode = dbo.Modify_Notification_utx
@@ -2188,10 +2303,35 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'the channels'' rows';
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ActualOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedOwn',
+        @Actual = N'#ActualOwn',
+        @Message = N'the item''s and its attempt''s own Response and Error';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the error of the Sms channel and keeps its response when the report gives one]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx records the Sms error and keeps its response when the report gives one]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2223,6 +2363,27 @@ BEGIN
             c.Response,
             c.Error
         FROM dbo.Notification_Sms AS c
+    ) AS r;
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ExpectedOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
     ) AS r;
 
     EXEC @RetCode = dbo.Modify_Notification_utx
@@ -2256,12 +2417,37 @@ BEGIN
             c.Error
         FROM dbo.Notification_Sms AS c
     ) AS r;
-    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = N'the channels'' rows';
+    SELECT
+        r.Source,
+        r.EnqueuedAt,
+        r.Response,
+        r.Error
+    INTO #ActualOwn
+    FROM (
+        SELECT
+            'item' AS Source,
+            q.EnqueuedAt,
+            q.Response,
+            q.Error
+        FROM dbo.Notification AS q
+        UNION ALL
+        SELECT
+            'attempt' AS Source,
+            a.EnqueuedAt,
+            a.Response,
+            a.Error
+        FROM dbo.NotificationAttempt AS a
+    ) AS r;
+    EXEC tSQLt.AssertEqualsTable
+        @Expected = N'#ExpectedOwn',
+        @Actual = N'#ActualOwn',
+        @Message = N'the item''s and its attempt''s own Response and Error';
 END;
 GO
 -- A notification need not use every channel: a report on one it has no row in is refused,
 -- with its response or its error, before anything is written.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when the item has no Sms channel to report on]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when the item has no Sms channel]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2419,7 +2605,7 @@ END;
 GO
 -- A retry by hand (Failed -> Pending) of an item that has its Sms row: the refusal
 -- is the retry's rule, not a missing channel.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings a result of the Sms channel]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings a Sms result]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';

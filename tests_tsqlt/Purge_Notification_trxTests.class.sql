@@ -30,8 +30,8 @@ GO
 -- Item @Item (1 to 59), keyed 2024-03-01T08:00:<@Item>, due then, in @Status since
 -- @UpdatedAt, claimed once by host-a/1: a ResetPassword notification. With @WithDetails = 1
 -- it also has a row in each table the worker view joins (dbo.Notification_ResetPassword,
--- dbo.Notification_Email, dbo.Notification_Sms), each column a text of its own: N'1', N'2'
--- and so on.
+-- dbo.Notification_Email, dbo.Notification_Sms), each column a value of its type that
+-- differs from column to column.
 CREATE PROCEDURE Purge_Notification_trxTests.AddItem
     @Item INT,
     @Status VARCHAR(20),
@@ -87,9 +87,9 @@ BEGIN
             )
             VALUES (
                 @EnqueuedAt,
-                N'1',
+                1,
                 N'2',
-                N'3'
+                '3'
             );
             INSERT INTO dbo.Notification_Email (
                 EnqueuedAt,
@@ -113,7 +113,7 @@ BEGIN
             )
             VALUES (
                 @EnqueuedAt,
-                N'8',
+                '8',
                 N'9',
                 N'10'
             );
@@ -352,14 +352,14 @@ BEGIN
             AND a.DedupKey = N'dedup-1'
             AND a.Response = N'notified'
             AND a.Error = N''
-            AND a.UserID = N'1'
+            AND a.UserID = 1
             AND a.Username = N'2'
-            AND a.OTP = N'3'
+            AND a.OTP = '3'
             AND a.EmailTo = N'4'
             AND a.PreferredLanguage = N'5'
             AND a.EmailResponse = N'6'
             AND a.EmailError = N'7'
-            AND a.PhoneNumber = N'8'
+            AND a.PhoneNumber = '8'
             AND a.SmsResponse = N'9'
             AND a.SmsError = N'10'
             AND a.ArchivedAt BETWEEN @Before AND @After
@@ -474,6 +474,32 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC Purge_Notification_trxTests.AssertRemaining @Expected = '5', @Message = N'the oldest keys go first';
     EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Removed, @Message = N'@Removed';
+END;
+GO
+-- The age mode takes the items that finished first first (ORDER BY UpdatedAt, then the key):
+-- 1 was enqueued first but finished last, 2 finished an hour before it; both are old enough.
+--[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_Notification_trxTests.[test Purge_Notification_trx removes first the item that finished first when its key is the later one]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @Older DATETIME2(7) = DATEADD(HOUR, -3, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @Removed INT;
+    EXEC Purge_Notification_trxTests.FakeQueue;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_Notification_trxTests.AddItem @Item = 2, @Status = 'Completed', @UpdatedAt = @Older;
+
+    EXEC @RetCode = dbo.Purge_Notification_trx
+        @OlderThanMinutes = 60,
+        @BatchSize = 1,
+        @MaxBatches = 1,
+        @Removed = @Removed OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Purge_Notification_trxTests.AssertRemaining
+        @Expected = '1', @Message = N'the item that finished first goes first, whatever its key';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Removed, @Message = N'@Removed';
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_Notification_trxTests.RollbackLeftOpen')

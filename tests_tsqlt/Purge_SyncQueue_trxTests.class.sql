@@ -392,6 +392,32 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Removed, @Message = N'@Removed';
 END;
 GO
+-- The age mode takes the items that finished first first (ORDER BY UpdatedAt, then the key):
+-- 1 was enqueued first but finished last, 2 finished an hour before it; both are old enough.
+--[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx removes first the item that finished first when its key is the later one]
+AS
+BEGIN
+    DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
+    DECLARE @Older DATETIME2(7) = DATEADD(HOUR, -3, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @Removed INT;
+    EXEC Purge_SyncQueue_trxTests.FakeQueue;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 1, @Status = 'Completed', @UpdatedAt = @Old;
+    EXEC Purge_SyncQueue_trxTests.AddItem @Item = 2, @Status = 'Completed', @UpdatedAt = @Older;
+
+    EXEC @RetCode = dbo.Purge_SyncQueue_trx
+        @OlderThanMinutes = 60,
+        @BatchSize = 1,
+        @MaxBatches = 1,
+        @Removed = @Removed OUTPUT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Purge_SyncQueue_trxTests.AssertRemaining
+        @Expected = '1', @Message = N'the item that finished first goes first, whatever its key';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Removed, @Message = N'@Removed';
+END;
+GO
 --[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50007 and removes nothing when the age is missing or out of range]
 AS

@@ -57,9 +57,8 @@ BEGIN
     );
 END;
 GO
--- The item's row in each table the view joins but @Without. The catalogue names the columns,
--- not their types: each gets a number of its own, which SQL Server converts to the column's
--- type (a number or a string, as every joined column of the queue's is).
+-- The item's row in each table the view joins but @Without, each column a value of its type
+-- that differs from column to column.
 CREATE PROCEDURE Worker_Notification_VTests.AddJoinedRows
     @Without SYSNAME = NULL
 AS
@@ -75,8 +74,8 @@ BEGIN
             VALUES (
                 '2024-01-01T00:00:00',
                 1,
-                2,
-                3
+                N'2',
+                '3'
             );
         END;
     IF (@Without IS NULL OR @Without <> N'Notification_Email')
@@ -90,10 +89,10 @@ BEGIN
             )
             VALUES (
                 '2024-01-01T00:00:00',
-                4,
-                5,
-                6,
-                7
+                N'4',
+                N'5',
+                N'6',
+                N'7'
             );
         END;
     IF (@Without IS NULL OR @Without <> N'Notification_Sms')
@@ -106,9 +105,9 @@ BEGIN
             )
             VALUES (
                 '2024-01-01T00:00:00',
-                8,
-                9,
-                10
+                '8',
+                N'9',
+                N'10'
             );
         END;
 END;
@@ -226,15 +225,15 @@ BEGIN
         N'502 Bad Gateway',
         N'upstream unavailable',
         1,
-        2,
-        3,
-        4,
-        5,
-        6,
-        7,
-        8,
-        9,
-        10
+        N'2',
+        '3',
+        N'4',
+        N'5',
+        N'6',
+        N'7',
+        '8',
+        N'9',
+        N'10'
     );
 
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
@@ -296,13 +295,13 @@ BEGIN
         NULL,
         NULL,
         NULL,
-        4,
-        5,
-        6,
-        7,
-        8,
-        9,
-        10
+        N'4',
+        N'5',
+        N'6',
+        N'7',
+        '8',
+        N'9',
+        N'10'
     );
 
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
@@ -362,15 +361,15 @@ BEGIN
     VALUES (
         '2024-01-01T00:00:00',
         1,
-        2,
-        3,
+        N'2',
+        '3',
         NULL,
         NULL,
         NULL,
         NULL,
-        8,
-        9,
-        10
+        '8',
+        N'9',
+        N'10'
     );
 
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
@@ -430,12 +429,12 @@ BEGIN
     VALUES (
         '2024-01-01T00:00:00',
         1,
-        2,
-        3,
-        4,
-        5,
-        6,
-        7,
+        N'2',
+        '3',
+        N'4',
+        N'5',
+        N'6',
+        N'7',
         NULL,
         NULL,
         NULL

@@ -32,6 +32,8 @@ import functools
 import re
 import sys
 from dataclasses import dataclass, replace
+from datetime import date, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -107,6 +109,41 @@ class Column:
     def sample(self) -> str:
         """A literal of the column's type (unresolved: 0)."""
         return next(literal for pattern, literal in _SAMPLES if pattern.match(self.base.upper() or "INT"))
+
+    def value(self, n: int) -> str:
+        """A literal of the column's type that is the n-th (from 1) of its own: one for each n,
+        as long as the type holds that many (a BIT holds two; a CHAR(1) 9 numbers, then 26
+        letters), so that the tSQLt classes can tell their columns apart. Unresolved: n."""
+        base = self.base.upper() or "INT"
+        size = re.match(r"\w+\s*\(\s*([0-9]+)(?:\s*,\s*([0-9]+))?", base)
+        length = int(size[1]) if size else (1 if re.match(r"N?(?:VAR)?CHAR\b|(?:VAR)?BINARY\b", base) else 0)
+        if re.match(r"N?(?:VAR)?CHAR\b", base):
+            text = str(n)
+            if "(MAX)" not in base and len(text) > length:  # letters next: A to Z, then AA, AB, ...
+                letters, rest = "", n - 9
+                while rest > 0:
+                    rest, digit = divmod(rest - 1, 26)
+                    letters = chr(ord("A") + digit) + letters
+                text = letters[-length:]  # (past them no longer its own, but still a value)
+            return ("N'" if base.startswith("N") else "'") + text + "'"
+        if re.match(r"(?:VAR)?BINARY\b", base):  # a BINARY(n) literal of its full length
+            width = length if base.startswith("BINARY") else max(1, (n.bit_length() + 7) // 8)
+            return f"0x{n % 256 ** width:0{2 * width}X}"
+        if base.startswith("UNIQUEIDENTIFIER"):
+            return f"'00000000-0000-0000-0000-{n:012d}'"
+        day = (date(2024, 1, 1) + timedelta(days=n)).isoformat()
+        if re.match(r"DATE\b", base):
+            return f"'{day}'"
+        if base.startswith(("DATETIME", "SMALLDATETIME")):  # the T form: any language reads it alike
+            return f"'{day}T00:00:00'"
+        if re.match(r"TIME\b", base):
+            return f"'{8 + n // 60:02d}:{n % 60:02d}:00'"
+        if base.startswith("BIT"):
+            return str(n % 2)
+        if base.startswith(("DECIMAL", "NUMERIC")) and size:  # DECIMAL(p, s): n units of its last digit
+            precision, scale = int(size[1]), int(size[2] or 0)
+            return f"{Decimal(n % 10 ** precision).scaleb(-scale):f}"
+        return str(n)
 
 
 @dataclass(frozen=True)
@@ -197,6 +234,13 @@ class Queue:
                 *(Column(c.name, c.type) for c in join.columns),
                 *((Column(f"{join.table.removeprefix(self.name + '_')}{r}", "dbo.WebResponse")
                    for r in ("Response", "Error")) if join.channel else ()))]
+        # The same columns by their name in the view, with their types (a channel's result is a
+        # dbo.WebResponse, an NVARCHAR(MAX): database/types), in the view's order.
+        shown = [c for s in self.subtypes for c in s.columns]
+        for join in self.joins:
+            channel = join.table.removeprefix(f"{self.name}_")
+            shown += [*join.columns, *(Column(f"{channel}{r}", "dbo.WebResponse", base="NVARCHAR(MAX)")
+                                       for r in ("Response", "Error") if join.channel)]
         return {"Queue": self.name, "prefix": self.prefix, "a": self.alias, "noun": self.noun,
                 "nouns": self.noun + "s", "verb": self.verb[0], "verbed": self.verb[1],
                 "types": list(self.types), "subtypes": subtypes, "test_types": list(TEST_TYPES),
@@ -204,6 +248,10 @@ class Queue:
                 "joined": joined, "view_tables": [j["table"] for j in joined],
                 "archived_columns": [str(c) for c in archived],
                 "joined_columns": [name for j in joined for _, name in j["columns"]],
+                # a value for each of them in the tSQLt classes, by that name: of its type, and
+                # each column's its own (the n-th, in the view's order), so that a column mapped
+                # to another one shows
+                "joined_values": {c.name: c.value(n) for n, c in enumerate(shown, 1)},
                 "channels": [j for j in joined if j["channel"]],
                 # the job types with a table of their own (dbo.<Queue>_<Type>, whose CHECK asks
                 # dbo.<Queue>_IsType_fn): a job queue's subtypes, a custom queue's joins so named
