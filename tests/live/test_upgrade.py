@@ -5,6 +5,7 @@ lost, and a second deploy changes nothing."""
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,17 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.mssql
 
 FIRST_RELEASE = "e27a5f0652a8023b2e0587d27da03ba1f375c92d"  # the queue core, before leases
+# The last release: archives without Duration, Notification's claim index without [Type].
+LAST_RELEASE = "83320c47b8f1f012eae5241dc8f9b1eb4001f92b"
+
+# The last column of each archive: its name, its type and whether it takes NULL.
+ARCHIVES_LAST_COLUMN = """
+SELECT OBJECT_NAME(c.object_id), c.name, TYPE_NAME(c.user_type_id), c.is_nullable
+FROM sys.columns AS c
+WHERE
+    c.object_id IN (OBJECT_ID(N'dbo.SyncQueueArchive'), OBJECT_ID(N'dbo.NotificationArchive'))
+    AND c.column_id = (SELECT MAX(m.column_id) FROM sys.columns AS m WHERE m.object_id = c.object_id);
+"""
 
 
 def checkout(commit: str, into: Path) -> Path:
@@ -28,6 +40,41 @@ def checkout(commit: str, into: Path) -> Path:
                     f"test needs the repository's history (actions/checkout: fetch-depth: 0)")
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     return into
+
+
+def due_index(cursor) -> tuple[list[tuple[str, bool]], set[str], str | None]:
+    """IX_Notification_Due as the server has it: its keys in order (name, descending),
+    its included columns, and its filter."""
+    rows = db.query(cursor, """
+        SELECT c.name, ic.is_included_column, ic.is_descending_key, i.filter_definition
+        FROM sys.indexes AS i
+        INNER JOIN sys.index_columns AS ic ON i.object_id = ic.object_id AND i.index_id = ic.index_id
+        INNER JOIN sys.columns AS c ON ic.object_id = c.object_id AND ic.column_id = c.column_id
+        WHERE i.object_id = OBJECT_ID(N'dbo.Notification') AND i.name = N'IX_Notification_Due'
+        ORDER BY ic.is_included_column, ic.key_ordinal;""")
+    keys = [(name, bool(descending)) for name, included, descending, _ in rows if not included]
+    return keys, {name for name, included, _, _ in rows if included}, rows[0][3] if rows else None
+
+
+def finish_and_age(conn, entity_key: str) -> None:
+    """Enqueue one sync job, claim it, complete it some milliseconds later (so that
+    its Duration is more than 0), and make it two hours old for the purge."""
+    cursor = conn.cursor()
+    db.run_batch(cursor, f"""
+        DECLARE @Items dbo.SyncQueueItemList;
+        INSERT INTO @Items (ItemNo, [Type], EntityKey) VALUES (1, 'CustomerSync', N'{entity_key}');
+        EXEC dbo.Add_SyncQueue_trx @Items = @Items;
+    """)
+    (key, token, _, _), = db.call(conn, "dbo.Next_SyncQueue_trx", LockedBy="upgrade/1").result_sets[0]
+    time.sleep(0.05)
+    db.call(conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token, Status="Completed")
+    db.run_batch(cursor, f"UPDATE dbo.SyncQueue SET UpdatedAt = DATEADD(HOUR, -2, UpdatedAt) "
+                         f"WHERE EntityKey = N'{entity_key}';")
+
+
+def purge_archiving(conn) -> list[tuple]:
+    """The purge as an Agent job runs it, archiving: its (Removed, Archived) row."""
+    return db.call(conn, "dbo.Purge_SyncQueue_trx", OlderThanMinutes=60, Archive=True).result_sets[0]
 
 
 def test_a_database_of_the_first_release_is_upgraded_with_its_work_in_place(
@@ -72,13 +119,54 @@ def test_a_database_of_the_first_release_is_upgraded_with_its_work_in_place(
     indexes = {name for (name,) in db.query(
         cursor, "SELECT name FROM sys.indexes WHERE object_id = OBJECT_ID(N'dbo.SyncQueue');")}
     assert {f"IX_SyncQueue_{p}" for p in ("Due", "Lease", "Group", "DedupKey")} <= indexes
-    included = {name for (name,) in db.query(cursor, """
-        SELECT c.name FROM sys.indexes AS i
-        INNER JOIN sys.index_columns AS ic ON i.object_id = ic.object_id AND i.index_id = ic.index_id
-        INNER JOIN sys.columns AS c ON ic.object_id = c.object_id AND ic.column_id = c.column_id
-        WHERE i.name = N'IX_Notification_Due' AND ic.is_included_column = 1;""")}
-    assert included == {"AttemptNum", "GroupKey", "Type"}
+    assert due_index(cursor)[1] == {"AttemptNum", "GroupKey", "Type"}
     durations = db.query(cursor, "SELECT COL_LENGTH(N'dbo.SyncQueueArchive', N'Duration'), "
                                  "COL_LENGTH(N'dbo.NotificationArchive', N'Duration');")[0]
     assert None not in durations
     conn.close()
+
+
+def test_a_database_of_the_last_release_gets_duration_in_its_archives_and_keeps_what_they_hold(
+    mssql, new_database: str, tmp_path: Path
+) -> None:
+    """The upgrade where V0003 alters the archives (the first release had none) and
+    V0002 rebuilds Notification's claim index."""
+    deploy(checkout(LAST_RELEASE, tmp_path / "release-last"), mssql, create_db=new_database)
+    conn = db.connect(db.with_database(mssql.conn_str, new_database))
+    cursor = conn.cursor()
+    durations = ("SELECT COL_LENGTH(N'dbo.SyncQueueArchive', N'Duration'), "
+                 "COL_LENGTH(N'dbo.NotificationArchive', N'Duration');")
+    assert db.query(cursor, durations) == [(None, None)]  # what V0003 is for
+    assert due_index(cursor)[1] == {"AttemptNum", "GroupKey"}  # and V0002
+    finish_and_age(conn, "before")
+    # That release's purge (the same parameters as now) archives without Duration.
+    assert purge_archiving(conn) == [(1, 1)]
+
+    upgrade = deploy(REPO, mssql, create_db=new_database)
+    applied = [s.path.rsplit("/", 1)[-1] for s in upgrade.plan.steps if s.kind == "migrations" and s.runs]
+    assert applied == ["V0002__notification_due_index_type.sql", "V0003__archive_duration.sql"]
+    assert upgrade.counts["migration"] == 2
+    again = deploy(REPO, mssql, create_db=new_database)
+    assert again.plan.changes == []
+
+    # The row archived before is there as it was, without a Duration; each archive has
+    # the column last, as the table files create it in a new database.
+    assert db.query(cursor, "SELECT EntityKey, [Status], Duration FROM dbo.SyncQueueArchive;") == [
+        ("before", "Completed", None)]
+    assert set(db.query(cursor, ARCHIVES_LAST_COLUMN)) == {
+        ("SyncQueueArchive", "Duration", "Duration", True),
+        ("NotificationArchive", "Duration", "Duration", True),
+    }
+    keys, included, where = due_index(cursor)
+    assert keys == [("Priority", True), ("ScheduledFor", False)]
+    assert included == {"AttemptNum", "GroupKey", "Type"}
+    assert where is not None and "'Pending'" in where and "'Error'" in where
+
+    # The current purge archives an item with the Duration its last attempt took.
+    finish_and_age(conn, "after")
+    ((duration,),) = db.query(cursor, "SELECT Duration FROM dbo.SyncQueue WHERE EntityKey = N'after';")
+    assert duration is not None and duration > 0
+    assert purge_archiving(conn) == [(1, 1)]
+    archived = db.query(cursor, "SELECT EntityKey, Duration FROM dbo.SyncQueueArchive ORDER BY EnqueuedAt;")
+    conn.close()
+    assert archived == [("before", None), ("after", duration)]
