@@ -401,6 +401,16 @@ def test_an_alias_type_is_spelt_as_its_file_creates_it() -> None:
                                                            ("dbo.[Name]", "NVARCHAR(128)")]
 
 
+def test_an_alias_type_of_a_type_with_a_scale_keeps_it(tmp_path: Path) -> None:
+    (tmp_path / "database/types").mkdir(parents=True)
+    (tmp_path / "database/types/dbo.Money.sql").write_text(
+        "IF TYPE_ID(N'dbo.Money') IS NULL\n    BEGIN\n"
+        "        CREATE TYPE dbo.Money FROM DECIMAL(19, 4) NOT NULL;\n    END;\nGO\n")
+    subtype, = resolve((parse_subtype("InvoicePdf: Amount dbo.money"),), tmp_path)
+    column, = subtype.columns
+    assert (column.type, column.base, column.sample) == ("dbo.Money", "DECIMAL(19, 4)", "0.0001")
+
+
 def test_a_subtype_column_is_required_unless_declared_null() -> None:
     subtype = parse_subtype("InvoicePdf: Template NVARCHAR(100) NOT NULL, Copies int null, Pages INT")
     assert [(c.name, c.type, c.null) for c in subtype.columns] == [

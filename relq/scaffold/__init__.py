@@ -82,17 +82,10 @@ _SQL_TYPE = re.compile(
 _COLUMN = re.compile(r"\s*(\S+)\s+(.+?)(\s+(?:NOT\s+)?NULL)?\s*", re.IGNORECASE)
 
 
-# A literal of each built-in type, for the tSQLt classes to fill a subtype's column with.
-# Every number type holds 0 (DECIMAL(3, 3) holds no 1); the tests compare columns with these.
-_SAMPLES = ((re.compile(r"N(?:VAR)?CHAR\b"), "N'x'"), (re.compile(r"(?:VAR)?CHAR\b"), "'x'"),
-            (re.compile(r"(?:VAR)?BINARY\b"), "0x01"),
-            (re.compile(r"UNIQUEIDENTIFIER"), "'00000000-0000-0000-0000-000000000001'"),
-            (re.compile(r"DATETIME2|DATETIMEOFFSET|DATE\b"), "'2024-01-01T00:00:00'"),
-            (re.compile(r"TIME\b"), "'08:00:00'"), (re.compile(r"\w"), "0"))
 # SQL Server's limits on a built-in type's length, precision and scale.
 _LENGTH = re.compile(r"(N?)(VAR)?(?:CHAR|BINARY)\(([0-9]+|MAX)\)", re.IGNORECASE)
 _PRECISION = re.compile(r"(?:DECIMAL|NUMERIC)\(([0-9]+), ?([0-9]+)\)", re.IGNORECASE)
-_ALIAS_FROM = re.compile(r"CREATE TYPE dbo\.(\S+) FROM (\S+)", re.IGNORECASE)
+_ALIAS_FROM = re.compile(r"CREATE TYPE dbo\.(\S+) FROM ([^;]+?)(?:\s+(?:NOT\s+)?NULL)?\s*;", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -107,8 +100,8 @@ class Column:
 
     @property
     def sample(self) -> str:
-        """A literal of the column's type (unresolved: 0)."""
-        return next(literal for pattern, literal in _SAMPLES if pattern.match(self.base.upper() or "INT"))
+        """A literal of the column's type, for the tSQLt classes to fill it with: value(1)."""
+        return self.value(1)
 
     def value(self, n: int) -> str:
         """A literal of the column's type that is the n-th (from 1) of its own: one for each n,
@@ -357,7 +350,7 @@ def _resolve(columns: tuple[Column, ...], root: Path, where: str) -> tuple[Colum
 def _aliases(root: Path) -> dict[str, tuple[str, str]]:
     """The alias types of ``root``'s database/types: name (case-folded) -> (name as its
     file spells it, built-in type)."""
-    return {m.group(1).strip("[]").casefold(): (m.group(1).strip("[]"), m.group(2).rstrip(";"))
+    return {m.group(1).strip("[]").casefold(): (m.group(1).strip("[]"), m.group(2))
             for f in (root / "database/types").glob("*.sql")
             for m in [_ALIAS_FROM.search(f.read_text(encoding="utf-8"))] if m}
 
