@@ -338,6 +338,8 @@ SMS_COLUMNS = 'columns = ["PhoneNumber dbo.PhoneNumber"]'
      "maybe channel = true"),
     ('types = ["ResetPassword"]', 'types = "ResetPassword"', "types is a list of strings"),
     ('noun = "SMS"', 'noun = "S.M.S."', "a channel's noun is 1 to 20 letters, spaces and hyphens"),
+    ('table = "Notification_ResetPassword"', f'table = "Notification_{"R" * 53}"',
+     "at most 52 characters after Notification_, so that the worker view's tSQLt test names"),
     ('noun = "SMS"', "noun = 3", r"maybe channel = true and noun"),
     (RP_COLUMNS, RP_COLUMNS + '\nnoun = "reset"', "join Notification_ResetPassword: a channel's noun"),
 ])

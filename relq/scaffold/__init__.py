@@ -68,6 +68,9 @@ _TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,49}")  # dbo.[_Type] is VARCHAR
 _PREFIX = re.compile(r"[a-z][a-z0-9]*")
 _ALIAS = re.compile(r"[a-z]")
 _WORDS = re.compile(r"[a-z][a-z -]{0,19}")  # short enough to keep the comments' lines in the style
+# "test Worker_<Queue>_V shows NULL <table without Queue_> columns when an item has no row
+# there" is 64 characters and the two names: the longest tSQLt name a join's name makes.
+_JOIN_NAME_ROOM = 128 - 64
 _CHANNEL_NOUN = re.compile(r"[A-Za-z][A-Za-z -]{0,19}")  # "e-mail", "SMS"
 _LITERAL_ALIAS = re.compile(r"\bAS ([a-z])\b")  # a template's own one-letter aliases
 _COLUMN_NAME = re.compile(r"[A-Z][A-Za-z0-9]{0,29}")
@@ -416,6 +419,10 @@ def _join_problems(queue: Queue) -> list[str]:
             problems.append(f"{where}: a channel's table is {queue.name}_<Channel>, the channel PascalCase")
         if not join.columns:
             problems.append(f"{where}: lists no column")
+        own_name = join.table.removeprefix(f"{queue.name}_")
+        if len(queue.name) + len(own_name) > _JOIN_NAME_ROOM:  # Worker_<Queue>_VTests names a test after it
+            problems.append(f"{where}: at most {_JOIN_NAME_ROOM - len(queue.name)} characters after "
+                            f"{queue.name}_, so that the worker view's tSQLt test names stay within 128")
         if join.noun and not (join.channel and _CHANNEL_NOUN.fullmatch(join.noun)):
             problems.append(f"{where}: a channel's noun is 1 to 20 letters, spaces and hyphens "
                             f"(what the comments call it: \"e-mail\"), not {join.noun!r}")
