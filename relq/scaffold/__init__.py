@@ -203,9 +203,9 @@ class Queue:
     @property
     def typed_tables(self) -> list[dict[str, str]]:
         """The job types that have an exclusive subtype table: {"type", "table"}."""
-        joins = {j.table for j in self.joins if not j.channel}
-        return [{"type": t, "table": f"{self.name}_{t}"} for t in self.types
-                if t in {s.type for s in self.subtypes} or f"{self.name}_{t}" in joins]
+        tables = ({f"{self.name}_{s.type}" for s in self.subtypes}
+                  | {j.table for j in self.joins if not j.channel})
+        return [{"type": t, "table": f"{self.name}_{t}"} for t in self.types if f"{self.name}_{t}" in tables]
 
     def variables(self) -> dict[str, object]:
         subtypes = [{"type": s.type, "table": f"{self.name}_{s.type}", "alias": f"s{n}",
@@ -223,15 +223,9 @@ class Queue:
             joined.append({"table": join.table, "alias": alias, "channel": channel,
                            "noun": join.noun or channel,
                            "columns": [(f"{alias}.{c.name}", c.name) for c in join.columns] + result})
-        # The columns the archive keeps of them, with their types: a subtype's, a join's,
-        # and a channel's result (dbo.WebResponse, as Modify_'s parameters).
-        archived = [Column(c.name, c.type) for s in self.subtypes for c in s.columns] + [
-            column for join in self.joins for column in (
-                *(Column(c.name, c.type) for c in join.columns),
-                *((Column(f"{join.table.removeprefix(self.name + '_')}{r}", "dbo.WebResponse")
-                   for r in ("Response", "Error")) if join.channel else ()))]
-        # The same columns by their name in the view, with their types (a channel's result is a
-        # dbo.WebResponse, an NVARCHAR(MAX): database/types), in the view's order.
+        # The same columns by their name in the view, with their types, in the view's order: a
+        # subtype's, a join's, and a channel's result (a dbo.WebResponse, an NVARCHAR(MAX), as
+        # Modify_'s parameters). The archive keeps each of them (NULL where an item has none).
         shown = [c for s in self.subtypes for c in s.columns]
         for join in self.joins:
             channel = join.table.removeprefix(f"{self.name}_")
@@ -242,8 +236,8 @@ class Queue:
                 "types": list(self.types), "subtypes": subtypes, "test_types": list(TEST_TYPES),
                 "entity": self.shape == "job",  # EntityKey and Payload: a job queue's columns
                 "joined": joined, "view_tables": [j["table"] for j in joined],
-                "archived_columns": [str(c) for c in archived],
-                "joined_columns": [name for j in joined for _, name in j["columns"]],
+                "archived_columns": [f"{c.name} {c.type}" for c in shown],
+                "joined_columns": [c.name for c in shown],
                 # a value for each of them in the tSQLt classes, by that name: of its type, and
                 # each column's its own (the n-th, in the view's order), so that a column mapped
                 # to another one shows
@@ -252,6 +246,8 @@ class Queue:
                 # the job types with a table of their own (dbo.<Queue>_<Type>, whose CHECK asks
                 # dbo.<Queue>_IsType_fn): a job queue's subtypes, a custom queue's joins so named
                 "typed_tables": self.typed_tables,
+                # a custom queue whose every type has one: its type table's comment says so
+                "each_type_typed": self.shape == "custom" and len(self.typed_tables) == len(self.types),
                 # every subtype's columns, in catalogue order, with the subtype they belong to
                 "subtype_columns": [dict(c, subtype=s) for s in subtypes for c in s["columns"]]}
 
@@ -305,12 +301,10 @@ def _joins(entries: list[dict[str, object]], root: Path) -> tuple[Join, ...]:
     if not isinstance(entries, list) or not all(map(well_formed, entries)):
         raise RelqError('each [[queue.join]] has table = "...", columns = ["...", ...], maybe channel = true '
                         'and noun = "..."')
-    joins = []
-    for e in entries:
-        columns = tuple(parse_column(c) for c in _names(e, "columns"))
-        joins.append(Join(e["table"], _resolve(columns, root, f"join {e['table']}"), e.get("channel", False),
-                          e.get("noun", "")))
-    return tuple(joins)
+    parsed = [tuple(parse_column(c) for c in _names(e, "columns")) for e in entries]
+    aliases = _aliases(root, [c for columns in parsed for c in columns])
+    return tuple(Join(e["table"], _resolve(columns, aliases, f"join {e['table']}"), e.get("channel", False),
+                      e.get("noun", "")) for e, columns in zip(entries, parsed, strict=True))
 
 
 def _subtypes(entries: list[dict[str, object]], root: Path) -> tuple[Subtype, ...]:
@@ -329,14 +323,15 @@ def _subtypes(entries: list[dict[str, object]], root: Path) -> tuple[Subtype, ..
 def resolve(subtypes: tuple[Subtype, ...], root: Path) -> tuple[Subtype, ...]:
     """``subtypes`` with each column's built-in type: an alias type's from its file in
     ``root``'s database/types (a RelqError when there is none)."""
-    return tuple(replace(s, columns=_resolve(s.columns, root, f"subtype {s.type}")) for s in subtypes)
+    aliases = _aliases(root, [c for s in subtypes for c in s.columns])
+    return tuple(replace(s, columns=_resolve(s.columns, aliases, f"subtype {s.type}")) for s in subtypes)
 
 
-def _resolve(columns: tuple[Column, ...], root: Path, where: str) -> tuple[Column, ...]:
+def _resolve(columns: tuple[Column, ...], aliases: dict[str, tuple[str, str]],
+             where: str) -> tuple[Column, ...]:
     """``columns`` with their built-in types (``where`` names them in an error), an alias
     type spelt as its file creates it (dbo.email -> dbo.Email: the lint wants one spelling)."""
     resolved = []
-    aliases = _aliases(root) if any(c.type.lower().startswith("dbo.") for c in columns) else {}
     for column in columns:
         sql_type, base = column.type, column.type
         if sql_type.lower().startswith("dbo."):
@@ -350,9 +345,11 @@ def _resolve(columns: tuple[Column, ...], root: Path, where: str) -> tuple[Colum
     return tuple(resolved)
 
 
-def _aliases(root: Path) -> dict[str, tuple[str, str]]:
+def _aliases(root: Path, columns: list[Column]) -> dict[str, tuple[str, str]]:
     """The alias types of ``root``'s database/types: name (case-folded) -> (name as its
-    file spells it, built-in type)."""
+    file spells it, built-in type); none read when no column of ``columns`` takes one."""
+    if not any(c.type.lower().startswith("dbo.") for c in columns):
+        return {}
     return {m.group(1).strip("[]").casefold(): (m.group(1).strip("[]"), m.group(2))
             for f in (root / "database/types").glob("*.sql")
             for m in [_ALIAS_FROM.search(f.read_text(encoding="utf-8"))] if m}
@@ -419,14 +416,13 @@ def _join_problems(queue: Queue) -> list[str]:
             problems.append(f"{where}: a channel's table is {queue.name}_<Channel>, the channel PascalCase")
         if not join.columns:
             problems.append(f"{where}: lists no column")
-        own_name = join.table.removeprefix(f"{queue.name}_")
-        if len(queue.name) + len(own_name) > _JOIN_NAME_ROOM:  # Worker_<Queue>_VTests names a test after it
+        channel = join.table.removeprefix(f"{queue.name}_")  # the channel's name, for a channel
+        if len(queue.name) + len(channel) > _JOIN_NAME_ROOM:  # Worker_<Queue>_VTests names a test after it
             problems.append(f"{where}: at most {_JOIN_NAME_ROOM - len(queue.name)} characters after "
                             f"{queue.name}_, so that the worker view's tSQLt test names stay within 128")
         if join.noun and not (join.channel and _CHANNEL_NOUN.fullmatch(join.noun)):
             problems.append(f"{where}: a channel's noun is 1 to 20 letters, spaces and hyphens "
                             f"(what the comments call it: \"e-mail\"), not {join.noun!r}")
-        channel = join.table.removeprefix(f"{queue.name}_")
         for column in join.columns:
             if column.null or not _SQL_TYPE.fullmatch(column.type) or _out_of_range(column.type):
                 problems.append(f"{where}: column {column.name}'s type {column.type!r} is not one the "
