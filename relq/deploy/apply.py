@@ -93,7 +93,12 @@ def apply(conn, plan: Plan, result: BuildResult, console: Console) -> None:
 def run_step(conn, step: Step, text: str) -> None:
     """One file, with its journal row (and those of the tables a migration
     brings up to date), in one transaction. Messages are the exception:
-    sp_addmessage writes to master, so each runs on its own and is idempotent."""
+    sp_addmessage writes to master, so each runs on its own and is idempotent.
+
+    After a failure the connection stays in manual-commit mode: turning autocommit
+    back on would commit whatever the file left open (ODBC commits a pending
+    transaction when autocommit is switched on), and the caller closes the
+    connection, which discards uncommitted work."""
     transactional = step.kind != "messages"
     conn.autocommit = not transactional
     cursor = conn.cursor()
@@ -113,22 +118,28 @@ def run_step(conn, step: Step, text: str) -> None:
         if transactional:
             conn.commit()
     except RelqError as exc:
-        applied = "nothing of this file was applied" if transactional and _rolled_back(conn) else (
-            "this file may be partly applied (it runs without a transaction; it is safe to rerun)")
         where = f"{step.path}:{batch.line}" if batch is not None else step.path
-        raise DeployFailed(f"{where}: {exc}\n  {applied}; every file before it is deployed and "
-                           f"journaled, so the next deploy resumes here") from None
-    finally:
-        conn.autocommit = True
+        raise DeployFailed(f"{where}: {exc}\n  {_undo(conn, transactional)}; every file before it is "
+                           f"deployed and journaled, so the next deploy resumes here") from None
+    conn.autocommit = True
 
 
-def _rolled_back(conn) -> bool:
-    """Roll back the file's transaction; False when the connection itself is gone."""
+def _undo(conn, transactional: bool) -> str:
+    """End the failed file's transaction, and say what became of it. The server is
+    asked rather than the rollback's outcome read: an error under XACT_ABORT, or one
+    that aborts the batch, has rolled the transaction back there already, and a
+    rollback then fails although nothing was applied. ``SELECT @@TRANCOUNT`` reads
+    no table, so it opens no implicit transaction of its own
+    (https://learn.microsoft.com/sql/t-sql/statements/set-implicit-transactions-transact-sql)."""
+    if not transactional:
+        return "this file may be partly applied (it runs without a transaction; it is safe to rerun)"
     try:
+        if not db.query(conn.cursor(), "SELECT @@TRANCOUNT;")[0][0]:
+            return "nothing of this file was applied (the server had rolled it back)"
         conn.rollback()
-        return True
-    except Exception:  # the server or the network failed: nothing more can be said
-        return False
+    except Exception:  # the connection itself failed: closing it discards the file's transaction
+        return "nothing of this file was committed (the connection failed; closing it rolls the file back)"
+    return "nothing of this file was applied (rolled back)"
 
 
 def ensure_database(conn_str: str, name: str, *, create: bool = True) -> bool:

@@ -44,6 +44,8 @@ class Connection:
         self.log: list[tuple] = []
         self.journal = journal or {}
         self.fail_on = fail_on
+        self.trancount = 1  # what @@TRANCOUNT answers after a failure
+        self.rollback_fails = False
         self._autocommit = True
 
     @property
@@ -66,6 +68,10 @@ class Connection:
             return list(self.journal.items())
         if "SELECT OBJECT_ID(?, N'C')" in sql:
             return [(1,)]
+        if "@@TRANCOUNT" in sql:
+            if self.trancount is None:
+                raise FakeServerError("08S01", "[08S01] [FreeTDS]Communication link failure (0)")
+            return [(self.trancount,)]
         return None
 
     def cursor(self) -> Cursor:
@@ -76,6 +82,8 @@ class Connection:
 
     def rollback(self) -> None:
         self.log.append(("rollback",))
+        if self.rollback_fails:  # as a driver may when the server has no transaction left to end
+            raise FakeServerError("25000", "[25000] [FreeTDS][SQL Server]no corresponding BEGIN (3903)")
 
     def close(self) -> None:
         self.log.append(("close",))
@@ -98,6 +106,12 @@ TARGET = db.Target("DRIVER={FreeTDS};SERVER=x;DATABASE=relq_db;UID=sa;PWD=p", "-
 
 def sql_log(conn: Connection) -> list[str]:
     return [entry[1] for entry in conn.log if entry[0] == "sql"]
+
+
+def after_last_file_began(conn: Connection) -> list[tuple]:
+    """What the connection was sent since the last file's transaction began."""
+    began = max(i for i, entry in enumerate(conn.log) if entry == ("autocommit", False))
+    return conn.log[began + 1:]
 
 
 def test_the_lock_comes_first_then_the_journal_then_each_file_in_its_transaction(
@@ -141,7 +155,33 @@ def test_a_failing_batch_rolls_back_its_file_and_names_file_and_line(project: Pr
     expected = rf"^{re.escape(view)}:{line}: SQL Server error 207: Invalid column name 'x'"
     assert re.match(expected, str(failed.value))
     assert "the next deploy resumes here" in str(failed.value)
-    assert conn.log[-3:] == [("rollback",), ("autocommit", True), ("close",)]
+    assert "nothing of this file was applied (rolled back)" in str(failed.value)
+    # Autocommit stays off: switching it on would commit what the file left open.
+    assert conn.log[-2:] == [("rollback",), ("close",)]
+    assert ("autocommit", True) not in after_last_file_began(conn)
+
+
+def test_a_file_the_server_rolled_back_is_not_rolled_back_again_and_says_so(
+    project: Project, server
+) -> None:
+    conn = server["conn"] = Connection(fail_on="CREATE OR ALTER VIEW")
+    conn.trancount, conn.rollback_fails = 0, True  # XACT_ABORT ended the transaction on the server
+    with pytest.raises(DeployFailed) as failed:
+        deploy(project.root, TARGET)
+    assert "nothing of this file was applied (the server had rolled it back)" in str(failed.value)
+    assert ("rollback",) not in conn.log and conn.log[-1] == ("close",)
+    assert ("commit",) not in after_last_file_began(conn)
+    assert ("autocommit", True) not in after_last_file_began(conn)
+
+
+def test_a_file_whose_connection_failed_says_nothing_of_it_was_committed(project: Project, server) -> None:
+    conn = server["conn"] = Connection(fail_on="CREATE OR ALTER VIEW")
+    conn.trancount = None  # the server cannot be asked: the link is gone
+    with pytest.raises(DeployFailed) as failed:
+        deploy(project.root, TARGET)
+    assert "nothing of this file was committed (the connection failed" in str(failed.value)
+    assert "partly applied" not in str(failed.value)
+    assert conn.log[-1] == ("close",)
 
 
 def test_a_dry_run_takes_no_lock_and_writes_nothing(project: Project, server) -> None:

@@ -16,6 +16,17 @@ pytestmark = pytest.mark.mssql
 VIEW = "database/views/dbo.Worker_Job_V.sql"
 FN = "database/functions/dbo.JobIsKnown_fn.sql"
 JOB = "database/tables/dbo.Job.sql"
+DATA = "database/data/dbo.JobStatus.sql"
+# A second batch for DATA: a run-time error (a string cut short: 2628, or 8152 before
+# SQL Server 2019) under XACT_ABORT, which rolls the transaction back on the server.
+TOO_LONG_STATUS = """SET XACT_ABORT ON;
+MERGE dbo.JobStatus AS target
+USING (VALUES (REPLICATE('x', 40))) AS source ([Status])
+    ON target.[Status] = source.[Status]
+WHEN NOT MATCHED BY TARGET THEN
+    INSERT ([Status]) VALUES (source.[Status]);
+GO
+"""
 
 
 def rows(target: db.Target, database: str, sql: str, *params) -> list[tuple]:
@@ -70,6 +81,7 @@ def test_a_failed_batch_stops_the_deploy_and_the_next_one_resumes(
     message = str(failed.value)
     assert message.startswith(f"{VIEW}:")
     assert "207" in message and "UpdatedOn" in message
+    assert "nothing of this file was applied" in message
     order = project.build().order
     done = journal(mssql, new_database)
     assert set(done) == set(order[: order.index(VIEW)])  # everything before the view, nothing after
@@ -77,6 +89,21 @@ def test_a_failed_batch_stops_the_deploy_and_the_next_one_resumes(
     resumed = deploy(project.root, mssql, create_db=new_database)
     assert [s.path for s in resumed.plan.changes] == order[order.index(VIEW):]
     assert set(journal(mssql, new_database)) == set(order)
+
+
+def test_a_file_that_xact_abort_rolled_back_on_the_server_is_reported_as_not_applied(
+    project: Project, mssql, new_database: str
+) -> None:
+    """Under XACT_ABORT a run-time error rolls the whole transaction back on the
+    server: the file's first batch is undone too, and the message says so."""
+    project.write(DATA, project.read(DATA) + TOO_LONG_STATUS)
+    with pytest.raises(DeployFailed) as failed:
+        deploy(project.root, mssql, create_db=new_database)
+    message = str(failed.value)
+    assert message.startswith(f"{DATA}:")
+    assert "nothing of this file was applied (the server had rolled it back)" in message
+    assert rows(mssql, new_database, "SELECT COUNT(*) FROM dbo.JobStatus;") == [(0,)]  # batch 1 undone
+    assert DATA not in journal(mssql, new_database)
 
 
 def test_a_function_a_check_calls_is_altered_around_its_constraint(
