@@ -142,10 +142,10 @@ def test_the_project_itself_builds_clean(tmp_path: Path) -> None:
     assert (root / "dist" / "deploy.sql").exists()
 
 
-def test_the_readme_explains_every_check() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_docs_explain_every_check() -> None:
+    page = (REPO / "docs/build.md").read_text(encoding="utf-8")
     assert {c for c in KNOWN_CHECKS | {"parse", "layout", "duplicate-object", "cycle"}
-            if f"`{c}`" not in readme} == set()
+            if f"`{c}`" not in page} == set()
 
 
 def test_invoke_lists_every_task_with_its_help() -> None:
@@ -173,11 +173,12 @@ def test_a_new_object_needs_no_registration(project: Project) -> None:
         "database/views/dbo.Due_Job_V.sql")
 
 
-def test_the_ci_workflow_is_yaml_and_runs_only_readme_commands() -> None:
+def test_the_ci_workflow_is_yaml_and_runs_only_documented_commands() -> None:
     import yaml
 
     workflow = yaml.safe_load((REPO / ".github/workflows/ci.yml").read_text(encoding="utf-8"))
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = "\n".join(p.read_text(encoding="utf-8")
+                       for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
     runs = [step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
     assert runs
     for run in runs:
@@ -191,9 +192,9 @@ def test_the_ci_workflow_is_yaml_and_runs_only_readme_commands() -> None:
         "mcr.microsoft.com/mssql/server:2022")
 
 
-def test_the_readme_lists_every_registered_error_number() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    listed = {int(n) for n in re.findall(r"^\| (5\d{4}) \|", readme, re.M)}
+def test_the_docs_list_every_registered_error_number() -> None:
+    page = (REPO / "docs/errors.md").read_text(encoding="utf-8")
+    listed = {int(n) for n in re.findall(r"^\| (5\d{4}) \|", page, re.M)}
     registered = {int(p.name.split(".")[0]) for p in (REPO / "database/messages").glob("*.sql")}
     assert listed == registered
 

@@ -1,5 +1,5 @@
 """An in-memory queue that keeps the documented contract of a relational queue's
-procedures (README, "Using a queue"; the headers of Next_/Extend_/Modify_), so
+procedures (docs/queues.md; the headers of Next_/Extend_/Modify_), so
 that the worker runtime's own logic can be tested without a server: claims take
 due items, most urgent first, and abandoned ones whose lease ran out or that the
 claiming slot held; every change moves the token; a stale token is refused
