@@ -58,17 +58,23 @@ def fix(c):
 @task(help={
     "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
     "create-db": "create this database if it is missing, and deploy into it",
-    "dry-run": "print the plan and change nothing",
+    "dry-run": "print the preflight and the plan, and change nothing",
+    "check": "only the preflight: version, compatibility level, rights, message numbers, RCSI",
     "lock-timeout": "seconds to wait for another deploy to finish (default 600)",
 })
-def deploy(c, conn=None, create_db=None, dry_run=False, lock_timeout=600):
-    """Deploy the project to SQL Server: idempotent, journaled, one deploy at a time."""
+def deploy(c, conn=None, create_db=None, dry_run=False, check=False, lock_timeout=600):
+    """Deploy the project to SQL Server: preflight first, idempotent, journaled, one at a time."""
     from relq.db import resolve_target
+    from relq.deploy.apply import check as run_check
     from relq.deploy.apply import deploy as run_deploy
     from relq.errors import RelqError
 
     try:
         target = resolve_target(conn, c.config)
+        if check:
+            run_check(ROOT, target, create_db=create_db)
+            print("preflight passed: nothing stands in the way of a deploy", file=sys.stderr)
+            return
         outcome = run_deploy(ROOT, target, create_db=create_db, dry_run=dry_run,
                              lock_timeout=int(lock_timeout))
     except RelqError as exc:

@@ -4,7 +4,7 @@ GO
 EXEC sys.sp_addmessage
     @msgnum = 50001,
     @severity = 16,
-    @msgtext = N'%s owns its transaction: call it outside any transaction, or call its _utx form inside yours',
+    @msgtext = N'relq: %s owns its transaction: call it outside any transaction, or call its _utx form inside yours',
     @lang = 'us_english',
     @replace = 'replace';
 GO

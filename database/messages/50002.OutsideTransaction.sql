@@ -4,7 +4,7 @@ GO
 EXEC sys.sp_addmessage
     @msgnum = 50002,
     @severity = 16,
-    @msgtext = N'%s runs inside the caller''s transaction: begin one first, or call its _trx form',
+    @msgtext = N'relq: %s runs inside the caller''s transaction: begin one first, or call its _trx form',
     @lang = 'us_english',
     @replace = 'replace';
 GO

@@ -4,7 +4,7 @@ GO
 EXEC sys.sp_addmessage
     @msgnum = 50003,
     @severity = 16,
-    @msgtext = N'%s: expected %d row(s) to change, but %d did',
+    @msgtext = N'relq: %s: expected %d row(s) to change, but %d did',
     @lang = 'us_english',
     @replace = 'replace';
 GO

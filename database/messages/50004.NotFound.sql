@@ -4,7 +4,7 @@ GO
 EXEC sys.sp_addmessage
     @msgnum = 50004,
     @severity = 16,
-    @msgtext = N'%s: there is no item with key %s',
+    @msgtext = N'relq: %s: there is no item with key %s',
     @lang = 'us_english',
     @replace = 'replace';
 GO

@@ -4,7 +4,7 @@ GO
 EXEC sys.sp_addmessage
     @msgnum = 50005,
     @severity = 16,
-    @msgtext = N'%s: item %s has changed since it was read (token %s is stale): read it again',
+    @msgtext = N'relq: %s: item %s has changed since it was read (token %s is stale): read it again',
     @lang = 'us_english',
     @replace = 'replace';
 GO

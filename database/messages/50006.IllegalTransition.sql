@@ -4,7 +4,7 @@ GO
 EXEC sys.sp_addmessage
     @msgnum = 50006,
     @severity = 16,
-    @msgtext = N'%s: item %s cannot go from %s to %s',
+    @msgtext = N'relq: %s: item %s cannot go from %s to %s',
     @lang = 'us_english',
     @replace = 'replace';
 GO

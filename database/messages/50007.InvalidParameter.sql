@@ -4,7 +4,7 @@ GO
 EXEC sys.sp_addmessage
     @msgnum = 50007,
     @severity = 16,
-    @msgtext = N'%s: %s',
+    @msgtext = N'relq: %s: %s',
     @lang = 'us_english',
     @replace = 'replace';
 GO

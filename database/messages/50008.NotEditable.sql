@@ -4,7 +4,7 @@ GO
 EXEC sys.sp_addmessage
     @msgnum = 50008,
     @severity = 16,
-    @msgtext = N'%s: item %s is %s and can no longer change',
+    @msgtext = N'relq: %s: item %s is %s and can no longer change',
     @lang = 'us_english',
     @replace = 'replace';
 GO

@@ -4,7 +4,7 @@ GO
 EXEC sys.sp_addmessage
     @msgnum = 50009,
     @severity = 16,
-    @msgtext = N'%s: could not take the enqueue lock on %s (sp_getapplock returned %d)',
+    @msgtext = N'relq: %s: could not take the enqueue lock on %s (sp_getapplock returned %d)',
     @lang = 'us_english',
     @replace = 'replace';
 GO

@@ -4,7 +4,7 @@ GO
 EXEC sys.sp_addmessage
     @msgnum = 50010,
     @severity = 16,
-    @msgtext = N'%s: item %s was claimed again at %s by %s (a lease ran out or a worker restarted): drop this attempt',
+    @msgtext = N'relq: %s: item %s was claimed again at %s by %s (lease expired or worker restarted): drop this attempt',
     @lang = 'us_english',
     @replace = 'replace';
 GO

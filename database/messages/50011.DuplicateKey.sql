@@ -4,7 +4,7 @@ GO
 EXEC sys.sp_addmessage
     @msgnum = 50011,
     @severity = 16,
-    @msgtext = N'%s: item %s cannot become unfinished again: unfinished item %s carries the same DedupKey',
+    @msgtext = N'relq: %s: item %s cannot become unfinished again: unfinished item %s carries the same DedupKey',
     @lang = 'us_english',
     @replace = 'replace';
 GO

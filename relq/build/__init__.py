@@ -122,7 +122,8 @@ def build(root: Path, write: bool = True) -> BuildResult:
         checks = {p: checks_calling(catalog, tuple(d.name for d in result.facts[p].definitions
                                                     if d.kind == "function"))
                   for p in order}
-        script = emit.deploy_script(order, by_path, checks)
+        messages = {p: d for p in order for d in result.facts[p].definitions if d.kind == "message"}
+        script = emit.deploy_script(order, by_path, checks, messages)
         emit.write(dist, script, emit.manifest(order, database, deps, catalog, script))
         result.wrote = outputs
     elif not result.ok:

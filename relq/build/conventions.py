@@ -16,6 +16,7 @@ from sqlfluff.core.parser.segments.base import BaseSegment
 from relq.build.extract import exec_args, raiserror_args
 from relq.build.facts import Definition, Finding
 from relq.build.layout import MIGRATION_NAME, TEST_CLASS_NAME, Source
+from relq.build.messages import MESSAGE_MARK
 from relq.build.names import key, local_name
 from relq.build.tree import code, flat, line, qualified, statements, walk
 
@@ -94,6 +95,21 @@ def _file_header(ctx: FileContext) -> Iterator[Finding]:
 
 _MODULES = ("create_procedure_statement", "create_function_statement", "create_view_statement",
             "create_trigger_statement")
+
+
+@check("message-mark", f"a message's severity and text are literals, the text beginning {MESSAGE_MARK!r}")
+def _message_mark(ctx: FileContext) -> Iterator[Finding]:
+    """Message numbers are server-wide: the mark is how deploy tells relq's own texts,
+    which it may update, from another application's, which it never overwrites."""
+    for d in ctx.definitions:
+        if d.kind != "message":
+            continue
+        if d.severity is None or d.text is None:
+            yield _finding(d.line, "give sp_addmessage @severity and @msgtext as literals: deploy "
+                                   "compares them with what the server holds")
+        elif not d.text.startswith(MESSAGE_MARK):
+            yield _finding(d.line, f"begin the text with {MESSAGE_MARK!r}: messages are server-wide, "
+                                   f"and deploy overwrites only texts that carry relq's mark")
 
 
 @check("batch-alone", "a CREATE of a procedure, function, view or trigger is alone in its batch")

@@ -13,27 +13,35 @@ from pathlib import Path
 
 from relq import __version__
 from relq.build.catalog import Catalog, CheckConstraint
-from relq.build.facts import FileFacts
+from relq.build.facts import Definition, FileFacts
 from relq.build.layout import Source
+from relq.build.messages import register_sql
 from relq.build.names import quote
 
 _GO_LAST = re.compile(r"(?im)^\s*GO(\s+\d+)?\s*\Z")
 
 
 def deploy_script(order: list[str], sources: dict[str, Source],
-                  checks: dict[str, tuple[CheckConstraint, ...]] | None = None) -> str:
-    """``checks``: path -> the CHECK constraints that call a function the file alters."""
+                  checks: dict[str, tuple[CheckConstraint, ...]] | None = None,
+                  messages: dict[str, Definition] | None = None) -> str:
+    """``checks``: path -> the CHECK constraints that call a function the file alters;
+    ``messages``: path -> the message a file registers, which runs as
+    :func:`relq.build.messages.register_sql`, as under `invoke deploy`."""
     body = []
     for path in order:
         src = sources[path]
-        text = src.text.rstrip() + "\n"
+        message = (messages or {}).get(path)
+        text = register_sql(message) if message is not None else src.text.rstrip() + "\n"
         if not _GO_LAST.search(text):
             text += "GO\n"
         dependent = (checks or {}).get(path, ())
         if dependent:
-            text = (f"-- CHECK constraints call this function: dropped for the ALTER, re-added after it\n"
-                    f"{drop_checks_sql(dependent)}\nGO\n{text}{add_checks_sql(dependent)}\nGO\n")
-        body.append(f"-- {'-' * 76}\n-- {path} (sha256 {src.checksum[:16]})\n{text}")
+            text = (f"-- CHECK constraints call this function: dropped for the ALTER and re-added after\n"
+                    f"-- it in one transaction (XACT_ABORT: any error rolls all three back)\n"
+                    f"SET XACT_ABORT ON;\nBEGIN TRANSACTION;\nGO\n{drop_checks_sql(dependent)}\nGO\n"
+                    f"{text}{add_checks_sql(dependent)}\nGO\nCOMMIT TRANSACTION;\nSET XACT_ABORT OFF;\nGO\n")
+        registered = ": registered only where its number is free or relq's own" if message else ""
+        body.append(f"-- {'-' * 76}\n-- {path} (sha256 {src.checksum[:16]}){registered}\n{text}")
     content = "\n".join(body)
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
     header = (

@@ -187,7 +187,9 @@ class Extractor:
         if name.split(".")[-1].casefold() == "sp_addmessage":
             number = named.get("@msgnum", positional[0] if positional else None)
             if number is not None and flat(number).isdigit():
-                self.definitions.append(Definition("message", flat(number), line(seg)))
+                self.definitions.append(Definition("message", flat(number), line(seg),
+                                                   severity=_literal_int(named.get("@severity")),
+                                                   text=_literal_string(named.get("@msgtext"))))
         self.ref("procedure", name, target, named_args=list(named),
                  positional_args=len(positional))
 
@@ -450,6 +452,18 @@ def _output_name(element: BaseSegment) -> str | None:
 
 def _last(column_reference: BaseSegment) -> str:
     return unquote(parts(column_reference)[-1])
+
+
+def _literal_int(seg: BaseSegment | None) -> int | None:
+    return int(flat(seg)) if seg is not None and flat(seg).isdigit() else None
+
+
+def _literal_string(seg: BaseSegment | None) -> str | None:
+    """A string literal's value; None for anything else (a variable, an expression)."""
+    raw = seg.raw.strip() if seg is not None else ""
+    if len(raw) < 2 or raw[-1] != "'" or raw.lstrip("Nn")[:1] != "'":
+        return None
+    return _string(seg)
 
 
 def _string(seg: BaseSegment) -> str:

@@ -57,6 +57,8 @@ class Definition:
     table: str | None = None  # the table an index or a later constraint belongs to
     view_columns_known: bool = True  # False when a view's select list has unnamed columns
     opaque: bool = False  # stands in for an object whose file did not parse
+    severity: int | None = None  # a message's, when its file gives it as a literal
+    text: str | None = None  # a message's text, likewise
 
 
 @dataclass

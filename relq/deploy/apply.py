@@ -14,14 +14,14 @@ from rich.progress import Progress
 from relq import db
 from relq.build import BuildResult, build
 from relq.build.emit import add_checks_sql, drop_checks_sql
+from relq.build.messages import register_sql
 from relq.build.names import quote
-from relq.deploy import journal
+from relq.deploy import journal, preflight
 from relq.deploy.batches import split_batches
 from relq.deploy.plan import Plan, Step, format_plan, make_plan
 from relq.errors import RelqError
 
 LOCK_RESOURCE = "relq.deploy"
-SYSTEM_DATABASES = frozenset({"master", "model", "msdb", "tempdb"})
 _DATABASE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
@@ -38,38 +38,88 @@ class Outcome:
 
 def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_run: bool = False,
            lock_timeout: int = 600, console: Console | None = None) -> Outcome:
-    """Build the project, then bring the target database up to it."""
+    """Build the project, check the server (the preflight), then bring the target
+    database up to the project. Nothing changes when the preflight finds a problem."""
     console = console or Console(stderr=True, highlight=False, soft_wrap=True)
-    result = build(root, write=False)
-    if not result.ok:
-        raise RelqError(f"the build has {len(result.diagnostics)} problem(s): run `invoke build` "
-                        f"and fix them before deploying")
-    console.print(f"target: {target}", markup=False)
+    result = _build(root)
+    verdict, facts = _preflight(result, target, create_db, console)
+    if not verdict.ok and not dry_run:
+        raise _refused(verdict)
     conn_str = target.conn_str
     if create_db:
-        if not ensure_database(conn_str, create_db, create=not dry_run):
-            return _show(console, make_plan(result, {}), create_db, created=False)  # dry run
+        if dry_run and not facts.exists:
+            return _show(console, make_plan(result, {}), create_db, verdict, created=False)
+        ensure_database(conn_str, create_db)
         conn_str = db.with_database(conn_str, create_db)
     conn = db.connect(conn_str)
     try:
         cursor = conn.cursor()
-        database = _current_database(cursor)
         if dry_run:
-            return _show(console, make_plan(result, journal.read(cursor)), database, created=True)
+            return _show(console, make_plan(result, journal.read(cursor)), facts.database, verdict,
+                         created=True)
         _lock(cursor, lock_timeout)
         journal.ensure(cursor)
         plan = make_plan(result, journal.read(cursor))
         apply(conn, plan, result, console)
-        return Outcome(plan, plan.counts(), database)
+        return Outcome(plan, plan.counts(), facts.database)
     finally:
         conn.close()  # ends the session, and with it the application lock
 
 
-def _show(console: Console, plan: Plan, database: str, *, created: bool) -> Outcome:
+def check(root: Path, target: db.Target, *, create_db: str | None = None,
+          console: Console | None = None) -> preflight.Verdict:
+    """Only the preflight (`invoke deploy --check`): raises PreflightFailed on a problem."""
+    console = console or Console(stderr=True, highlight=False, soft_wrap=True)
+    verdict, _ = _preflight(_build(root), target, create_db, console)
+    if not verdict.ok:
+        raise _refused(verdict)
+    return verdict
+
+
+def _build(root: Path) -> BuildResult:
+    result = build(root, write=False)
+    if not result.ok:
+        raise RelqError(f"the build has {len(result.diagnostics)} problem(s): run `invoke build` "
+                        f"and fix them before deploying")
+    return result
+
+
+def _preflight(result: BuildResult, target: db.Target, create_db: str | None,
+               console: Console) -> tuple[preflight.Verdict, preflight.Facts]:
+    """Ask the server, before anything changes, and print what it said. With
+    ``create_db`` the questions go through master: the database may not exist yet."""
+    console.print(f"target: {target}", markup=False)
+    if create_db and not _DATABASE_NAME.match(create_db):
+        raise RelqError(f"--create-db {create_db!r}: use letters, digits and underscores only")
+    conn = db.connect(db.with_database(target.conn_str, "master") if create_db else target.conn_str)
+    try:
+        cursor = conn.cursor()
+        database = create_db or db.query(cursor, "SELECT DB_NAME();")[0][0]
+        messages = preflight.project_messages(result)
+        facts = preflight.read(cursor, database, sorted(messages))
+    finally:
+        conn.close()
+    verdict = preflight.judge(facts, messages)
+    console.print("preflight:")
+    for text in verdict.lines():
+        console.print("  " + text, markup=False)
+    return verdict, facts
+
+
+def _refused(verdict: preflight.Verdict) -> preflight.PreflightFailed:
+    count = len(verdict.problems)
+    return preflight.PreflightFailed(f"deploy refused before any change: the preflight found {count} "
+                                     f"problem{'s' if count != 1 else ''} (above)")
+
+
+def _show(console: Console, plan: Plan, database: str, verdict: preflight.Verdict, *,
+          created: bool) -> Outcome:
     exists = "" if created else ", which does not exist yet"
     console.print(f"deploy plan for database {database}{exists} (dry run: nothing changes):")
     for text in format_plan(plan):
         console.print("  " + text, markup=False)
+    if not verdict.ok:
+        raise _refused(verdict)
     return Outcome(plan, plan.counts(), database)
 
 
@@ -81,13 +131,23 @@ def apply(conn, plan: Plan, result: BuildResult, console: Console) -> None:
         task = progress.add_task("deploying", total=len(work))
         for step in work:
             progress.update(task, description=step.path.rsplit("/", 1)[-1])
-            run_step(conn, step, result.sources[step.path].text)
+            run_step(conn, step, step_sql(result, step))
             progress.console.print(f"{step.action:<7} {', '.join(step.objects) or step.path}",
                                    markup=False)
             progress.advance(task)
     if plan.removed:
         for text in format_plan(Plan([], plan.removed)):
             console.print(text, markup=False)
+
+
+def step_sql(result: BuildResult, step: Step) -> str:
+    """What a step runs: its file's text; for a message file, the registration that
+    never overwrites another application's message (relq.build.messages), as
+    dist/deploy.sql runs it."""
+    if step.kind == "messages":
+        (message,) = (d for d in result.facts[step.path].definitions if d.kind == "message")
+        return register_sql(message)
+    return result.sources[step.path].text
 
 
 def run_step(conn, step: Step, text: str) -> None:
@@ -142,34 +202,21 @@ def _undo(conn, transactional: bool) -> str:
     return "nothing of this file was applied (rolled back)"
 
 
-def ensure_database(conn_str: str, name: str, *, create: bool = True) -> bool:
-    """Whether database ``name`` exists, creating it first when ``create`` (another
-    deploy may create it at the same moment)."""
-    if not _DATABASE_NAME.match(name):
-        raise RelqError(f"--create-db {name!r}: use letters, digits and underscores only")
+def ensure_database(conn_str: str, name: str) -> None:
+    """Create database ``name`` unless it exists (another deploy may create it at the
+    same moment). The preflight has checked the name."""
     conn = db.connect(db.with_database(conn_str, "master"))
     try:
         cursor = conn.cursor()
         if db.query(cursor, "SELECT DB_ID(?);", name)[0][0] is not None:
-            return True
-        if not create:
-            return False
+            return
         try:
             db.run_batch(cursor, f"CREATE DATABASE {quote(name)};")
         except db.SqlError as exc:
             if exc.number != 1801:  # 1801: it exists already, created by someone else
                 raise
-        return True
     finally:
         conn.close()
-
-
-def _current_database(cursor) -> str:
-    name = db.query(cursor, "SELECT DB_NAME();")[0][0]
-    if name.casefold() in SYSTEM_DATABASES:
-        raise RelqError(f"the connection lands in the system database {name}: name the target "
-                        f"with DATABASE=... in the connection string, or pass --create-db NAME")
-    return name
 
 
 def _lock(cursor, timeout_s: int) -> None:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from rich.console import Console
 
 from relq import db
-from relq.deploy import apply as deploy_module
 from relq.deploy.apply import DeployFailed, deploy
+from relq.deploy.preflight import PreflightFailed
 from tests.conftest import Project
 
 
@@ -46,6 +47,7 @@ class Connection:
         self.fail_on = fail_on
         self.trancount = 1  # what @@TRANCOUNT answers after a failure
         self.rollback_fails = False
+        self.messages: list[tuple] = []  # sys.messages rows of the project's numbers
         self._autocommit = True
 
     @property
@@ -68,6 +70,11 @@ class Connection:
             return list(self.journal.items())
         if "SELECT OBJECT_ID(?, N'C')" in sql:
             return [(1,)]
+        if "SERVERPROPERTY('EngineEdition')" in sql:  # the preflight: SQL Server 2022, all well
+            return [(3, "16.0.4135.4", "SQL_Latin1_General_CP1_CI_AS", 1, 160, False,
+                     "SQL_Latin1_General_CP1_CI_AS", 1, 0, "deployer")]
+        if "FROM sys.messages" in sql:
+            return self.messages
         if "@@TRANCOUNT" in sql:
             if self.trancount is None:
                 raise FakeServerError("08S01", "[08S01] [FreeTDS]Communication link failure (0)")
@@ -120,7 +127,11 @@ def test_the_lock_comes_first_then_the_journal_then_each_file_in_its_transaction
     conn = server["conn"] = Connection()
     outcome = deploy(project.root, TARGET)
     log = sql_log(conn)
-    assert "sp_getapplock" in log[1] and "CREATE SCHEMA relq" in log[2]
+    locked = next(i for i, s in enumerate(log) if "sp_getapplock" in s)
+    assert "CREATE SCHEMA relq" in log[locked + 1]
+    before = log[:locked]  # the preflight: reads only
+    assert any("SERVERPROPERTY" in s for s in before) and any("FROM sys.messages" in s for s in before)
+    assert not any(word in s for s in before for word in ("CREATE", "INSERT", "UPDATE", "sp_addmessage"))
     first_file = project.build().order[0]
     assert outcome.plan.steps[0].path == first_file
     records = [e for e in conn.log if e[0] == "sql" and e[1].startswith("SET NOCOUNT ON; UPDATE relq.Deploy")]
@@ -192,8 +203,40 @@ def test_a_dry_run_takes_no_lock_and_writes_nothing(project: Project, server) ->
     assert outcome.counts["create"] > 0
 
 
-def test_a_connection_that_lands_in_master_is_refused(project: Project, server, monkeypatch) -> None:
+def test_a_connection_that_lands_in_master_is_refused_before_anything_changes(
+    project: Project, server, monkeypatch
+) -> None:
     conn = server["conn"] = Connection()
-    monkeypatch.setattr(conn, "answer", lambda sql: [("master",)] if "DB_NAME()" in sql else None)
-    with pytest.raises(deploy_module.RelqError, match="lands in the system database master"):
+    monkeypatch.setattr(conn, "answer", lambda sql, answer=conn.answer: [("master",)] if "DB_NAME()" in sql
+                        else answer(sql))
+    with pytest.raises(PreflightFailed, match="refused before any change"):
         deploy(project.root, TARGET)
+    assert not any("sp_getapplock" in s or "CREATE" in s for s in sql_log(conn))
+
+
+def test_a_message_number_holding_another_applications_text_stops_the_deploy_before_any_change(
+    project: Project, server
+) -> None:
+    conn = server["conn"] = Connection()
+    conn.messages = [(59002, 16, "Order %d is locked")]
+    console = Console(record=True, width=200)
+    with pytest.raises(PreflightFailed):
+        deploy(project.root, TARGET, console=console)
+    assert "problem: message 59002 holds another application's text" in console.export_text()
+    assert not any("sp_getapplock" in s or "CREATE" in s or "sp_addmessage" in s for s in sql_log(conn))
+
+
+def test_a_dry_run_prints_the_preflight_and_the_plan(project: Project, server) -> None:
+    server["conn"] = Connection()
+    console = Console(record=True, width=200)
+    deploy(project.root, TARGET, dry_run=True, console=console)
+    text = console.export_text()
+    assert "preflight:" in text and "READ_COMMITTED_SNAPSHOT OFF" in text
+    assert "deploy plan for database relq_db" in text
+
+
+def test_a_message_runs_as_a_registration_that_checks_the_number_first(project: Project, server) -> None:
+    conn = server["conn"] = Connection()
+    deploy(project.root, TARGET)
+    (registration,) = [s for s in sql_log(conn) if "sp_addmessage @msgnum = 59001" in s]
+    assert registration.index("FROM sys.messages") < registration.index("THROW 50000")

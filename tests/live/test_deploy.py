@@ -3,12 +3,16 @@ of the clean fixture project into a database of its own."""
 
 from __future__ import annotations
 
+import secrets
 import threading
 
 import pytest
+from rich.console import Console
 
 from relq import db
+from relq.build.messages import register_sql
 from relq.deploy.apply import DeployFailed, deploy
+from relq.deploy.preflight import PreflightFailed
 from tests.conftest import HEADER, Project
 
 pytestmark = pytest.mark.mssql
@@ -147,3 +151,78 @@ def test_the_project_itself_deploys_twice(mssql, new_database: str) -> None:
 
     assert deploy(REPO, mssql, create_db=new_database).counts["create"] > 0
     assert deploy(REPO, mssql, create_db=new_database).plan.changes == []
+
+
+# -- the preflight: what stops a deploy before any change ----------------------------------------
+
+PLAIN_LOGIN_KEYS = frozenset({"uid", "user id", "pwd", "password", "trusted_connection", "authentication"})
+
+
+def first_message(project: Project):
+    """The fixture project's lowest message number and its definition."""
+    result = project.build()
+    return min(((int(d.name), d) for f in result.facts.values() for d in f.definitions
+                if d.kind == "message"), key=lambda pair: pair[0])
+
+
+def in_master(target: db.Target, sql: str) -> None:
+    conn = db.connect(db.with_database(target.conn_str, "master"))
+    try:
+        db.run_batch(conn.cursor(), sql)
+    finally:
+        conn.close()
+
+
+def test_a_foreign_message_in_relqs_numbers_stops_the_deploy_before_any_change(
+    project: Project, mssql, new_database: str
+) -> None:
+    number, message = first_message(project)
+    foreign = "Order %d is locked by the billing application"
+    in_master(mssql, f"IF EXISTS (SELECT 1 FROM sys.messages WHERE message_id = {number}) "
+                     f"EXEC sys.sp_dropmessage @msgnum = {number}, @lang = 'all'; "
+                     f"EXEC sys.sp_addmessage @msgnum = {number}, @severity = 16, @msgtext = N'{foreign}';")
+    try:
+        with pytest.raises(PreflightFailed):
+            deploy(project.root, mssql, create_db=new_database)
+        assert rows(mssql, "master", "SELECT DB_ID(?);", new_database) == [(None,)]  # not even created
+        # dist/deploy.sql, run by hand, refuses the same number in its own batch.
+        with pytest.raises(db.SqlError) as refused:
+            in_master(mssql, register_sql(message))
+        assert refused.value.number == 50000
+        assert f"message {number} holds another application's text" in refused.value.text
+        assert rows(mssql, "master", "SELECT [text] FROM sys.messages WHERE message_id = ? "
+                                     "AND language_id = 1033;", number) == [(foreign,)]
+    finally:
+        in_master(mssql, f"EXEC sys.sp_dropmessage @msgnum = {number}, @lang = 'all';")
+
+
+def test_a_login_without_serveradmin_deploys_once_the_messages_are_registered_and_not_before(
+    project: Project, mssql, new_database: str
+) -> None:
+    """A db_owner who is not serveradmin: refused while a message is missing (it could not
+    register it), and able to deploy when every message is there as the project has it."""
+    number, _ = first_message(project)
+    deploy(project.root, mssql, create_db=new_database)  # as the live tier's sysadmin
+    login, password = f"relq_plain_{secrets.token_hex(4)}", secrets.token_urlsafe(18) + "aA1!"
+    in_master(mssql, f"CREATE LOGIN [{login}] WITH PASSWORD = N'{password}', CHECK_POLICY = OFF;")
+    try:
+        rows(mssql, new_database, f"CREATE USER [{login}] FOR LOGIN [{login}]; "
+                                  f"ALTER ROLE db_owner ADD MEMBER [{login}]; SELECT 1;")
+        pairs = [(k, v) for k, v in db.parse(mssql.conn_str) if k.casefold() not in PLAIN_LOGIN_KEYS]
+        plain = db.Target(db.build([*pairs, ("UID", login), ("PWD", password)]), "test")
+        project.edit(VIEW, "/* dbo.Worker_Job_V", "/* changed: dbo.Worker_Job_V")
+        before = journal(mssql, new_database)
+        in_master(mssql, f"EXEC sys.sp_dropmessage @msgnum = {number}, @lang = 'all';")
+        console = Console(record=True, width=300)
+        with pytest.raises(PreflightFailed):
+            deploy(project.root, plain, create_db=new_database, console=console)
+        assert f"problem: login {login} may not register messages" in console.export_text()
+        assert journal(mssql, new_database) == before  # the changed view was not deployed
+        deploy(project.root, mssql, create_db=new_database)  # a sysadmin registers it again
+        outcome = deploy(project.root, plain, create_db=new_database)
+        assert outcome.plan.changes == []  # the sysadmin's deploy took the view too
+        project.edit(VIEW, "/* changed: dbo.Worker_Job_V", "/* changed again: dbo.Worker_Job_V")
+        assert [s.path for s in deploy(project.root, plain, create_db=new_database).plan.changes] == [VIEW]
+    finally:
+        in_master(mssql, f"IF EXISTS (SELECT 1 FROM sys.server_principals WHERE name = N'{login}') "
+                         f"DROP LOGIN [{login}];")

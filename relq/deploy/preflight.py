@@ -1,0 +1,204 @@
+"""The preflight: what a DBA checks before relq's first deploy, asked of the server
+before anything changes. `invoke deploy` runs it first and stops on any problem;
+`invoke deploy --check` runs only it; `--dry-run` prints it with the plan.
+
+Each problem is one line that names what to run or grant. The server's answers
+come from one query (:func:`read`); the judgement (:func:`judge`) is pure, so the
+offline tests feed it recorded answers.
+
+Sources for the rules:
+- engines: SERVERPROPERTY('EngineEdition') is 5 on Azure SQL Database, 8 on Azure
+  SQL Managed Instance, 1 to 4 on SQL Server; 'ProductMajorVersion' 14 is SQL Server
+  2017 (https://learn.microsoft.com/sql/t-sql/functions/serverproperty-transact-sql).
+  Azure SQL Database has no sp_addmessage ("Applies to: SQL Server",
+  https://learn.microsoft.com/sql/relational-databases/system-stored-procedures/sp-addmessage-transact-sql),
+  and relq's procedures raise registered messages.
+- compatibility level 130: OPENJSON, which the claims use, "is available only under
+  compatibility level 130 or higher"
+  (https://learn.microsoft.com/sql/t-sql/functions/openjson-transact-sql).
+- sp_addmessage "Requires membership in the sysadmin or serveradmin fixed server
+  roles"; IS_SRVROLEMEMBER answers NULL when the caller may not see the membership
+  (https://learn.microsoft.com/sql/t-sql/functions/is-srvrolemember-transact-sql).
+- message numbers are server-wide (relq.build.messages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from relq import db
+from relq.build import BuildResult
+from relq.build.messages import MESSAGE_MARK, US_ENGLISH
+from relq.errors import RelqError
+
+SYSTEM_DATABASES = frozenset({"master", "model", "msdb", "tempdb"})
+MIN_COMPATIBILITY = 130  # OPENJSON
+MIN_MAJOR_VERSION = 14  # SQL Server 2017
+SQL_SERVER_EDITIONS = frozenset({1, 2, 3, 4})  # Personal/Desktop, Standard, Enterprise, Express
+AZURE_SQL_DATABASE, MANAGED_INSTANCE = 5, 8
+OTHER_ENGINES = {6: "Azure Synapse Analytics", 9: "Azure SQL Edge", 11: "Azure Synapse serverless SQL pool",
+                 12: "Microsoft Fabric"}
+
+# Server-wide facts, and those of the target database (or of model, which a database
+# that deploy creates is copied from).
+FACTS_SQL = """
+SET NOCOUNT ON;
+DECLARE @Name SYSNAME = ?;
+DECLARE @Exists BIT = CASE WHEN DB_ID(@Name) IS NULL THEN 0 ELSE 1 END;
+SELECT
+    CAST(SERVERPROPERTY('EngineEdition') AS INT),
+    CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)),
+    CAST(SERVERPROPERTY('Collation') AS NVARCHAR(128)),
+    @Exists,
+    d.compatibility_level,
+    d.is_read_committed_snapshot_on,
+    d.collation_name,
+    IS_SRVROLEMEMBER('sysadmin'),
+    IS_SRVROLEMEMBER('serveradmin'),
+    SUSER_SNAME()
+FROM sys.databases AS d
+WHERE d.name = CASE WHEN @Exists = 1 THEN @Name ELSE N'model' END;
+"""
+
+
+@dataclass(frozen=True)
+class Message:
+    severity: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the server said, as :func:`read` reads it."""
+
+    database: str
+    engine_edition: int
+    product_version: str  # 14.0.3465.1
+    server_collation: str
+    exists: bool  # False: deploy --create-db makes it, from model
+    compatibility_level: int
+    read_committed_snapshot: bool
+    database_collation: str
+    sysadmin: bool | None  # None: the server would not say
+    serveradmin: bool | None
+    login: str
+    messages: dict[int, Message] = field(default_factory=dict)  # relq's numbers that are taken
+
+
+@dataclass
+class Verdict:
+    problems: list[str]
+    notes: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        return [f"problem: {p}" for p in self.problems] + self.notes
+
+
+class PreflightFailed(RelqError):
+    """The server or the database is not ready for relq: nothing was changed."""
+
+
+def project_messages(result: BuildResult) -> dict[int, Message]:
+    """The messages the project registers, by number (the build checked their literals)."""
+    return {int(d.name): Message(d.severity or 0, d.text or "")
+            for f in result.facts.values() for d in f.definitions if d.kind == "message"}
+
+
+def read(cursor, database: str, numbers: list[int]) -> Facts:
+    """The server's answers for ``database`` (which may not exist yet)."""
+    rows = db.query(cursor, FACTS_SQL, database)
+    if not rows:
+        raise RelqError(f"the server shows neither database {database} nor model in sys.databases: "
+                        f"the login needs to see them (VIEW ANY DATABASE)")
+    (edition, version, server_collation, exists, level, rcsi, collation, sysadmin, serveradmin,
+     login), = rows
+    taken: dict[int, Message] = {}
+    if numbers:
+        listed = ", ".join(str(int(n)) for n in numbers)
+        taken = {n: Message(severity, text) for n, severity, text in db.query(
+            cursor, f"SELECT message_id, severity, [text] FROM sys.messages "
+                    f"WHERE language_id = {US_ENGLISH} AND message_id IN ({listed});")}
+    return Facts(database, edition, version, server_collation, bool(exists), level, bool(rcsi), collation,
+                 _flag(sysadmin), _flag(serveradmin), login, taken)
+
+
+def judge(facts: Facts, messages: dict[int, Message]) -> Verdict:
+    """The problems that stop a deploy, each one line naming the fix, and the notes a
+    DBA reads either way."""
+    problems: list[str] = []
+    name = facts.database
+    if name.casefold() in SYSTEM_DATABASES:
+        problems.append(f"the connection lands in the system database {name}: name the target "
+                        f"with DATABASE=... in the connection string, or pass --create-db NAME")
+    problems += _engine(facts)
+    if facts.compatibility_level < MIN_COMPATIBILITY:
+        whose = (f"database {name} has" if facts.exists
+                 else f"database {name} would be created from model, which has")
+        problems.append(f"{whose} compatibility level {facts.compatibility_level}; relq needs "
+                        f"{MIN_COMPATIBILITY} or later (its claims use OPENJSON): "
+                        + (f"ALTER DATABASE [{name}] SET COMPATIBILITY_LEVEL = 140" if facts.exists
+                           else "create the database yourself at level 140 or later, then deploy"))
+    foreign = {n: m for n, m in facts.messages.items()
+               if n in messages and not m.text.startswith(MESSAGE_MARK)}
+    for number, found in sorted(foreign.items()):
+        problems.append(f"message {number} holds another application's text, which relq never "
+                        f"overwrites: {found.text!r}; free the number or ask relq's maintainers "
+                        f"about its range")
+    to_write = sorted(n for n, m in messages.items() if n not in foreign and facts.messages.get(n) != m)
+    if to_write and not (facts.sysadmin or facts.serveradmin):
+        problems.append(f"login {facts.login} may not register messages (sp_addmessage needs sysadmin "
+                        f"or serveradmin), and {len(to_write)} of relq's {len(messages)} messages are "
+                        f"missing or differ ({_numbers(to_write)}): ALTER SERVER ROLE serveradmin "
+                        f"ADD MEMBER [{facts.login}], or have a sysadmin deploy once")
+    notes = [
+        f"server: {_engine_name(facts)} {facts.product_version}, collation {facts.server_collation}",
+        f"database {name}: " + ("" if facts.exists else "to be created from model; ")
+        + f"compatibility level {facts.compatibility_level}, collation {facts.database_collation}, "
+        f"READ_COMMITTED_SNAPSHOT {'ON' if facts.read_committed_snapshot else 'OFF'}",
+        f"messages: {len(messages) - len(to_write) - len(foreign)} of {len(messages)} registered as "
+        f"the project has them" + (f", {len(to_write)} to register" if to_write else ""),
+    ]
+    return Verdict(problems, notes)
+
+
+def _engine(facts: Facts) -> list[str]:
+    edition = facts.engine_edition
+    if edition == AZURE_SQL_DATABASE:
+        return ["Azure SQL Database is not supported: it has no sp_addmessage, and relq's procedures "
+                "raise registered messages; use Azure SQL Managed Instance or SQL Server 2017 or later"]
+    if edition in OTHER_ENGINES:
+        return [f"{OTHER_ENGINES[edition]} is not supported: relq needs SQL Server 2017 or later, or "
+                f"Azure SQL Managed Instance"]
+    if edition in SQL_SERVER_EDITIONS and _major(facts.product_version) < MIN_MAJOR_VERSION:
+        return [f"SQL Server {facts.product_version} is older than SQL Server 2017 (14.x), the "
+                f"oldest relq supports: upgrade the server"]
+    if edition not in SQL_SERVER_EDITIONS and edition != MANAGED_INSTANCE:
+        return [f"engine edition {edition} is unknown to relq: it supports SQL Server 2017 or later "
+                f"and Azure SQL Managed Instance"]
+    return []
+
+
+def _engine_name(facts: Facts) -> str:
+    if facts.engine_edition == MANAGED_INSTANCE:
+        return "Azure SQL Managed Instance"
+    if facts.engine_edition == AZURE_SQL_DATABASE:
+        return "Azure SQL Database"
+    return OTHER_ENGINES.get(facts.engine_edition, "SQL Server")
+
+
+def _major(version: str) -> int:
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def _flag(value) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _numbers(numbers: list[int]) -> str:
+    shown = ", ".join(map(str, numbers[:5]))
+    return shown + (f" and {len(numbers) - 5} more" if len(numbers) > 5 else "")

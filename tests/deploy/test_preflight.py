@@ -1,0 +1,122 @@
+"""The preflight's decisions, on recorded answers of servers (what relq.deploy.preflight.read
+returns), and the message registration that deploy runs in place of a message file."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import sqlfluff
+
+from relq.build.facts import Definition
+from relq.build.messages import register_sql
+from relq.deploy.preflight import Facts, Message, judge
+
+# SQL Server 2022 Developer, a database at level 160, a sysadmin deploying.
+GOOD = Facts(database="orders", engine_edition=3, product_version="16.0.4135.4",
+             server_collation="SQL_Latin1_General_CP1_CI_AS", exists=True, compatibility_level=160,
+             read_committed_snapshot=False, database_collation="Latin1_General_100_CI_AS_SC",
+             sysadmin=True, serveradmin=False, login="deployer")
+OURS = {50001: Message(16, "relq: %s owns its transaction"), 50002: Message(16, "relq: %s: %s")}
+
+
+def problems(facts: Facts, messages: dict[int, Message] = OURS) -> list[str]:
+    return judge(facts, messages).problems
+
+
+def test_a_supported_server_passes_and_the_notes_report_rcsi_and_collations() -> None:
+    verdict = judge(replace(GOOD, read_committed_snapshot=True), OURS)
+    assert verdict.ok
+    assert verdict.notes == [
+        "server: SQL Server 16.0.4135.4, collation SQL_Latin1_General_CP1_CI_AS",
+        "database orders: compatibility level 160, collation Latin1_General_100_CI_AS_SC, "
+        "READ_COMMITTED_SNAPSHOT ON",
+        "messages: 0 of 2 registered as the project has them, 2 to register",
+    ]
+
+
+def test_azure_sql_database_is_refused_with_the_reason() -> None:
+    (problem,) = problems(replace(GOOD, engine_edition=5, product_version="12.0.2000.8"))
+    assert problem.startswith("Azure SQL Database is not supported: it has no sp_addmessage")
+
+
+def test_a_managed_instance_passes_whatever_its_version_number_says() -> None:
+    assert problems(replace(GOOD, engine_edition=8, product_version="12.0.2000.8")) == []
+
+
+@pytest.mark.parametrize("version, ok", [("13.0.6300.2", False), ("14.0.1000.169", True),
+                                         ("15.0.2000.5", True)])
+def test_sql_server_before_2017_is_refused(version: str, ok: bool) -> None:
+    found = problems(replace(GOOD, product_version=version))
+    assert (found == []) is ok
+    if not ok:
+        assert found == [f"SQL Server {version} is older than SQL Server 2017 (14.x), the oldest relq "
+                         f"supports: upgrade the server"]
+
+
+@pytest.mark.parametrize("edition, name", [(6, "Azure Synapse Analytics"), (9, "Azure SQL Edge")])
+def test_other_engines_are_refused_by_name(edition: int, name: str) -> None:
+    assert problems(replace(GOOD, engine_edition=edition))[0].startswith(f"{name} is not supported")
+
+
+def test_a_database_below_level_130_is_refused_naming_the_alter_to_run() -> None:
+    (problem,) = problems(replace(GOOD, compatibility_level=120))
+    assert "database orders has compatibility level 120; relq needs 130 or later" in problem
+    assert problem.endswith("ALTER DATABASE [orders] SET COMPATIBILITY_LEVEL = 140")
+
+
+def test_a_database_to_be_created_is_judged_by_model() -> None:
+    verdict = judge(replace(GOOD, exists=False, compatibility_level=120), OURS)
+    (problem,) = verdict.problems
+    assert problem.startswith("database orders would be created from model, which has compatibility "
+                              "level 120")
+    assert "to be created from model" in verdict.notes[1]
+
+
+def test_a_system_database_is_refused() -> None:
+    (problem,) = problems(replace(GOOD, database="master"))
+    assert problem.startswith("the connection lands in the system database master")
+
+
+def test_a_number_holding_another_applications_text_is_named_with_the_text_found() -> None:
+    found = problems(replace(GOOD, messages={50002: Message(16, "Order %d is locked")}))
+    assert found == ["message 50002 holds another application's text, which relq never overwrites: "
+                     "'Order %d is locked'; free the number or ask relq's maintainers about its range"]
+
+
+def test_relq_texts_of_another_version_are_relqs_own_and_are_replaced() -> None:
+    older = {50001: Message(16, "relq: %s owns it"), 50002: Message(16, "relq: %s: %s")}
+    verdict = judge(replace(GOOD, messages=older), OURS)
+    assert verdict.ok
+    assert verdict.notes[-1] == "messages: 1 of 2 registered as the project has them, 1 to register"
+
+
+def test_a_login_without_serveradmin_is_refused_only_when_a_message_must_be_written() -> None:
+    plain = replace(GOOD, sysadmin=False, serveradmin=False)
+    (problem,) = problems(plain)
+    assert problem == ("login deployer may not register messages (sp_addmessage needs sysadmin or "
+                       "serveradmin), and 2 of relq's 2 messages are missing or differ (50001, 50002): "
+                       "ALTER SERVER ROLE serveradmin ADD MEMBER [deployer], or have a sysadmin deploy once")
+    assert problems(replace(plain, messages=dict(OURS))) == []  # all registered: nothing to write
+    assert problems(replace(plain, sysadmin=None, serveradmin=True)) == []
+
+
+def test_a_login_whose_roles_the_server_will_not_show_counts_as_without_them() -> None:
+    assert len(problems(replace(GOOD, sysadmin=None, serveradmin=None))) == 1
+
+
+def test_every_problem_is_its_own_line() -> None:
+    bad = replace(GOOD, engine_edition=5, compatibility_level=100, sysadmin=False,
+                  messages={50001: Message(10, "Someone else's")})
+    verdict = judge(bad, OURS)
+    assert len(verdict.problems) == 4
+    assert all("\n" not in p for p in verdict.problems)
+    assert verdict.lines()[0].startswith("problem: ")
+
+
+def test_the_registration_parses_as_tsql_and_compares_the_text_byte_for_byte() -> None:
+    sql = register_sql(Definition("message", "50005", 1, severity=16, text="relq: it's %s"))
+    sqlfluff.parse(sql, dialect="tsql")  # raises on a parse error
+    assert "m.message_id = 50005 AND m.language_id = 1033" in sql
+    assert "@FoundSeverity <> 16 OR @Found <> N'relq: it''s %s' COLLATE Latin1_General_BIN2" in sql
+    assert "IF (@Found NOT LIKE N'relq: %')" in sql
