@@ -149,8 +149,18 @@ def work(conn_str: str, n: int, race: Race, deadline: float) -> None:
     nothing is left to claim. It claims its next batch before it reports the last
     item of the one before, as a worker that prefetches does, so that it holds
     claimed items without a break for as long as there is work: the times it held
-    them are what the test checks each purge call against."""
+    them are what the test checks each purge call against.
+
+    A claim hands back, as abandoned by a restart, whatever its slot name still
+    holds (a slot claims only with nothing in hand: README, 'Leases'), so the
+    worker claims under two names in turn, 'drain/<n>/a' and 'drain/<n>/b': the item
+    it carries over was claimed under the other name than the claim it makes now,
+    and everything it claimed under this name was reported before (the batch at
+    once, its last item right after the next claim). Under one name the carried
+    item would come back as a new attempt and its report be refused (50010)."""
     conn = connect(conn_str)
+    names = (f"drain/{n}/a", f"drain/{n}/b")
+    claims = 0
     carried = None  # the last claimed item, reported after the next claim
     held_from = 0.0
     try:
@@ -158,8 +168,9 @@ def work(conn_str: str, n: int, race: Race, deadline: float) -> None:
         while not race.failed.is_set():
             if time.monotonic() > deadline:
                 raise AssertionError("the deadline passed with work left")
-            rows = db.call(conn, "dbo.Next_SyncQueue_Batch_trx", LockedBy=f"drain/{n}", BatchSize=10,
+            rows = db.call(conn, "dbo.Next_SyncQueue_Batch_trx", LockedBy=names[claims % 2], BatchSize=10,
                            WaitMs=200).result_sets[0]
+            claims += 1
             if carried is None and rows:
                 held_from = time.monotonic()  # the claim has committed: the items are held
                 race.claimed.set()
