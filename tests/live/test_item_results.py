@@ -1,10 +1,18 @@
-"""What the worker-lifecycle procedures return to a client, against a real SQL
-Server. tSQLt cannot capture a _trx's result set (INSERT ... EXEC opens the very
-transaction a _trx refuses), so the rows and their order are checked here."""
+"""What the worker-lifecycle procedures and the item controls do for a client,
+against a real SQL Server: their rows, tokens, attempt history and error numbers.
+tSQLt cannot capture a _trx's result set (INSERT ... EXEC opens the very
+transaction a _trx refuses), and it fakes the tables, so it sees neither locks
+nor the real foreign keys: both are checked here.
+
+The module shares the session's database with others. Its notifications are the
+only ones in it, and its SyncQueue jobs are of its own types, claimed with @Type:
+no other module's items come into its claims, and each test starts from an empty
+queue, emptied through the procedures (see ``clear``)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -26,15 +34,75 @@ BEGIN
     RETURN 0;
 END;
 """
+CONTROL = "RelqTestControl"  # the job type of this module's SyncQueue jobs (the drain's is RelqTestJob)
+OWN_JOBS = "[Type] IN ('RelqTestJob', 'RelqTestControl')"
+CONTROL_TYPE = """
+IF NOT EXISTS (SELECT 1 FROM dbo.SyncQueueType WHERE [Type] = 'RelqTestControl')
+    INSERT INTO dbo.SyncQueueType ([Type]) VALUES ('RelqTestControl');
+"""
+# What a Cancel_ moves to Cancelled; the other states are finished, and a purge takes them.
+UNFINISHED = "('Pending', 'Processing', 'Error', 'Paused')"
+ITEM_COLUMNS = ["EnqueuedAt", "UpdatedAt", "Status", "ScheduledFor"]  # what every item control returns
+PURGE = """
+SET NOCOUNT ON;
+DECLARE @Keys NVARCHAR(MAX) = (SELECT v.EnqueuedAt, v.UpdatedAt FROM {view} AS v WHERE {where} FOR JSON PATH);
+EXEC {purge} @Keys = @Keys;
+"""
+
+
+@dataclass(frozen=True)
+class Queue:
+    """What ``clear`` needs of a queue: its worker view and procedures, named in full."""
+
+    view: str
+    cancel: str
+    purge: str
+
+
+NOTIFICATIONS = Queue("dbo.Worker_Notification_V", "dbo.Cancel_Notification_trx",
+                      "dbo.Purge_Notification_trx")
+SYNC_JOBS = Queue("dbo.Worker_SyncQueue_V", "dbo.Cancel_SyncQueue_trx", "dbo.Purge_SyncQueue_trx")
+
+
+def clear(conn, queue: Queue, where: str = "1 = 1") -> None:
+    """Remove the items of ``queue`` that ``where`` picks, through its procedures:
+    cancel the unfinished ones, then purge them all by key and token. The purge
+    deletes an item with its attempt history and its subtype and channel rows; a
+    plain DELETE of dbo.Notification is refused (547) as soon as one notification
+    has them, since they reference it without a cascade."""
+    cursor = conn.cursor()
+    for (key,) in db.query(cursor, f"SELECT EnqueuedAt FROM {queue.view} "
+                                   f"WHERE [Status] IN {UNFINISHED} AND {where};"):
+        db.call(conn, queue.cancel, EnqueuedAt=key)
+    count = f"SELECT COUNT(*) FROM {queue.view} WHERE {where};"
+    ((listed,),) = db.query(cursor, count)
+    if listed:
+        removed = db.query(cursor, PURGE.format(view=queue.view, where=where, purge=queue.purge))
+        assert removed == [(listed, 0)], f"{queue.purge} removed {removed} of {listed} items"
+    assert db.query(cursor, count) == [(0,)]
 
 
 @pytest.fixture
 def conn(mssql, live_database: str):
     connection = db.connect(db.with_database(mssql.conn_str, live_database))
     connection.timeout = 120
-    db.run_batch(connection.cursor(), "DELETE FROM dbo.Notification;")  # this module's queue alone
+    db.run_batch(connection.cursor(), CONTROL_TYPE)
+    clear(connection, NOTIFICATIONS)  # this module's queue alone
+    clear(connection, SYNC_JOBS, OWN_JOBS)
     yield connection
     connection.close()
+
+
+def refused(number: int, conn, procedure: str, **params) -> None:
+    """``procedure`` fails with error ``number``."""
+    with pytest.raises(db.SqlError) as error:
+        db.call(conn, procedure, **params)
+    assert error.value.number == number, str(error.value)
+
+
+def utc(**delta: float) -> datetime:
+    """Now (UTC, as the procedures take times) plus ``delta``, in whole seconds."""
+    return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0) + timedelta(**delta)
 
 
 def enqueue(conn, n: int, **extra) -> list[datetime]:
@@ -71,17 +139,17 @@ def test_a_batch_report_returns_every_item_in_key_order(conn) -> None:
     """)
     assert [r[0] for r in reported] == sorted(r[0] for r in rows)
     assert [r[2] for r in reported] == ["Completed", "Error", "Completed"]
-    assert reported[1][3] > datetime.utcnow() - timedelta(minutes=1)  # due again after the backoff
+    assert reported[1][3] > utc(minutes=-1)  # due again after the backoff
 
 
-@pytest.mark.parametrize("action, start, end", [
-    ("Pause", "Pending", "Paused"),
-    ("Cancel", "Pending", "Cancelled"),
+@pytest.mark.parametrize("procedure, end", [
+    ("dbo.Pause_Notification_trx", "Paused"),
+    ("dbo.Cancel_Notification_trx", "Cancelled"),
 ])
-def test_an_item_control_returns_the_item_it_moved(conn, action: str, start: str, end: str) -> None:
-    (key,) = enqueue(conn, 1)
-    result = db.call(conn, f"dbo.{action}_Notification_trx", EnqueuedAt=key)
-    assert result.columns[0] == ["EnqueuedAt", "UpdatedAt", "Status", "ScheduledFor"]
+def test_an_item_control_returns_the_item_it_moved(conn, procedure: str, end: str) -> None:
+    (key,) = enqueue(conn, 1)  # Pending
+    result = db.call(conn, procedure, EnqueuedAt=key)
+    assert result.columns[0] == ITEM_COLUMNS
     assert [(r[0], r[2]) for r in result.result_sets[0]] == [(key, end)]
 
 
@@ -91,13 +159,43 @@ def test_a_paused_item_resumes_and_a_failed_one_is_retried_and_rescheduled(conn)
     assert db.call(conn, "dbo.Resume_Notification_trx", EnqueuedAt=key).result_sets[0][0][2] == "Pending"
     (_, token, _, _), = db.call(conn, "dbo.Next_Notification_trx", LockedBy="results/3").result_sets[0]
     db.call(conn, "dbo.Modify_Notification_trx", EnqueuedAt=key, UpdatedAt=token, Status="Failed")
-    later = datetime.utcnow().replace(microsecond=0) + timedelta(days=1)
+    later = utc(days=1)
     retried = db.call(conn, "dbo.Retry_Notification_trx", EnqueuedAt=key, ScheduledFor=later).result_sets[0]
     assert (retried[0][2], retried[0][3]) == ("Pending", later)
     sooner = later - timedelta(hours=12)
     rescheduled = db.call(conn, "dbo.Reschedule_Notification_trx", EnqueuedAt=key,
                           ScheduledFor=sooner).result_sets[0]
     assert rescheduled[0][3] == sooner
+
+
+NOTIFICATION_TABLES = """
+SELECT
+    (SELECT COUNT(*) FROM dbo.Notification),
+    (SELECT COUNT(*) FROM dbo.Notification_ResetPassword),
+    (SELECT COUNT(*) FROM dbo.Notification_Email),
+    (SELECT COUNT(*) FROM dbo.Notification_Sms),
+    (SELECT COUNT(*) FROM dbo.NotificationAttempt),
+    (SELECT COUNT(*) FROM dbo.NotificationArchive);
+"""
+
+
+def test_the_cleanup_removes_notifications_with_their_channels_and_history(conn) -> None:
+    """What every test of this module starts with, after a notification with both
+    channels was enqueued and claimed: a DELETE of dbo.Notification is refused
+    (its subtype and channel rows reference it without a cascade), ``clear`` is not."""
+    enqueue(conn, 1, PhoneNumber="+14155550123")  # e-mail and SMS
+    enqueue(conn, 1)  # e-mail only, left Pending
+    assert len(db.call(conn, "dbo.Next_Notification_trx", LockedBy="results/5").result_sets[0]) == 1
+    cursor = conn.cursor()
+    ((*before, archived),) = db.query(cursor, NOTIFICATION_TABLES)
+    assert before == [2, 2, 2, 1, 1]
+    with pytest.raises(db.SqlError) as error:
+        db.run_batch(cursor, "DELETE FROM dbo.Notification;")
+    assert error.value.number == 547, str(error.value)  # a REFERENCE constraint: Email_Is_Notification, ...
+    assert db.query(cursor, NOTIFICATION_TABLES) == [(*before, archived)]
+
+    clear(conn, NOTIFICATIONS)
+    assert db.query(cursor, NOTIFICATION_TABLES) == [(0, 0, 0, 0, 0, archived)]  # and nothing archived
 
 
 def test_the_drain_runs_a_job_procedure_and_returns_what_it_did(conn) -> None:
@@ -128,8 +226,8 @@ def test_an_enqueue_returns_a_row_per_item_saying_which_were_duplicates(conn) ->
         SET NOCOUNT ON;
         DECLARE @Items dbo.SyncQueueItemList;
         INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey)
-        VALUES (1, 'CustomerSync', N'x', N'dup-results'), (2, 'CustomerSync', N'y', N'dup-results'),
-            (3, 'CustomerSync', N'z', NULL);
+        VALUES (1, 'RelqTestControl', N'x', N'dup-results'), (2, 'RelqTestControl', N'y', N'dup-results'),
+            (3, 'RelqTestControl', N'z', NULL);
         EXEC dbo.Add_SyncQueue_trx @Items = @Items;
     """)
     columns = [d[0] for d in cursor.description]
@@ -138,3 +236,4 @@ def test_an_enqueue_returns_a_row_per_item_saying_which_were_duplicates(conn) ->
     assert columns == ["EnqueuedAt", "Type", "EntityKey", "ItemNo", "IsDuplicate"]
     assert [(r[3], bool(r[4])) for r in rows] == [(1, False), (2, True), (3, False)]
     assert rows[0][0] == rows[1][0] != rows[2][0]  # the duplicate is the first item
+
