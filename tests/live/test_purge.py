@@ -333,13 +333,13 @@ def test_a_purge_removes_a_notification_with_its_subtype_channels_and_history_an
         (key, token, _, _), = db.call(conn, "dbo.Next_Notification_trx", LockedBy="purge/1").result_sets[0]
         db.call(conn, "dbo.Modify_Notification_trx", EnqueuedAt=key, UpdatedAt=token, Status="Completed")
     db.run_batch(cursor, "UPDATE dbo.Notification SET UpdatedAt = DATEADD(DAY, -2, UpdatedAt);")
-    count = "SELECT COUNT(*) FROM dbo.{0};"
-    assert db.query(cursor, count.format("NotificationAttempt"))[0][0] == 20
+    count = "SELECT COUNT(*) FROM {0};"
+    assert db.query(cursor, count.format("dbo.NotificationAttempt"))[0][0] == 20
 
     result = db.call(conn, "dbo.Purge_Notification_trx", OlderThanMinutes=60, BatchSize=7, Archive=True)
     assert result.result_sets[0] == [(20, 20)]
-    for table in ("Notification", "Notification_ResetPassword", "Notification_Email", "Notification_Sms",
-                  "NotificationAttempt"):
+    for table in ("dbo.Notification", "dbo.Notification_ResetPassword", "dbo.Notification_Email",
+                  "dbo.Notification_Sms", "dbo.NotificationAttempt"):
         assert db.query(cursor, count.format(table))[0][0] == 0, table
     archived = db.query(cursor, "SELECT COUNT(*), MIN(EmailTo), MIN(PhoneNumber) "
                                 "FROM dbo.NotificationArchive;")
