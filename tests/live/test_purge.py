@@ -149,8 +149,18 @@ def work(conn_str: str, n: int, race: Race, deadline: float) -> None:
     nothing is left to claim. It claims its next batch before it reports the last
     item of the one before, as a worker that prefetches does, so that it holds
     claimed items without a break for as long as there is work: the times it held
-    them are what the test checks each purge call against."""
+    them are what the test checks each purge call against.
+
+    A claim hands back, as abandoned by a restart, whatever its slot name still
+    holds (a slot claims only with nothing in hand: README, 'Leases'), so the
+    worker claims under two names in turn, 'drain/<n>/a' and 'drain/<n>/b': the item
+    it carries over was claimed under the other name than the claim it makes now,
+    and everything it claimed under this name was reported before (the batch at
+    once, its last item right after the next claim). Under one name the carried
+    item would come back as a new attempt and its report be refused (50010)."""
     conn = connect(conn_str)
+    names = (f"drain/{n}/a", f"drain/{n}/b")
+    claims = 0
     carried = None  # the last claimed item, reported after the next claim
     held_from = 0.0
     try:
@@ -158,8 +168,9 @@ def work(conn_str: str, n: int, race: Race, deadline: float) -> None:
         while not race.failed.is_set():
             if time.monotonic() > deadline:
                 raise AssertionError("the deadline passed with work left")
-            rows = db.call(conn, "dbo.Next_SyncQueue_Batch_trx", LockedBy=f"drain/{n}", BatchSize=10,
+            rows = db.call(conn, "dbo.Next_SyncQueue_Batch_trx", LockedBy=names[claims % 2], BatchSize=10,
                            WaitMs=200).result_sets[0]
+            claims += 1
             if carried is None and rows:
                 held_from = time.monotonic()  # the claim has committed: the items are held
                 race.claimed.set()
@@ -322,13 +333,13 @@ def test_a_purge_removes_a_notification_with_its_subtype_channels_and_history_an
         (key, token, _, _), = db.call(conn, "dbo.Next_Notification_trx", LockedBy="purge/1").result_sets[0]
         db.call(conn, "dbo.Modify_Notification_trx", EnqueuedAt=key, UpdatedAt=token, Status="Completed")
     db.run_batch(cursor, "UPDATE dbo.Notification SET UpdatedAt = DATEADD(DAY, -2, UpdatedAt);")
-    count = "SELECT COUNT(*) FROM dbo.{0};"
-    assert db.query(cursor, count.format("NotificationAttempt"))[0][0] == 20
+    count = "SELECT COUNT(*) FROM {0};"
+    assert db.query(cursor, count.format("dbo.NotificationAttempt"))[0][0] == 20
 
     result = db.call(conn, "dbo.Purge_Notification_trx", OlderThanMinutes=60, BatchSize=7, Archive=True)
     assert result.result_sets[0] == [(20, 20)]
-    for table in ("Notification", "Notification_ResetPassword", "Notification_Email", "Notification_Sms",
-                  "NotificationAttempt"):
+    for table in ("dbo.Notification", "dbo.Notification_ResetPassword", "dbo.Notification_Email",
+                  "dbo.Notification_Sms", "dbo.NotificationAttempt"):
         assert db.query(cursor, count.format(table))[0][0] == 0, table
     archived = db.query(cursor, "SELECT COUNT(*), MIN(EmailTo), MIN(PhoneNumber) "
                                 "FROM dbo.NotificationArchive;")
