@@ -14,6 +14,7 @@ import pytest
 
 from relq import db
 from relq.build import BuildResult, build
+from relq.build.names import quote
 from relq.live import TEST_DATABASE, drop_database, live_target, throwaway_database
 
 REPO = Path(__file__).resolve().parent.parent
@@ -99,6 +100,34 @@ def live_database(mssql: db.Target) -> Iterator[str]:
         return
     with throwaway_database(REPO, mssql) as name:
         yield name
+
+
+def set_read_committed_snapshot(target: db.Target, database: str, on: bool) -> None:
+    """Turn READ_COMMITTED_SNAPSHOT on or off (ALTER DATABASE needs the database to itself:
+    ROLLBACK IMMEDIATE ends the other sessions' transactions), and check that it took."""
+    conn = db.connect(db.with_database(target.conn_str, "master"))
+    try:
+        cursor = conn.cursor()
+        db.run_batch(cursor, f"ALTER DATABASE {quote(database)} SET READ_COMMITTED_SNAPSHOT "
+                             f"{'ON' if on else 'OFF'} WITH ROLLBACK IMMEDIATE;")
+        state = db.query(cursor, "SELECT is_read_committed_snapshot_on FROM sys.databases WHERE name = ?;",
+                         database)
+        assert state == [(on,)], f"READ_COMMITTED_SNAPSHOT of {database} is {state}, not {on}"
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="session")
+def rcsi_database(mssql: db.Target) -> Iterator[str]:
+    """The project deployed once per session into a database with READ_COMMITTED_SNAPSHOT
+    ON, as Azure SQL's databases and many busy servers run."""
+    with throwaway_database(REPO, mssql) as name:
+        set_read_committed_snapshot(mssql, name, True)
+        yield name
+
+
+# Each live suite of concurrent claims, receives and purges runs with RCSI off and on.
+RCSI = pytest.mark.parametrize("rcsi", [False, True], ids=["rcsi-off", "rcsi-on"])
 
 
 @pytest.fixture

@@ -20,8 +20,12 @@ GO
    under UPDLOCK and ROWLOCK; READPAST skips rows other claims hold, so claims
    do not wait on each other, except that a group's check waits for a write to
    an earlier item of that group to commit. It runs at READ COMMITTED whatever
-   the caller's level: SQL Server refuses READPAST under SERIALIZABLE, and a
-   SNAPSHOT read could pick a taken row.
+   the caller's level: SQL Server refuses READPAST under SERIALIZABLE and
+   SNAPSHOT. Its reads that skip or wait also carry READCOMMITTEDLOCK, so they
+   lock under READ_COMMITTED_SNAPSHOT too, where a plain read would see the last
+   committed version: a row another claim is taking would not be skipped, nor a
+   group's check wait (the READPAST paragraph of
+   https://learn.microsoft.com/sql/t-sql/queries/hints-transact-sql-table).
    @LockedBy: the worker slot claiming (dbo.WorkerName). A slot claims only with
      nothing in hand: its own items in Processing count as abandoned (with @Type,
      those of that type only: a slot that claims one type at a time keeps its
@@ -129,7 +133,7 @@ BEGIN
         n.EnqueuedAt,
         n.UpdatedAt,
         ROW_NUMBER() OVER (ORDER BY n.LeaseUntil ASC) AS ClaimOrder
-    FROM dbo.Notification AS n WITH (READPAST)
+    FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
     WHERE
         n.[Status] = 'Processing'
         AND (n.LeaseUntil < @Now OR n.LockedBy = @LockedBy)
@@ -146,7 +150,7 @@ BEGIN
         n.EnqueuedAt,
         n.UpdatedAt,
         @Want + ROW_NUMBER() OVER (ORDER BY n.[Priority] DESC, n.ScheduledFor ASC, n.EnqueuedAt ASC) AS ClaimOrder
-    FROM dbo.Notification AS n WITH (READPAST)
+    FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
     WHERE
         n.[Status] IN ('Pending', 'Error')
         AND n.ScheduledFor <= @Now
@@ -154,9 +158,10 @@ BEGIN
         AND (@Type IS NULL OR n.[Type] = @Type)
         AND (
             n.GroupKey IS NULL
-            -- No READPAST here: an earlier item being written must be waited for, not skipped.
+            -- No READPAST here: an earlier item being written must be waited for, not skipped
+            -- (READCOMMITTEDLOCK: waited for under READ_COMMITTED_SNAPSHOT too).
             OR NOT EXISTS (
-                SELECT 1 FROM dbo.Notification AS e
+                SELECT 1 FROM dbo.Notification AS e WITH (READCOMMITTEDLOCK)
                 WHERE
                     e.GroupKey = n.GroupKey
                     AND e.GroupKey IS NOT NULL
@@ -188,7 +193,7 @@ BEGIN
             n.ScheduledFor,
             n.UpdatedAt
         FROM @Candidates AS c
-        INNER JOIN dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST, FORCESEEK)
+        INNER JOIN dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK, FORCESEEK)
             ON c.EnqueuedAt = n.EnqueuedAt AND c.UpdatedAt = n.UpdatedAt
         ORDER BY c.ClaimOrder ASC
     )
@@ -235,7 +240,7 @@ BEGIN
         INSERTED.ScheduledFor,
         ISNULL(DELETED.LockedBy, N'unknown')
     INTO @Taken (EnqueuedAt, UpdatedAt, AttemptNum, [Step], [Status], [Priority], ScheduledFor, AbandonedBy)
-    FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST)
+    FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK)
     WHERE
         n.[Status] = 'Processing'
         AND (n.LeaseUntil < @Now OR (n.LockedBy = @LockedBy AND (@Type IS NULL OR n.[Type] = @Type)))

@@ -220,7 +220,7 @@ BEGIN
                     SELECT TOP (@BatchSize)
                         n.EnqueuedAt,
                         n.UpdatedAt
-                    FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST)
+                    FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK)
                     WHERE
                         n.[Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted')
                         AND n.UpdatedAt < @FinishedBefore
@@ -245,7 +245,7 @@ BEGIN
                     FROM @Candidates AS c
                     INNER JOIN
                         dbo.Notification AS n WITH (
-                            UPDLOCK, ROWLOCK, READPAST, FORCESEEK (PK_Notification (EnqueuedAt))
+                            UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK, FORCESEEK (PK_Notification (EnqueuedAt))
                         )
                         ON c.EnqueuedAt = n.EnqueuedAt
                     WHERE
@@ -272,7 +272,7 @@ BEGIN
                     FROM @Listed AS l
                     INNER JOIN
                         dbo.Notification AS n WITH (
-                            UPDLOCK, ROWLOCK, READPAST, FORCESEEK (PK_Notification (EnqueuedAt))
+                            UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK, FORCESEEK (PK_Notification (EnqueuedAt))
                         )
                         ON l.EnqueuedAt = n.EnqueuedAt AND l.UpdatedAt = n.UpdatedAt
                     WHERE

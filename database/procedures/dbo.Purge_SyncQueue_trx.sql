@@ -219,7 +219,7 @@ BEGIN
                     SELECT TOP (@BatchSize)
                         q.EnqueuedAt,
                         q.UpdatedAt
-                    FROM dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST)
+                    FROM dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK)
                     WHERE
                         q.[Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted')
                         AND q.UpdatedAt < @FinishedBefore
@@ -244,7 +244,7 @@ BEGIN
                     FROM @Candidates AS c
                     INNER JOIN
                         dbo.SyncQueue AS q WITH (
-                            UPDLOCK, ROWLOCK, READPAST, FORCESEEK (PK_SyncQueue (EnqueuedAt))
+                            UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK, FORCESEEK (PK_SyncQueue (EnqueuedAt))
                         )
                         ON c.EnqueuedAt = q.EnqueuedAt
                     WHERE
@@ -271,7 +271,7 @@ BEGIN
                     FROM @Listed AS l
                     INNER JOIN
                         dbo.SyncQueue AS q WITH (
-                            UPDLOCK, ROWLOCK, READPAST, FORCESEEK (PK_SyncQueue (EnqueuedAt))
+                            UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK, FORCESEEK (PK_SyncQueue (EnqueuedAt))
                         )
                         ON l.EnqueuedAt = q.EnqueuedAt AND l.UpdatedAt = q.UpdatedAt
                     WHERE

@@ -39,7 +39,7 @@ BEGIN
     WHILE (@RowCnt = @BatchSize)
         BEGIN
             BEGIN TRANSACTION Purge_TransportMessage;
-            DELETE TOP (@BatchSize) FROM dbo.TransportMessage WITH (ROWLOCK, READPAST)
+            DELETE TOP (@BatchSize) FROM dbo.TransportMessage WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
             WHERE Expires <= @Now;
             SELECT
                 @RowCnt = @@ROWCOUNT,

@@ -36,7 +36,7 @@ BEGIN
             q.Id,
             q.Payload,
             q.EnqueuedAt
-        FROM dbo.FifoQueue AS q WITH (ROWLOCK, READPAST)
+        FROM dbo.FifoQueue AS q WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
         ORDER BY q.Id
     )
 

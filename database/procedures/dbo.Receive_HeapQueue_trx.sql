@@ -39,7 +39,7 @@ BEGIN
         END;
 
     BEGIN TRANSACTION Receive_HeapQueue;
-    DELETE TOP (@BatchSize) FROM dbo.HeapQueue WITH (ROWLOCK, READPAST)
+    DELETE TOP (@BatchSize) FROM dbo.HeapQueue WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
     OUTPUT
         DELETED.Payload,
         DELETED.EnqueuedAt

@@ -30,7 +30,7 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    DELETE TOP (@BatchSize) FROM dbo.HeapQueue WITH (ROWLOCK, READPAST)
+    DELETE TOP (@BatchSize) FROM dbo.HeapQueue WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
     OUTPUT
         DELETED.Payload,
         DELETED.EnqueuedAt;

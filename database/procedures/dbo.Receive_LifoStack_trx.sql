@@ -45,7 +45,7 @@ BEGIN
             q.Id,
             q.Payload,
             q.EnqueuedAt
-        FROM dbo.LifoStack AS q WITH (ROWLOCK, READPAST)
+        FROM dbo.LifoStack AS q WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
         ORDER BY q.Id DESC
     )
 

@@ -49,7 +49,7 @@ BEGIN
             q.DueAt,
             q.Payload,
             q.EnqueuedAt
-        FROM dbo.PendingQueue AS q WITH (ROWLOCK, READPAST)
+        FROM dbo.PendingQueue AS q WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
         WHERE q.DueAt <= @Now
         ORDER BY q.DueAt, q.Id
     )

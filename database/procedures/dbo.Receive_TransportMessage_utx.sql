@@ -53,7 +53,7 @@ BEGIN
             m.Headers,
             m.Body,
             m.[RowVersion]
-        FROM dbo.TransportMessage AS m WITH (ROWLOCK, READPAST)
+        FROM dbo.TransportMessage AS m WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
         WHERE m.Queue = @Queue AND (m.Expires IS NULL OR m.Expires > @Now)
         ORDER BY m.[RowVersion]
     )

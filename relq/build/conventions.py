@@ -588,6 +588,23 @@ def _select_star(ctx: FileContext) -> Iterator[Finding]:
                                   "does")
 
 
+@check("readpast-lock", "READPAST comes with READCOMMITTEDLOCK, so that it skips locked rows under "
+                       "READ_COMMITTED_SNAPSHOT too")
+def _readpast_lock(ctx: FileContext) -> Iterator[Finding]:
+    """With READ_COMMITTED_SNAPSHOT ON, a READ COMMITTED read takes no locks and reads the
+    last committed version, so READPAST has nothing to skip; Microsoft's table-hint page
+    says to include READCOMMITTEDLOCK with it
+    (https://learn.microsoft.com/sql/t-sql/queries/hints-transact-sql-table, READPAST)."""
+    if not _in_database(ctx, "procedures", "functions", "views"):
+        return
+    for seg, _ in ctx.creates("post_table_expression"):
+        hints = {code(h)[0].raw.upper() for h, _ in walk(seg) if h.is_type("query_hint_segment") and code(h)}
+        if "READPAST" in hints and "READCOMMITTEDLOCK" not in hints:
+            yield _finding(line(seg), "add READCOMMITTEDLOCK beside READPAST: under "
+                                      "READ_COMMITTED_SNAPSHOT a plain read sees row versions and skips "
+                                      "nothing")
+
+
 @check("utc-time", "times are UTC: SYSUTCDATETIME()")
 def _utc_time(ctx: FileContext) -> Iterator[Finding]:
     if not _in_database(ctx):

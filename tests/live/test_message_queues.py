@@ -49,10 +49,11 @@ QUERY_TIMEOUT_S = 120  # a lock wait that never ends fails the consumer instead 
 JOIN_TIMEOUT_S = 300
 
 
-@pytest.fixture(scope="module")
-def queues(mssql, live_database: str) -> str:
-    """The session's database, with a transport queue declared."""
-    conn_str = db.with_database(mssql.conn_str, live_database)
+@pytest.fixture(scope="module", params=["live_database", "rcsi_database"], ids=["rcsi-off", "rcsi-on"])
+def queues(request: pytest.FixtureRequest, mssql) -> str:
+    """A session's database, with a transport queue declared: every test of this module
+    runs with READ_COMMITTED_SNAPSHOT off and on."""
+    conn_str = db.with_database(mssql.conn_str, request.getfixturevalue(request.param))
     conn = db.connect(conn_str)
     try:
         assert db.call(conn, "dbo.Add_TransportQueue_trx", Endpoint="Orders").return_code == 0

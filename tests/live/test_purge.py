@@ -24,7 +24,7 @@ import pytest
 
 from relq import db
 from relq.deploy.apply import deploy
-from tests.conftest import REPO
+from tests.conftest import RCSI, REPO, set_read_committed_snapshot
 
 pytestmark = pytest.mark.mssql
 
@@ -247,10 +247,12 @@ def held_throughout(held: list[tuple[float, float]], start: float, end: float) -
     return False
 
 
+@RCSI
 def test_a_purge_beside_eight_workers_removes_the_old_finished_items_and_nothing_unfinished(
-    mssql, new_database
+    mssql, new_database, rcsi: bool
 ) -> None:
     deploy(REPO, mssql, create_db=new_database)
+    set_read_committed_snapshot(mssql, new_database, rcsi)
     conn_str = db.with_database(mssql.conn_str, new_database)
     conn = connect(conn_str)
     cursor = conn.cursor()

@@ -11,7 +11,7 @@ import pytest
 
 from relq import db
 from relq.deploy.apply import deploy
-from tests.conftest import REPO
+from tests.conftest import RCSI, REPO, set_read_committed_snapshot
 
 pytestmark = pytest.mark.mssql
 
@@ -72,8 +72,12 @@ def drain(conn_str: str, claims: list, errors: list, deadline: float) -> None:
         conn.close()
 
 
-def test_eight_workers_drain_ten_thousand_items_each_claimed_once_per_attempt(mssql, new_database) -> None:
+@RCSI
+def test_eight_workers_drain_ten_thousand_items_each_claimed_once_per_attempt(
+    mssql, new_database, rcsi: bool
+) -> None:
     deploy(REPO, mssql, create_db=new_database)
+    set_read_committed_snapshot(mssql, new_database, rcsi)
     conn_str = db.with_database(mssql.conn_str, new_database)
     conn = db.connect(conn_str)
     for offset in range(0, ITEMS, CHUNK):
