@@ -4,8 +4,8 @@ codes and error numbers.
 The target server is an ODBC connection string, found by :func:`resolve_target`
 (RELQ_MSSQL, then ``--conn``, then ``relq.mssql`` in invoke.yaml). Everything
 shown to a user goes through :func:`mask` or :func:`describe`, so a password
-never reaches a message. pyodbc is imported lazily, only by :func:`connect`:
-code and tests that never connect do not need libodbc.
+never reaches a message. pyodbc is imported lazily, only by :func:`load_pyodbc`
+(through :func:`connect`): code and tests that never connect do not need unixODBC.
 """
 
 from __future__ import annotations
@@ -284,27 +284,49 @@ def _is_pyodbc_error(exc: BaseException, kind: str = "Error") -> bool:
 # -- connecting ----------------------------------------------------------------------------------------------
 
 
-def _pyodbc() -> Any:
+# What to install, one line each: pyodbc links against unixODBC's driver manager (libodbc.so.2;
+# libodbc.2.dylib on macOS), which comes from the operating system, and it loads a driver.
+INSTALL_UNIXODBC = "apt-get install unixodbc; dnf install unixODBC; brew install unixodbc"
+INSTALL_DRIVER = ("FreeTDS (apt-get install tdsodbc; dnf install freetds; brew install freetds) "
+                  "or Microsoft's ODBC Driver 18 for SQL Server (msodbcsql18)")
+
+
+def load_pyodbc() -> Any:
+    """The pyodbc module; a RelqError naming what to install when it cannot load."""
     try:
         import pyodbc
-    except ImportError as exc:
-        raise RelqError(f"pyodbc cannot be loaded ({exc}): install unixODBC (Debian: apt-get install "
-                        f"unixodbc) and an ODBC driver for SQL Server") from exc
+    except ModuleNotFoundError as exc:
+        if exc.name != "pyodbc":
+            raise
+        raise RelqError(f"pyodbc is not installed in {sys.executable}: pip install -e . in the project"
+                        ) from None
+    except ImportError as exc:  # pyodbc is there, the driver manager it links against is not
+        raise RelqError(f"unixODBC is not installed ({INSTALL_UNIXODBC}): pyodbc cannot load "
+                        f"({_safe_str(exc)})") from None
     return pyodbc
 
 
 def connect(conn_str: str, *, autocommit: bool = True, timeout: int = 15) -> Any:
     """A pyodbc connection (login timeout ``timeout`` seconds), session settings untouched.
-    A failure is one masked line saying what to check."""
-    pyodbc = _pyodbc()
+    A failure is one masked line saying what to check, or what to install."""
+    pyodbc = load_pyodbc()
     try:
         return pyodbc.connect(conn_str, autocommit=autocommit, timeout=timeout)
     except pyodbc.Error as exc:
-        raise RelqError(_scrub(_connect_problem(conn_str, server_messages(exc)), conn_str)) from exc
+        problem = _connect_problem(conn_str, server_messages(exc), _drivers(pyodbc))
+        raise RelqError(_scrub(problem, conn_str)) from exc
 
 
-def _connect_problem(conn_str: str, messages: list[ServerMessage]) -> str:
-    """The one line explaining why connecting failed."""
+def _drivers(pyodbc: Any) -> list[str]:
+    """The ODBC drivers the driver manager knows (odbcinst.ini); [] if it cannot say."""
+    try:
+        return list(pyodbc.drivers())
+    except Exception:
+        return []
+
+
+def _connect_problem(conn_str: str, messages: list[ServerMessage], drivers: list[str] | None = None) -> str:
+    """The one line explaining why connecting failed. ``drivers``: the installed ODBC drivers."""
     states = {m.sqlstate for m in messages}
     numbers = {m.number for m in messages}
     texts = "; ".join(dict.fromkeys(m.text for m in messages if m.text)) or "no message from the driver"
@@ -312,8 +334,9 @@ def _connect_problem(conn_str: str, messages: list[ServerMessage]) -> str:
     driver = _safe_value(conn_str, ("driver",))
     if any("Can't open lib" in m.text for m in messages) or ("IM002" in states and driver):
         name = driver or _library(messages) or "?"
-        return (f"ODBC driver '{name}' is not installed here: install Microsoft's ODBC Driver 18 "
-                f"(msodbcsql18) or FreeTDS (Debian: apt-get install tdsodbc) and name it in DRIVER=...")
+        installed = ", ".join(drivers or []) or "none"
+        return (f"ODBC driver '{name}' is not installed here (installed: {installed}): install "
+                f"{INSTALL_DRIVER} and name it in DRIVER=...")
     if "IM002" in states and not _safe_value(conn_str, ("dsn",)):
         return (f"cannot connect ({where}): no ODBC driver named: add DRIVER={{ODBC Driver 18 for SQL "
                 f"Server}} or DRIVER={{FreeTDS}} to the connection string")

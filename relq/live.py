@@ -25,7 +25,7 @@ from relq.errors import RelqError
 
 TEST_DATABASE = "RELQ_TEST_DATABASE"  # set for pytest: the database the live tier deployed
 TSQLT_ZIP = "RELQ_TSQLT_ZIP"  # a tSQLt release zip already on disk
-TSQLT_SHA256 = "RELQ_TSQLT_SHA256"  # its SHA-256, when pyproject.toml pins none
+TSQLT_SHA256 = "RELQ_TSQLT_SHA256"  # the SHA-256 of a release other than the one pyproject.toml pins
 DOWNLOADED_ZIP = "tSQLt.zip"  # the name a downloaded release gets in its folder
 SKIPPED = ("live tier skipped: RELQ_MSSQL is not set (an ODBC connection string to a SQL Server "
            "2017 or later; see README, 'The live tier')")

@@ -3,18 +3,21 @@ build, and the live tier's server, databases and connections."""
 
 from __future__ import annotations
 
+import builtins
 import os
 import secrets
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from relq import db
 from relq.build import BuildResult, build
 from relq.build.names import quote
+from relq.errors import RelqError
 from relq.live import TEST_DATABASE, drop_database, live_target, throwaway_database
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,6 +70,39 @@ def project(tmp_path: Path, warm_clean: Path) -> Project:
     root = tmp_path / "project"
     shutil.copytree(warm_clean, root, ignore=shutil.ignore_patterns("dist"))
     return Project(root)
+
+
+# -- ODBC: tests that load pyodbc or a driver skip, with one line saying what to install ---------
+
+
+def require_pyodbc() -> Any:
+    """pyodbc, or a skip of the test naming what to install (unixODBC's driver manager, which
+    pyodbc links against, comes from the operating system, not from pip)."""
+    try:
+        return db.load_pyodbc()
+    except RelqError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def without_unixodbc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``import pyodbc`` fails as it does where libodbc.so.2 is missing, whatever this machine has."""
+    real_import = builtins.__import__
+
+    def fake_import(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "pyodbc":
+            raise ImportError("libodbc.so.2: cannot open shared object file: No such file or directory")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+
+
+def require_odbc_driver(name: str) -> Any:
+    """pyodbc with the ODBC driver ``name`` installed, or a skip naming what to install."""
+    pyodbc = require_pyodbc()
+    if name not in pyodbc.drivers():
+        pytest.skip(f"the ODBC driver {name} is not installed: install {db.INSTALL_DRIVER}")
+    return pyodbc
 
 
 # -- the live tier: tests marked mssql run against RELQ_MSSQL, and skip without it --------------

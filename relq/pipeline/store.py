@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -227,8 +226,7 @@ def _sql_errors() -> Any:
         try:
             yield
         except Exception as exc:
-            pyodbc = sys.modules.get("pyodbc")
-            if pyodbc is not None and isinstance(exc, pyodbc.Error):
+            if db._is_pyodbc_error(exc):
                 raise db.SqlError(db.server_messages(exc)) from exc
             raise
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from relq.deploy.tsqlt import pinned, read_release, summarize
+from relq.deploy.tsqlt import SCRIPTS, pinned, read_release, summarize
 from relq.errors import RelqError
+from relq.live import TSQLT_SHA256, tsqlt_release
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,9 +53,19 @@ def test_a_zip_without_the_install_scripts_is_not_a_release(tmp_path: Path) -> N
         read_release(path, sha(path))
 
 
-def test_the_pin_is_read_from_pyproject() -> None:
+def test_the_pin_is_one_versioned_release_and_its_hash() -> None:
     pin = pinned(REPO)
-    assert pin.url.startswith("https://")
+    # A URL that serves whatever is newest would break the hash with every tSQLt release.
+    assert re.fullmatch(r"https://\S+/tSQLt_V\d+(\.\d+){3}\.zip", pin.url), pin.url
+    assert re.fullmatch(r"[0-9a-f]{64}", pin.sha256), pin.sha256
+
+
+def test_another_release_comes_with_its_own_hash(tmp_path: Path) -> None:
+    path = release_zip(tmp_path)
+    assert set(tsqlt_release(REPO, str(path), sha256=sha(path), environ={})) == set(SCRIPTS)
+    assert set(tsqlt_release(REPO, str(path), environ={TSQLT_SHA256: sha(path)})) == set(SCRIPTS)
+    with pytest.raises(RelqError, match=f"but {pinned(REPO).sha256} is pinned"):
+        tsqlt_release(REPO, str(path), environ={})
 
 
 def test_junit_results_are_counted_from_the_xml() -> None:

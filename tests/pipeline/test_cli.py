@@ -52,3 +52,12 @@ def test_any_queue_name_is_taken_by_both_commands_and_a_bad_one_is_one_line(monk
     assert main(["enqueue", "--input", "x", "--rejects", "/tmp/r", "--queue", "bad-name"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("pipeline enqueue: unknown queue 'bad-name'")
+
+
+@pytest.mark.usefixtures("without_unixodbc")
+def test_without_unixodbc_the_commands_stop_in_one_line_before_spark_starts(capsys) -> None:
+    argv = ["archive", "--older-than-minutes", "60", "--archive", "/tmp/a"]
+    assert main(argv, conn="DRIVER={FreeTDS};SERVER=h") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pipeline archive: unixODBC is not installed (apt-get install "
+                                               "unixodbc; dnf install unixODBC; brew install unixodbc)")

@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import pyodbc
 import pytest
 
 from relq.errors import RelqError
@@ -18,8 +17,13 @@ from relq.pipeline.store import FETCH_ROWS, ItemRejected, SqlSession
 T0 = datetime(2026, 3, 1, 8, 0)
 
 
-def server_error(number: int, text: str) -> pyodbc.Error:
-    return pyodbc.Error("42000", f"[42000] [FreeTDS][SQL Server]{text} ({number}) (SQLExecDirectW)")
+class ServerError(Exception):
+    """Stands in for a pyodbc error (args: sqlstate, message), so that these tests need no
+    unixODBC; relq.db recognises it through the patch below."""
+
+
+def server_error(number: int, text: str) -> ServerError:
+    return ServerError("42000", f"[42000] [FreeTDS][SQL Server]{text} ({number}) (SQLExecDirectW)")
 
 
 class Cursor:
@@ -67,6 +71,11 @@ class Connection:
 @pytest.fixture(autouse=True)
 def no_pause(monkeypatch) -> None:
     monkeypatch.setattr(store.time, "sleep", lambda seconds: None)
+
+
+@pytest.fixture(autouse=True)
+def server_errors(monkeypatch) -> None:
+    monkeypatch.setattr(store.db, "_is_pyodbc_error", lambda exc, kind="Error": isinstance(exc, ServerError))
 
 
 def job_row(n: int) -> tuple:
