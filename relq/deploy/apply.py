@@ -48,18 +48,19 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
     conn_str = target.conn_str
     if create_db:
         if dry_run and not facts.exists:
-            return _show(console, make_plan(result, {}), create_db, verdict, created=False)
+            plan = make_plan(result, {}, verdict.to_register)
+            return _show(console, plan, create_db, verdict, created=False)
         ensure_database(conn_str, create_db)
         conn_str = db.with_database(conn_str, create_db)
     conn = db.connect(conn_str)
     try:
         cursor = conn.cursor()
         if dry_run:
-            return _show(console, make_plan(result, journal.read(cursor)), facts.database, verdict,
-                         created=True)
+            plan = make_plan(result, journal.read(cursor), verdict.to_register)
+            return _show(console, plan, facts.database, verdict, created=True)
         _lock(cursor, lock_timeout)
         journal.ensure(cursor)
-        plan = make_plan(result, journal.read(cursor))
+        plan = make_plan(result, journal.read(cursor), verdict.to_register)
         apply(conn, plan, result, console)
         return Outcome(plan, plan.counts(), facts.database)
     finally:

@@ -16,6 +16,7 @@ from the file's checksum and the database's journal. Pure: no server here.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from relq.build import BuildResult
@@ -64,10 +65,14 @@ class DeployRefused(RelqError):
     """The database and the project disagree in a way only a person can settle."""
 
 
-def make_plan(build: BuildResult, journal: dict[str, str]) -> Plan:
+def make_plan(build: BuildResult, journal: dict[str, str], unregistered: Collection[int] = ()) -> Plan:
     """The steps that bring a database whose journal is ``journal`` (path ->
     checksum) up to ``build``. Raises DeployRefused, naming every file, when a
-    deployed table or type changed without a migration or a migration changed."""
+    deployed table or type changed without a migration or a migration changed.
+    ``unregistered``: message numbers the server lacks, or holds with another text
+    (the preflight's finding): their files run again although the journal has
+    them, since messages live in master, not in the journaled database (a restore
+    onto another server, a message dropped by hand)."""
     pending = [p for p in build.order if _kind(p) == "migrations" and p not in journal]
     covering = {p: _touched(build.facts[p]) for p in pending}
     problems: list[str] = []
@@ -80,7 +85,9 @@ def make_plan(build: BuildResult, journal: dict[str, str]) -> Plan:
         objects = tuple(d.name for d in facts.definitions if d.kind not in ("index", "constraint"))
         known = journal.get(path)
         step = Step(path, kind, objects, "unchanged", checksum)
-        if known == checksum:
+        missing = kind == "messages" and any(int(d.name) in unregistered for d in facts.definitions
+                                             if d.kind == "message")
+        if known == checksum and not missing:
             steps.append(step)
             continue
         if kind in CREATED_ONCE:
@@ -109,7 +116,8 @@ def make_plan(build: BuildResult, journal: dict[str, str]) -> Plan:
                 step = replace(step, reason="CHECK constraints call it: "
                                + ", ".join(c.name for c in dependent), constraints=dependent)
         else:
-            step = _with(step, "apply", "new" if known is None else "changed")
+            step = _with(step, "apply", "new" if known is None else "changed" if known != checksum
+                         else "missing or different on the server")
         steps.append(step)
     if problems:
         raise DeployRefused("deploy refused, nothing was changed:\n  " + "\n  ".join(problems))

@@ -89,6 +89,7 @@ class Facts:
 class Verdict:
     problems: list[str]
     notes: list[str]
+    to_register: list[int] = field(default_factory=list)  # relq's messages missing or differing
 
     @property
     def ok(self) -> bool:
@@ -162,7 +163,7 @@ def judge(facts: Facts, messages: dict[int, Message]) -> Verdict:
         f"messages: {len(messages) - len(to_write) - len(foreign)} of {len(messages)} registered as "
         f"the project has them" + (f", {len(to_write)} to register" if to_write else ""),
     ]
-    return Verdict(problems, notes)
+    return Verdict(problems, notes, to_write)
 
 
 def _engine(facts: Facts) -> list[str]:

@@ -48,6 +48,16 @@ def test_a_deploy_right_after_a_deploy_changes_nothing(project: Project) -> None
     assert format_plan(plan) == ["nothing to do: the database is up to date"]
 
 
+def test_a_journaled_message_the_server_lacks_is_registered_again(project: Project) -> None:
+    """Messages live in master, the journal in the database: a restore onto another
+    server, or a message dropped by hand, leaves the journal saying it is there."""
+    result = built(project)
+    plan = make_plan(result, deployed(result), unregistered=[59002])
+    (step,) = plan.changes
+    assert (step.path, step.action) == ("database/messages/59002.OutsideTransaction.sql", "apply")
+    assert step.reason == "missing or different on the server"
+
+
 def test_a_changed_view_is_altered_and_nothing_else_runs(project: Project) -> None:
     journal = deployed(built(project))
     project.edit(VIEW, "AS Token", "AS Token,\n    j.Attempts")

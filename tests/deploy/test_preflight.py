@@ -98,6 +98,8 @@ def test_a_login_without_serveradmin_is_refused_only_when_a_message_must_be_writ
                        "serveradmin), and 2 of relq's 2 messages are missing or differ (50001, 50002): "
                        "ALTER SERVER ROLE serveradmin ADD MEMBER [deployer], or have a sysadmin deploy once")
     assert problems(replace(plain, messages=dict(OURS))) == []  # all registered: nothing to write
+    assert judge(replace(plain, messages=dict(OURS)), OURS).to_register == []
+    assert judge(replace(GOOD, messages={50001: OURS[50001]}), OURS).to_register == [50002]
     assert problems(replace(plain, sysadmin=None, serveradmin=True)) == []
 
 

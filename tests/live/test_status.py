@@ -39,8 +39,8 @@ def test_status_reads_every_queue_and_counts_a_new_item(mssql, live_database: st
     # Not due: no alarm. Other modules' due items in the session's database age meanwhile
     # (whole seconds, so by at most the time between the two reads, plus one).
     oldest, now = before["SyncQueue"].oldest_due_s, after["SyncQueue"].oldest_due_s
-    if oldest is None:
-        assert now is None
+    if oldest is None:  # an item backing off may come due between the reads
+        assert now is None or now <= elapsed + 1
     else:
         assert now is not None and oldest <= now <= oldest + elapsed + 1
 
