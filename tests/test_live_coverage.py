@@ -9,7 +9,11 @@ batch that EXECs it. A name built from pieces (``f"dbo.{action}_Notification_trx
 would escape this reading, so live tests may not build one. A procedure called that
 way also runs the ``_utx`` procedures it EXECs, as the build's catalogue records them
 (``relq.build``'s references), and those count as called too. Procedures that relq's
-modules call (the worker, the pipeline) count only where a live test names them."""
+modules call (the worker, the pipeline) count only where a live test names them.
+
+What this reading cannot tell: a name in a call that is expected to fail (a role's
+refusal, ``pytest.raises``) counts as a call, and so does a ``_utx`` that its caller
+EXECs only on some path. Reviewers keep one call per procedure that asserts its effect."""
 
 from __future__ import annotations
 
