@@ -90,7 +90,7 @@ def deploy(c, conn=None, create_db=None, dry_run=False, check=False, lock_timeou
     "conn": "ODBC connection string of the target database (RELQ_MSSQL takes precedence)",
     "zip": "a tSQLt release zip on disk",
     "url": "where to download the release zip (default: the URL pinned in pyproject.toml)",
-    "sha256": "the zip's SHA-256, when pyproject.toml pins none",
+    "sha256": "the SHA-256 of a release other than the one pyproject.toml pins",
 })
 def tsqlt_install(c, conn=None, zip=None, url=None, sha256=None):
     """Install tSQLt from its official release zip, after checking its SHA-256."""
