@@ -22,6 +22,14 @@ from relq.deploy.plan import Plan, Step, format_plan, make_plan
 from relq.errors import RelqError
 
 LOCK_RESOURCE = "relq.deploy"
+# A table's approximate rows (NULL when it does not exist): sys.partitions.rows, the
+# "approximate number of rows in this partition", of the heap or clustered index
+# (https://learn.microsoft.com/sql/relational-databases/system-catalog-views/sys-partitions-transact-sql).
+# It is catalog metadata any user who can see the table may read, where
+# sys.dm_db_partition_stats requires VIEW DATABASE STATE
+# (https://learn.microsoft.com/sql/relational-databases/system-dynamic-management-views/sys-dm-db-partition-stats-transact-sql).
+ROW_COUNT = ("SELECT SUM(p.rows) FROM sys.partitions AS p "
+             "WHERE p.object_id = OBJECT_ID(?, N'U') AND p.index_id IN (0, 1);")
 _DATABASE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
@@ -57,7 +65,8 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
         cursor = conn.cursor()
         if dry_run:
             plan = make_plan(result, journal.read(cursor), verdict.to_register)
-            return _show(console, plan, facts.database, verdict, created=True)
+            return _show(console, plan, facts.database, verdict, created=True,
+                         rows=row_counts(cursor, plan.changes))
         _lock(cursor, lock_timeout)
         journal.ensure(cursor)
         plan = make_plan(result, journal.read(cursor), verdict.to_register)
@@ -114,10 +123,12 @@ def _refused(verdict: preflight.Verdict) -> preflight.PreflightFailed:
 
 
 def _show(console: Console, plan: Plan, database: str, verdict: preflight.Verdict, *,
-          created: bool) -> Outcome:
+          created: bool, rows: dict[str, int | None] | None = None) -> Outcome:
+    """Print the plan. ``rows``: the row counts of the tables whose CHECK constraints a
+    step re-validates (none in a database that does not exist yet)."""
     exists = "" if created else ", which does not exist yet"
     console.print(f"deploy plan for database {database}{exists} (dry run: nothing changes):")
-    for text in format_plan(plan):
+    for text in format_plan(plan, rows or {}):
         console.print("  " + text, markup=False)
     if not verdict.ok:
         raise _refused(verdict)
@@ -132,6 +143,10 @@ def apply(conn, plan: Plan, result: BuildResult, console: Console) -> None:
         task = progress.add_task("deploying", total=len(work))
         for step in work:
             progress.update(task, description=step.path.rsplit("/", 1)[-1])
+            rows = row_counts(conn.cursor(), [step])
+            if any(count is not None for count in rows.values()):  # a scan to wait for: say why
+                for text in format_plan(Plan([step]), rows):
+                    progress.console.print(text, markup=False)
             run_step(conn, step, step_sql(result, step))
             progress.console.print(f"{step.action:<7} {', '.join(step.objects) or step.path}",
                                    markup=False)
@@ -139,6 +154,13 @@ def apply(conn, plan: Plan, result: BuildResult, console: Console) -> None:
     if plan.removed:
         for text in format_plan(Plan([], plan.removed)):
             console.print(text, markup=False)
+
+
+def row_counts(cursor, steps: list[Step]) -> dict[str, int | None]:
+    """Table -> its approximate row count, for each table whose CHECK constraints one of
+    ``steps`` drops and re-adds WITH CHECK; None for a table that does not exist yet."""
+    tables = dict.fromkeys(c.table for s in steps if s.runs for c in s.constraints)
+    return {table: db.query(cursor, ROW_COUNT, table)[0][0] for table in tables}
 
 
 def step_sql(result: BuildResult, step: Step) -> str:

@@ -8,7 +8,9 @@ from the file's checksum and the database's journal. Pure: no server here.
 - Functions, views and procedures are (re)deployed with CREATE OR ALTER when new
   or changed. A function that CHECK constraints call is altered between dropping
   and re-adding those constraints, in one transaction: SQL Server refuses to
-  ALTER a function a constraint references.
+  ALTER a function a constraint references. Re-adding them WITH CHECK scans the
+  table under a schema-modification lock: the printed plan names each table and
+  its row count (which the caller reads from the server, as this module never does).
 - Reference data, messages and security are applied when new or changed.
 - Unchanged files are skipped: a deploy right after a deploy changes nothing.
 """
@@ -16,7 +18,7 @@ from the file's checksum and the database's journal. Pure: no server here.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 from relq.build import BuildResult
@@ -111,10 +113,7 @@ def make_plan(build: BuildResult, journal: dict[str, str], unregistered: Collect
             step = _with(step, "apply")
         elif kind in RE_DEPLOYED:
             step = _with(step, "create" if known is None else "alter")
-            dependent = checks_calling(build.catalog, objects)
-            if dependent:
-                step = replace(step, reason="CHECK constraints call it: "
-                               + ", ".join(c.name for c in dependent), constraints=dependent)
+            step = replace(step, constraints=checks_calling(build.catalog, objects))
         else:
             step = _with(step, "apply", "new" if known is None else "changed" if known != checksum
                          else "missing or different on the server")
@@ -126,20 +125,54 @@ def make_plan(build: BuildResult, journal: dict[str, str], unregistered: Collect
     return Plan(steps, removed)
 
 
-def format_plan(plan: Plan) -> list[str]:
-    """One line per file that changes, then one per file the project no longer has."""
+def format_plan(plan: Plan, rows: Mapping[str, int | None] | None = None) -> list[str]:
+    """One line per file that changes, then one per file the project no longer has.
+    ``rows``: table -> its approximate row count, None for a table that does not
+    exist yet; without it the re-validations are named without counts."""
     width = max([len(s.action) for s in plan.changes] + [len("kept")] * bool(plan.removed),
                 default=0)
     lines = []
     for s in plan.changes:
         what = ", ".join(s.objects) or s.path.rsplit("/", 1)[-1]
-        lines.append(f"{s.action:<{width}}  {what}  ({s.path})" + (f": {s.reason}" if s.reason else ""))
+        checks = revalidations(s, rows)
+        if len(checks) == 1:  # the common case: one table, on the step's line
+            reason, below = checks[0], []
+        elif checks:
+            reason, below = f"CHECK constraints on {len(checks)} tables call it", checks
+        else:
+            reason, below = s.reason, []
+        lines.append(f"{s.action:<{width}}  {what}  ({s.path})" + (f": {reason}" if reason else ""))
+        lines += [f"{'':<{width}}    {text}" for text in below]
     for path in plan.removed:
         lines.append(f"{'kept':<{width}}  {path} is no longer in the project; deploy drops nothing "
                      f"(drop it with a migration)")
     if not lines:
         lines.append("nothing to do: the database is up to date")
     return lines
+
+
+def revalidations(step: Step, rows: Mapping[str, int | None] | None = None) -> list[str]:
+    """What re-adding ``step``'s CHECK constraints WITH CHECK costs, one text per table.
+    Dropping a constraint and adding it are both ALTER TABLE, which holds a
+    schema-modification (Sch-M) lock on the table ("Locks and ALTER TABLE",
+    https://learn.microsoft.com/sql/t-sql/statements/alter-table-transact-sql) until the
+    file's transaction commits, and every query, NOLOCK included, needs a Sch-S lock that
+    Sch-M blocks (https://learn.microsoft.com/sql/t-sql/queries/hints-transact-sql-table):
+    the wait grows with the table's rows, as the re-added constraint checks each one."""
+    by_table: dict[str, list[str]] = {}
+    for c in step.constraints:
+        by_table.setdefault(c.table, []).append(c.name)
+    texts = []
+    for table, names in by_table.items():
+        checks = f"CHECK {', '.join(names)}"
+        count = None if rows is None else rows.get(table)
+        if rows is not None and count is None:
+            texts.append(f"{checks} on {table}: the table does not exist yet, nothing to re-validate")
+            continue
+        size = "" if count is None else f" (~{count:,} row{'' if count == 1 else 's'})"
+        texts.append(f"re-validates {checks} on {table}{size} under a schema-modification lock "
+                     f"until the file commits: claims and reports on that table wait")
+    return texts
 
 
 def _with(step: Step, action: str, reason: str = "") -> Step:

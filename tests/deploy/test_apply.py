@@ -29,7 +29,7 @@ class Cursor:
         self.conn.log.append(("sql", " ".join(sql.split()), params[:1]))
         if self.conn.fail_on and self.conn.fail_on in sql:
             raise FakeServerError("42S22", "[42S22] [FreeTDS][SQL Server]Invalid column name 'x'. (207)")
-        answer = self.conn.answer(sql)
+        answer = self.conn.answer(sql, params)
         self.description = [("c",)] if answer is not None else None
         self._rows = answer or []
 
@@ -48,6 +48,7 @@ class Connection:
         self.trancount = 1  # what @@TRANCOUNT answers after a failure
         self.rollback_fails = False
         self.messages: list[tuple] = []  # sys.messages rows of the project's numbers
+        self.rows: dict[str, int] = {}  # sys.partitions: the tables that exist, with their rows
         self._autocommit = True
 
     @property
@@ -59,7 +60,7 @@ class Connection:
         self._autocommit = value
         self.log.append(("autocommit", value))
 
-    def answer(self, sql: str) -> list[tuple] | None:
+    def answer(self, sql: str, params: tuple = ()) -> list[tuple] | None:
         if "DB_NAME()" in sql:
             return [("relq_db",)]
         if "sp_getapplock" in sql:
@@ -75,6 +76,8 @@ class Connection:
                      "SQL_Latin1_General_CP1_CI_AS", 1, 0, "deployer")]
         if "FROM sys.messages" in sql:
             return self.messages
+        if "FROM sys.partitions" in sql:  # SUM over no partitions: NULL
+            return [(self.rows.get(params[0]),)]
         if "@@TRANCOUNT" in sql:
             if self.trancount is None:
                 raise FakeServerError("08S01", "[08S01] [FreeTDS]Communication link failure (0)")
@@ -207,8 +210,8 @@ def test_a_connection_that_lands_in_master_is_refused_before_anything_changes(
     project: Project, server, monkeypatch
 ) -> None:
     conn = server["conn"] = Connection()
-    monkeypatch.setattr(conn, "answer", lambda sql, answer=conn.answer: [("master",)] if "DB_NAME()" in sql
-                        else answer(sql))
+    monkeypatch.setattr(conn, "answer", lambda sql, params=(), answer=conn.answer: [("master",)]
+                        if "DB_NAME()" in sql else answer(sql, params))
     with pytest.raises(PreflightFailed, match="refused before any change"):
         deploy(project.root, TARGET)
     assert not any("sp_getapplock" in s or "CREATE" in s for s in sql_log(conn))
@@ -240,3 +243,75 @@ def test_a_message_runs_as_a_registration_that_checks_the_number_first(project: 
     deploy(project.root, TARGET)
     (registration,) = [s for s in sql_log(conn) if "sp_addmessage @msgnum = 59001" in s]
     assert registration.index("FROM sys.messages") < registration.index("THROW 50000")
+
+
+FN = "database/functions/dbo.JobIsKnown_fn.sql"
+REVALIDATES = ("re-validates CHECK Job_HasKnown_Status on dbo.Job (~1,234,567 rows) under a "
+               "schema-modification lock until the file commits: claims and reports on that table wait")
+
+
+def with_changed_check_function(project: Project) -> dict[str, str]:
+    """The journal of a database that has every file, then a change to the function
+    the CHECK constraint Job_HasKnown_Status calls."""
+    result = project.build()
+    journal = {p: result.sources[p].checksum for p in result.order}
+    project.edit(FN, "RETURN 0;", "RETURN CAST(0 AS BIT);")
+    return journal
+
+
+def test_a_dry_run_names_the_table_a_check_re_validates_with_its_row_count(project: Project, server) -> None:
+    conn = server["conn"] = Connection(with_changed_check_function(project))
+    conn.rows = {"dbo.Job": 1234567}
+    console = Console(record=True, width=400)
+    deploy(project.root, TARGET, dry_run=True, console=console)
+    assert f"  alter  dbo.JobIsKnown_fn  ({FN}): {REVALIDATES}\n" in console.export_text()
+    counted = [e for e in conn.log if e[0] == "sql" and "FROM sys.partitions" in e[1]]
+    assert [params for _, _, params in counted] == [("dbo.Job",)]  # once, for the one table
+
+
+def test_a_dry_run_on_a_first_deploy_says_the_table_has_nothing_to_re_validate(
+    project: Project, server
+) -> None:
+    server["conn"] = Connection()  # no journal, no tables
+    console = Console(record=True, width=400)
+    deploy(project.root, TARGET, dry_run=True, console=console)
+    assert (f"create  dbo.JobIsKnown_fn  ({FN}): CHECK Job_HasKnown_Status on dbo.Job: the table "
+            f"does not exist yet, nothing to re-validate") in console.export_text()
+
+
+class Screen:
+    """A console's file that writes into the connection's log, so that a test sees what
+    was printed in order with what was sent."""
+
+    def __init__(self, log: list[tuple]) -> None:
+        self.log = log
+
+    def write(self, text: str) -> int:
+        self.log += [("printed", line) for line in text.splitlines() if line]
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_deploy_prints_what_a_step_re_validates_before_it_drops_the_constraint(
+    project: Project, server
+) -> None:
+    conn = server["conn"] = Connection(with_changed_check_function(project))
+    conn.rows = {"dbo.Job": 1234567}
+    deploy(project.root, TARGET, console=Console(file=Screen(conn.log), width=400))
+    printed = conn.log.index(("printed", f"alter  dbo.JobIsKnown_fn  ({FN}): {REVALIDATES}"))
+    dropped = next(i for i, e in enumerate(conn.log)
+                   if e[0] == "sql" and "ALTER TABLE [dbo].[Job] DROP CONSTRAINT" in e[1])
+    assert printed < dropped
+    assert conn.log[dropped + 1:].count(("printed", "alter   dbo.JobIsKnown_fn")) == 1  # and when done
+
+
+def test_a_deploy_prints_no_re_validation_where_the_table_does_not_exist_yet(
+    project: Project, server
+) -> None:
+    conn = server["conn"] = Connection()
+    deploy(project.root, TARGET, console=Console(file=Screen(conn.log), width=400))
+    printed = [e[1] for e in conn.log if e[0] == "printed"]
+    assert "create  dbo.JobIsKnown_fn" in printed
+    assert not any("re-validate" in text for text in printed)

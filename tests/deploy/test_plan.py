@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from relq.build import BuildResult, build
-from relq.deploy.plan import CheckConstraint, DeployRefused, format_plan, make_plan
+from relq.deploy.plan import CheckConstraint, DeployRefused, Plan, format_plan, make_plan
 from tests.conftest import FIXTURES, HEADER, REPO, Project
 
 JOB = "database/tables/dbo.Job.sql"
@@ -128,7 +129,38 @@ def test_a_function_that_checks_call_is_redeployed_with_those_constraints(projec
     assert step.constraints == (
         CheckConstraint("dbo.Job", "Job_HasKnown_Status", "CHECK (dbo.JobIsKnown_fn([Status]) = 1)"),
     )
-    assert "CHECK constraints call it: Job_HasKnown_Status" in format_plan(plan)[0]
+    assert format_plan(plan) == [
+        f"alter  dbo.JobIsKnown_fn  ({FN}): re-validates CHECK Job_HasKnown_Status on dbo.Job under a "
+        f"schema-modification lock until the file commits: claims and reports on that table wait"]
+
+
+def test_the_plan_names_the_rows_a_check_re_validates_with_thousands_separators(project: Project) -> None:
+    journal = deployed(built(project))
+    project.edit(FN, "RETURN 0;", "RETURN CAST(0 AS BIT);")
+    plan = make_plan(built(project), journal)
+    assert format_plan(plan, {"dbo.Job": 1234567}) == [
+        f"alter  dbo.JobIsKnown_fn  ({FN}): re-validates CHECK Job_HasKnown_Status on dbo.Job "
+        f"(~1,234,567 rows) under a schema-modification lock until the file commits: claims and "
+        f"reports on that table wait"]
+    assert "(~1 row) under" in format_plan(plan, {"dbo.Job": 1})[0]
+    assert format_plan(plan, {"dbo.Job": None}) == format_plan(plan, {}) == [
+        f"alter  dbo.JobIsKnown_fn  ({FN}): CHECK Job_HasKnown_Status on dbo.Job: the table does not "
+        f"exist yet, nothing to re-validate"]
+
+
+def test_a_function_checks_of_several_tables_call_gets_a_line_per_table(project: Project) -> None:
+    step = make_plan(built(project), {}).steps[0]
+    step = replace(step, path="database/functions/dbo.IsType_fn.sql", kind="functions",
+                   objects=("dbo.IsType_fn",), action="alter", constraints=(
+                       CheckConstraint("dbo.Email", "Email_IsType", "CHECK (dbo.IsType_fn(A) = 1)"),
+                       CheckConstraint("dbo.Sms", "Sms_IsType", "CHECK (dbo.IsType_fn(A) = 1)"),
+                       CheckConstraint("dbo.Email", "Email_IsOther", "CHECK (dbo.IsType_fn(B) = 1)")))
+    assert format_plan(Plan([step]), {"dbo.Email": 25000}) == [
+        "alter  dbo.IsType_fn  (database/functions/dbo.IsType_fn.sql): CHECK constraints on 2 tables call it",
+        "         re-validates CHECK Email_IsType, Email_IsOther on dbo.Email (~25,000 rows) under a "
+        "schema-modification lock until the file commits: claims and reports on that table wait",
+        "         CHECK Sms_IsType on dbo.Sms: the table does not exist yet, nothing to re-validate",
+    ]
 
 
 def test_the_printed_plan_names_action_object_and_file(project: Project) -> None:

@@ -116,12 +116,20 @@ def test_a_function_a_check_calls_is_altered_around_its_constraint(
     deploy(project.root, mssql, create_db=new_database)
     conn = db.connect(db.with_database(mssql.conn_str, new_database))
     try:
-        db.query(conn.cursor(), "INSERT INTO dbo.Job ([Status], ScheduledFor, UpdatedAt) "
-                                "VALUES ('Pending', SYSUTCDATETIME(), SYSUTCDATETIME());")
+        db.query(conn.cursor(), "INSERT INTO dbo.Job ([Status], ScheduledFor, UpdatedAt) VALUES "
+                                + ", ".join(["('Pending', SYSUTCDATETIME(), SYSUTCDATETIME())"] * 3) + ";")
     finally:
         conn.close()
     project.edit(FN, "    RETURN 0;\nEND;", "    RETURN 0; -- changed\nEND;")
-    outcome = deploy(project.root, mssql, create_db=new_database)
+    # The plan, and the deploy before the step, name the table the re-added CHECK scans.
+    revalidates = (f"alter  dbo.JobIsKnown_fn  ({FN}): re-validates CHECK Job_HasKnown_Status on "
+                   f"dbo.Job (~3 rows) under a schema-modification lock until the file commits")
+    planned = Console(record=True, width=400)
+    deploy(project.root, mssql, create_db=new_database, dry_run=True, console=planned)
+    assert revalidates in planned.export_text()
+    shown = Console(record=True, width=400)
+    outcome = deploy(project.root, mssql, create_db=new_database, console=shown)
+    assert revalidates in shown.export_text()
     assert [(s.path, s.action) for s in outcome.plan.changes] == [(FN, "alter")]
     definition = rows(mssql, new_database, "SELECT OBJECT_DEFINITION(OBJECT_ID(N'dbo.JobIsKnown_fn'));")
     assert "-- changed" in definition[0][0]
