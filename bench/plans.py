@@ -1,4 +1,5 @@
-"""The plans behind a claim: does a Next_ procedure seek the queue table, or scan it?
+"""The plans behind a claim: does a Next_ procedure seek the queue table, or scan it? Does
+it spool?
 
 With SET STATISTICS XML ON, SQL Server sends after each statement it runs an extra
 result set of one row and one column, "Microsoft SQL Server 2005 XML Showplan": the
@@ -24,6 +25,15 @@ read the whole table):
   module does not know, such as a Columnstore Index Scan: it fails closed): the run fails.
 Table variables (@Candidates) and temporary tables are never watched.
 
+A spool fails the run too, in any statement of the claim: a Table Spool or an Index Spool
+(the physical operators of the logical Eager Spool and Lazy Spool) copies rows into tempdb
+on every claim. The one to expect is the Eager Spool of Halloween protection, which SQL
+Server adds to an UPDATE calling a scalar function it must assume reads data: a function
+without SCHEMABINDING (dbo.QueueNextKey_fn in the claim's UPDATE ... SET UpdatedAt = ...;
+https://learn.microsoft.com/archive/blogs/ianjo/make-functions-schema-bound). A Row Count
+Spool keeps no rows, only their count (an EXISTS probe), and does not fail the run
+(https://learn.microsoft.com/sql/relational-databases/showplan-logical-and-physical-operators-reference).
+
 A claim reads @BatchSize + 16 candidates (dbo.Next_<Queue>_utx's @Want), so the limit
 grows with the batch: ``limit_for``.
 """
@@ -47,6 +57,7 @@ SCANS = frozenset({"Table Scan", "Clustered Index Scan", "Index Scan"})
 DEFAULT_LIMIT = 1000  # rows a read may take at small batches; the plan backlog must be far bigger
 CLAIM_EXTRA = 16  # candidates a claim reads beyond its batch (@Want = @BatchSize + 16 in Next_<Queue>_utx)
 FAILING = frozenset({"scan", "unbounded seek"})
+SPOOLS = frozenset({"Table Spool", "Index Spool"})  # physical operators that keep rows in tempdb
 
 _NS = f"{{{SHOWPLAN}}}"
 _TRUE = frozenset({"1", "true"})
@@ -71,6 +82,18 @@ class Access:
         return {"statement": self.statement, "op": self.physical_op, "table": f"{self.schema}.{self.table}",
                 "index": self.index, "filtered": self.filtered, "rows_read": self.rows_read,
                 "executions": self.executions}
+
+
+@dataclass(frozen=True)
+class Spool:
+    """A spool operator of a plan: it copies rows into tempdb."""
+
+    statement: str  # the statement's text, shortened
+    physical_op: str  # Table Spool, Index Spool
+    logical_op: str  # Eager Spool (all its input first: Halloween protection), Lazy Spool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"statement": self.statement, "op": self.physical_op, "logical_op": self.logical_op}
 
 
 def _bare(name: str | None) -> str:
@@ -100,15 +123,28 @@ def _statement_text(element: ET.Element, parents: dict[ET.Element, ET.Element]) 
     return ""
 
 
-def accesses(showplan_xml: str) -> list[Access]:
-    """Every table read in one showplan document. ValueError if it is not showplan XML."""
+def _parse(showplan_xml: str) -> tuple[ET.Element, dict[ET.Element, ET.Element]]:
+    """The document's root and each element's parent. ValueError if it is not showplan XML."""
     try:
         root = ET.fromstring(showplan_xml)
     except ET.ParseError as exc:
         raise ValueError(f"not XML: {exc}") from exc
     if root.tag != f"{_NS}ShowPlanXML":
         raise ValueError(f"not a showplan: the root element is {root.tag}")
-    parents = {child: parent for parent in root.iter() for child in parent}
+    return root, {child: parent for parent in root.iter() for child in parent}
+
+
+def spools(showplan_xml: str) -> list[Spool]:
+    """Every Table Spool and Index Spool in one showplan document. ValueError if it is not
+    showplan XML."""
+    root, parents = _parse(showplan_xml)
+    return [Spool(_statement_text(relop, parents), relop.get("PhysicalOp", ""), relop.get("LogicalOp", ""))
+            for relop in root.iter(f"{_NS}RelOp") if relop.get("PhysicalOp") in SPOOLS]
+
+
+def accesses(showplan_xml: str) -> list[Access]:
+    """Every table read in one showplan document. ValueError if it is not showplan XML."""
+    root, parents = _parse(showplan_xml)
     found = []
     for relop in root.iter(f"{_NS}RelOp"):
         for operator in relop:
@@ -172,6 +208,7 @@ class Verdict:
     documents: int = 0  # showplan documents seen
     note: str = ""  # why nothing was judged, when nothing was
     filtered: frozenset[str] = frozenset()  # filtered indexes' names, casefolded (sys.indexes)
+    spools: list[Spool] = field(default_factory=list)  # in any statement of the call
 
     def kinds(self) -> list[str]:
         return [kind(a, self.limit, self.filtered) for a in self.reads]
@@ -183,23 +220,31 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
-        """No scan or unbounded seek of a watched table, and at least one read of one seen
-        (a procedure that never touched its queue table in the plans captured proves nothing)."""
-        return bool(self.reads) and not self.failing
+        """No scan or unbounded seek of a watched table, no spool, and at least one read of a
+        watched table seen (a procedure that never touched its queue table in the plans
+        captured proves nothing)."""
+        return bool(self.reads) and not self.failing and not self.spools
 
     @property
     def summary(self) -> str:
         if not self.reads:
             return self.note or "no read of " + ", ".join(self.watched) + " in the plans"
+        problems = []
         if self.failing:
-            return "SCAN: " + "; ".join(_described(a) for a in self.failing)
+            problems.append("SCAN: " + "; ".join(_described(a) for a in self.failing))
+        if self.spools:
+            problems.append("SPOOL: " + "; ".join(f"{s.physical_op} ({s.logical_op}) in {s.statement[:80]}"
+                                                  for s in self.spools))
+        if problems:
+            return " | ".join(problems)
         counts = {k: self.kinds().count(k) for k in ("seek", "bounded scan") if k in self.kinds()}
         return ", ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in counts.items())
 
     def as_dict(self) -> dict[str, Any]:
         return {"procedure": self.procedure, "watched": self.watched, "ok": self.ok, "summary": self.summary,
                 "limit": self.limit, "documents": self.documents,
-                "reads": [{**a.as_dict(), "kind": kind(a, self.limit, self.filtered)} for a in self.reads]}
+                "reads": [{**a.as_dict(), "kind": kind(a, self.limit, self.filtered)} for a in self.reads],
+                "spools": [sp.as_dict() for sp in self.spools]}
 
 
 def judge(procedure: str, documents: Iterable[str], watched: Sequence[str],
@@ -213,6 +258,7 @@ def judge(procedure: str, documents: Iterable[str], watched: Sequence[str],
     for document in documents:
         verdict.documents += 1
         verdict.reads += [a for a in accesses(document) if f"{a.schema}.{a.table}".casefold() in wanted]
+        verdict.spools += spools(document)
     return verdict
 
 

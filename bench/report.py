@@ -8,8 +8,9 @@ The JSON (FORMAT 1) holds, besides when, where and with what settings it ran:
   denominator named by their arms; value null when it could not be computed, with a
   note saying why);
 - "plans": for each Next_ procedure, whether every read of its queue table was a seek
-  or a bounded scan within the limit, and each read with its kind;
-- "ok" and "failures": whatever makes the run fail (a scan or an unbounded seek, an
+  or a bounded scan within the limit and its plans had no spool, each read with its
+  kind, and each spool;
+- "ok" and "failures": whatever makes the run fail (a scan, an unbounded seek or a spool, an
   item claimed and not completed, an arm that measured nothing, a scenario that could
   not run);
 - "warnings": what may bound the figures without failing the run (a client with fewer

@@ -43,3 +43,21 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Actual;
 END;
 GO
+-- Bound and reading no data, it gives SQL Server no reason to guard a statement that calls it with a
+-- spool (Halloween protection). The properties:
+-- https://learn.microsoft.com/sql/t-sql/functions/objectpropertyex-transact-sql
+CREATE PROCEDURE QueueIsProcessable_fnTests.[test QueueIsProcessable_fn is schema bound and reads no data when deployed]
+AS
+BEGIN
+    DECLARE @Id INT = OBJECT_ID(N'dbo.QueueIsProcessable_fn', N'FN');
+    DECLARE @Actual NVARCHAR(100) = CONCAT(
+        N'IsSchemaBound=', CAST(OBJECTPROPERTYEX(@Id, 'IsSchemaBound') AS INT),
+        N' UserDataAccess=', CAST(OBJECTPROPERTYEX(@Id, 'UserDataAccess') AS INT),
+        N' SystemDataAccess=', CAST(OBJECTPROPERTYEX(@Id, 'SystemDataAccess') AS INT)
+    );
+
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'IsSchemaBound=1 UserDataAccess=0 SystemDataAccess=0',
+        @Actual = @Actual;
+END;
+GO

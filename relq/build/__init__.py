@@ -57,7 +57,7 @@ def analyse_file(root: Path, source: Source) -> FileFacts:
     facts.definitions = extractor.definitions
     facts.references = extractor.references
     facts.allows = extractor.allows
-    facts.findings = conventions.findings(source, tree, extractor.definitions)
+    facts.findings = conventions.findings(source, tree, extractor.definitions, extractor.references)
     return facts
 
 

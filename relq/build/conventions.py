@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlfluff.core.parser.segments.base import BaseSegment
 
 from relq.build.extract import exec_args, raiserror_args
-from relq.build.facts import Definition, Finding
+from relq.build.facts import Definition, Finding, Reference
 from relq.build.layout import MIGRATION_NAME, TEST_CLASS_NAME, Source
 from relq.build.messages import MESSAGE_MARK
 from relq.build.names import key, local_name
-from relq.build.tree import code, flat, line, qualified, statements, walk
+from relq.build.tree import code, flat, line, qualified, statements, walk, words
 
 MAX_TRANSACTION_NAME = 32  # SQL Server refuses longer transaction names
 MAX_IDENTIFIER = 128  # sysname: SQL Server refuses a longer name of any object
@@ -34,6 +34,7 @@ class FileContext:
     source: Source
     tree: BaseSegment
     definitions: list[Definition]
+    references: list[Reference] = field(default_factory=list)
 
     def creates(self, *types: str) -> Iterator[tuple[BaseSegment, tuple[BaseSegment, ...]]]:
         for seg, ancestors in walk(self.tree):
@@ -57,8 +58,9 @@ def check(name: str, rule: str) -> Callable[[Check], Check]:
     return register
 
 
-def findings(source: Source, tree: BaseSegment, definitions: list[Definition]) -> list[Finding]:
-    ctx = FileContext(source, tree, definitions)
+def findings(source: Source, tree: BaseSegment, definitions: list[Definition],
+             references: list[Reference] | None = None) -> list[Finding]:
+    ctx = FileContext(source, tree, definitions, list(references or ()))
     found = []
     for name, (fn, _) in CHECKS.items():
         for f in fn(ctx):
@@ -576,6 +578,50 @@ def _raiserror_number(ctx: FileContext) -> Iterator[Finding]:
         if args and not args[0].is_type("numeric_literal", "integer_literal"):
             yield _finding(line(seg), "raise a registered error number, not ad-hoc text: the "
                                       "caller branches on the number")
+
+
+# -- functions ---------------------------------------------------------------------
+_CREATE_FUNCTION = "https://learn.microsoft.com/sql/t-sql/statements/create-function-transact-sql"
+
+
+@check("schemabinding", "a scalar function that reads no table or view and calls no other function "
+                        "is WITH SCHEMABINDING; a schema-bound function calls no other function")
+def _schemabinding(ctx: FileContext) -> Iterator[Finding]:
+    """Without SCHEMABINDING, SQL Server marks a T-SQL function as reading data whatever its
+    body does, and a statement calling it may get a spool it does not need: "If creating a
+    UDF that does not access data, specify the SCHEMABINDING option"
+    (https://learn.microsoft.com/sql/relational-databases/user-defined-functions/create-user-defined-functions-database-engine).
+    A function that calls another one is left alone: SQL Server would bind the callee too,
+    and then refuse to ALTER it ("the base objects cannot be modified", CREATE FUNCTION),
+    while deploy redeploys a changed function with ALTER."""
+    if not _in_database(ctx, "functions"):
+        return
+    for seg, _ in ctx.creates("create_function_statement"):
+        if not _returns_scalar(seg):
+            continue
+        name = _name_of(seg)
+        first, last = line(seg), seg.get_end_loc()[0]
+        inside = [r for r in ctx.references if first <= r.line <= last]
+        reads = sorted({r.name for r in inside if r.kind == "table"})
+        calls = sorted({r.name for r in inside if r.kind == "function" and key(r.name) != key(name)})
+        bound = any("SCHEMABINDING" in words(o) for o in seg.get_children("function_option_segment"))
+        if bound and calls:
+            yield _finding(line(seg), f"{name} is WITH SCHEMABINDING and calls {', '.join(calls)}: "
+                                      f"SQL Server would bind that function to it and refuse to ALTER it, "
+                                      f"and deploy redeploys a changed function with ALTER; write the "
+                                      f"logic inline, or drop SCHEMABINDING ({_CREATE_FUNCTION})")
+        elif not bound and not reads and not calls:
+            yield _finding(line(seg), f"{name} reads no table or view: declare it WITH SCHEMABINDING "
+                                      f"(after RETURNS), or SQL Server assumes it reads data and may "
+                                      f"guard every UPDATE calling it with a spool")
+
+
+def _returns_scalar(create: BaseSegment) -> bool:
+    """RETURNS <data type>, as opposed to RETURNS TABLE or RETURNS @t TABLE (...)."""
+    parts = code(create)
+    at = next((i for i, c in enumerate(parts) if c.is_type("keyword") and c.raw.upper() == "RETURNS"), None)
+    returned = parts[at + 1] if at is not None and at + 1 < len(parts) else None
+    return returned is not None and returned.is_type("data_type") and flat(returned) != "TABLE"
 
 
 # -- queries -----------------------------------------------------------------------

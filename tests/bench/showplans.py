@@ -80,6 +80,26 @@ def nested_loops(node: int, outer: str, inner: str) -> str:
             f'{counters(1, None)}<NestedLoops Optimized="0">{outer}{inner}</NestedLoops></RelOp>')
 
 
+def spool(node: int, child: str, physical: str = "Table Spool", logical: str = "Eager Spool") -> str:
+    """A spool over ``child``: Table Spool and Index Spool are Spool elements, a Row Count
+    Spool a RowCountSpool (showplanxml.xsd)."""
+    element = "RowCountSpool" if physical == "Row Count Spool" else "Spool"
+    return (f'<RelOp NodeId="{node}" PhysicalOp="{physical}" LogicalOp="{logical}" EstimateRows="17" '
+            f'EstimateIO="0.01" EstimateCPU="1.7e-06" AvgRowSize="35" EstimatedTotalSubtreeCost="0.0166" '
+            f'Parallel="0" EstimateRebinds="0" EstimateRewinds="0" EstimatedExecutionMode="Row"><OutputList/>'
+            f'{counters(17, None)}<{element}>{child}</{element}></RelOp>')
+
+
+def update_queue(node: int, child: str) -> str:
+    """A Clustered Index Update of dbo.SyncQueue (a write: its Object is no read)."""
+    return (f'<RelOp NodeId="{node}" PhysicalOp="Clustered Index Update" LogicalOp="Update" '
+            f'EstimateRows="17" EstimateIO="0.01" EstimateCPU="1.7e-05" AvgRowSize="9" '
+            f'EstimatedTotalSubtreeCost="0.03" Parallel="0" EstimateRebinds="0" EstimateRewinds="0" '
+            f'EstimatedExecutionMode="Row"><OutputList/>{counters(17, None)}<Update DMLRequestSort="0">'
+            f'<Object Database="{DATABASE}" Schema="[dbo]" Table="[SyncQueue]" Index="[PK_SyncQueue]" '
+            f'IndexKind="Clustered" Storage="RowStore"/>{child}</Update></RelOp>')
+
+
 def statement(text: str, plan: str, statement_type: str = "SELECT") -> str:
     return (f'<StmtSimple StatementText="{text}" StatementId="1" StatementCompId="4" '
             f'StatementType="{statement_type}" RetrievedFromCache="true">'
@@ -118,6 +138,23 @@ SCAN_PLAN = document(
         2, "Clustered Index Scan", "[SyncQueue]", "[PK_SyncQueue]", kind="Clustered",
         rows=17, rows_read=100_000)))),
 )
+
+CLAIM_TEXT = ("WITH pick AS (SELECT TOP (@BatchSize) q.EnqueuedAt, q.[Status] FROM @Candidates AS c "
+              "INNER JOIN dbo.SyncQueue AS q ON c.EnqueuedAt = q.EnqueuedAt) UPDATE pick SET "
+              "[Status] = 'Processing', UpdatedAt = dbo.QueueNextKey_fn(UpdatedAt)")
+
+
+def claim_update_plan(spooled: str = "") -> str:
+    """The claim's UPDATE: each candidate's row sought by its key, then written. ``spooled``:
+    the physical operator of a spool between the read and the write ("Table Spool", ...),
+    as Halloween protection puts one there while the function the UPDATE calls is not
+    schema-bound."""
+    read_rows = top(2, nested_loops(3, candidates_scan(17), read(
+        4, "Clustered Index Seek", "[SyncQueue]", "[PK_SyncQueue]", kind="Clustered", rows=17, rows_read=17)))
+    logical = "Lazy Spool" if spooled == "Row Count Spool" else "Eager Spool"
+    return document(statement(CLAIM_TEXT, update_queue(0, spool(1, read_rows, spooled, logical)
+                                                       if spooled else read_rows), "UPDATE"))
+
 
 # Only a table variable is scanned; the queue table is sought.
 TABLE_VARIABLE_SCAN_PLAN = document(

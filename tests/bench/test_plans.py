@@ -20,6 +20,39 @@ def test_a_seek_plan_passes() -> None:
     assert verdict.summary == "2 seeks"
 
 
+def test_the_claims_update_without_a_spool_passes() -> None:
+    verdict = plans.judge("dbo.Next_SyncQueue_trx", [sp.claim_update_plan()], WATCHED)
+    assert plans.spools(sp.claim_update_plan()) == []
+    assert verdict.ok
+    assert verdict.summary == "1 seek"
+
+
+@pytest.mark.parametrize("physical", ["Table Spool", "Index Spool"])
+def test_a_spool_in_the_claims_update_fails_though_every_read_is_a_seek(physical: str) -> None:
+    """Halloween protection: an Eager Spool between the UPDATE's read and its write, as SQL
+    Server plans it while dbo.QueueNextKey_fn is not schema-bound."""
+    plan = sp.claim_update_plan(physical)
+    verdict = plans.judge("dbo.Next_SyncQueue_trx", [sp.SEEK_PLAN, plan], WATCHED)
+    assert verdict.kinds() == ["seek", "seek", "seek"]
+    assert verdict.spools == [plans.Spool(sp.CLAIM_TEXT[:200], physical, "Eager Spool")]
+    assert not verdict.ok
+    assert verdict.summary == f"SPOOL: {physical} (Eager Spool) in {sp.CLAIM_TEXT[:80]}"
+    assert verdict.as_dict()["spools"] == [{"statement": sp.CLAIM_TEXT[:200], "op": physical,
+                                            "logical_op": "Eager Spool"}]
+
+
+def test_a_scan_and_a_spool_are_both_named() -> None:
+    verdict = plans.judge("p", [sp.SCAN_PLAN, sp.claim_update_plan("Table Spool")], WATCHED)
+    assert verdict.summary.startswith("SCAN: Clustered Index Scan of PK_SyncQueue read 100000 rows | "
+                                      "SPOOL: Table Spool (Eager Spool) in WITH pick AS")
+
+
+def test_a_row_count_spool_keeps_no_rows_and_passes() -> None:
+    verdict = plans.judge("p", [sp.claim_update_plan("Row Count Spool")], WATCHED)
+    assert verdict.spools == []
+    assert verdict.ok
+
+
 def test_a_clustered_index_scan_of_the_queue_table_fails_and_says_what_it_read() -> None:
     verdict = plans.judge("dbo.Next_SyncQueue_trx", [sp.SCAN_PLAN], WATCHED)
     assert not verdict.ok
@@ -174,12 +207,15 @@ def test_the_verdict_as_json() -> None:
     assert shown["reads"][0] == {
         "statement": sp.CANDIDATES_TEXT, "op": "Clustered Index Scan", "table": "dbo.SyncQueue",
         "index": "PK_SyncQueue", "filtered": False, "rows_read": 100_000, "executions": 1, "kind": "scan"}
+    assert shown["spools"] == []
 
 
 @pytest.mark.parametrize("text", ["<ShowPlanXML", "<Other xmlns='x'/>"])
 def test_what_is_not_showplan_xml_is_an_error(text: str) -> None:
     with pytest.raises(ValueError):
         plans.accesses(text)
+    with pytest.raises(ValueError):
+        plans.spools(text)
 
 
 def test_showplans_are_the_result_sets_of_one_showplan_column() -> None:

@@ -69,6 +69,20 @@ GO
 """
 
 
+FINAL = "database/functions/dbo.JobIsFinal_fn.sql"
+
+
+def function(body: str, bound: bool = False, returns: str = "BIT") -> list[tuple[str, str]]:
+    """A function file, dbo.JobIsFinal_fn of @Status, with its (empty) tSQLt class."""
+    option = "WITH SCHEMABINDING\n" if bound else ""
+    text = (f"{HEADER}/* dbo.JobIsFinal_fn: a test function.\n   @Status: a state. */\n"
+            f"CREATE OR ALTER FUNCTION dbo.JobIsFinal_fn(@Status dbo.QueueState)\nRETURNS {returns}\n"
+            f"{option}AS\n{body}GO\n")
+    return [(FINAL, text), ("tests_tsqlt/JobIsFinal_fnTests.class.sql", empty_class("JobIsFinal_fnTests"))]
+
+
+PURE_BODY = "BEGIN\n    IF @Status IN ('Completed', 'Failed')\n        RETURN 1;\n    RETURN 0;\nEND;\n"
+
 CASES = [
     # -- resolution --------------------------------------------------------------
     Case("unknown table in UPDATE",
@@ -388,6 +402,16 @@ CASES = [
          [(TEST, "EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status;",
            "EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';")],
          [(TEST, "tSQLt.AssertEqualsTable", "tsqlt-no-transaction", "leaves a work table behind")]),
+    Case("a function that reads no table, not schema-bound",
+         [],
+         [(FINAL, "CREATE OR ALTER FUNCTION", "schemabinding",
+           "dbo.JobIsFinal_fn reads no table or view: declare it WITH SCHEMABINDING")],
+         writes=function(PURE_BODY)),
+    Case("a schema-bound function that calls another function",
+         [],
+         [(FINAL, "CREATE OR ALTER FUNCTION", "schemabinding",
+           "dbo.JobIsFinal_fn is WITH SCHEMABINDING and calls dbo.JobIsKnown_fn")],
+         writes=function("BEGIN\n    RETURN dbo.JobIsKnown_fn(@Status);\nEND;\n", bound=True)),
     Case("a view without its tSQLt class",
          [],
          [("database/views/dbo.Due_Job_V.sql", "CREATE OR ALTER VIEW", "test-class",
@@ -533,3 +557,24 @@ def test_a_table_valued_parameter_may_be_left_out_of_an_exec(project: Project) -
     assert project.problems() == []
     project.edit(LOG, "    @Keys dbo.JobKeys READONLY\n", "    @Keys BIGINT\n")
     assert any("missing-parameter" in p for p in project.problems())
+
+
+@pytest.mark.parametrize("files, findings", [
+    (function(PURE_BODY, bound=True), []),
+    (function("BEGIN\n    RETURN dbo.JobIsKnown_fn(@Status);\nEND;\n"), []),
+    (function("BEGIN\n    IF EXISTS (SELECT 1 FROM dbo.Job AS j WHERE j.[Status] = @Status)\n"
+              "        RETURN 1;\n    RETURN 0;\nEND;\n"), []),
+    (function("RETURN (SELECT @Status AS [Status]);\n", returns="TABLE"), []),
+    # a table variable is no data access (CREATE FUNCTION: UserDataAccess), so it still asks for the binding
+    (function("BEGIN\n    DECLARE @Final TABLE ([Status] VARCHAR(20) NOT NULL);\n"
+              "    INSERT INTO @Final ([Status]) VALUES ('Completed');\n"
+              "    IF EXISTS (SELECT 1 FROM @Final AS f WHERE f.[Status] = @Status)\n        RETURN 1;\n"
+              "    RETURN 0;\nEND;\n"), ["schemabinding"]),
+], ids=["bound", "calls a function", "reads a table", "table-valued", "table variable"])
+def test_schemabinding_is_asked_only_of_scalar_functions_that_read_no_table(
+    project: Project, files: list[tuple[str, str]], findings: list[str]
+) -> None:
+    for path, text in files:
+        project.write(path, text)
+    result = project.build()
+    assert [d.check for d in result.diagnostics] == findings, "\n".join(map(str, result.diagnostics))
