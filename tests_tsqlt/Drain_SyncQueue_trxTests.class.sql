@@ -139,6 +139,24 @@ BEGIN
     RETURN 1;
 END;
 GO
+-- Calls a procedure that does not exist (error 2812 inside the job). The name is
+-- a variable, as a job's dynamic dispatch would be, so that the build sees no
+-- reference to a missing object.
+CREATE PROCEDURE Drain_SyncQueue_trxTests.JobCallsMissing
+    @EnqueuedAt DATETIME2(7),
+    @EntityKey NVARCHAR(200),
+    @Payload NVARCHAR(MAX) = NULL,
+    @Response NVARCHAR(MAX) = NULL OUTPUT
+AS
+BEGIN
+    SET NOCOUNT ON;
+    DECLARE @Helper NVARCHAR(300) = N'Drain_SyncQueue_trxTests.NoSuchHelper';
+    INSERT INTO #JobLog (EnqueuedAt, EntityKey, Payload) VALUES (@EnqueuedAt, @EntityKey, @Payload);
+    EXEC @Helper;
+    SET @Response = N'unreachable';
+    RETURN 0;
+END;
+GO
 -- Run after each NoTransaction test: a _trx that raised an error inside
 -- tSQLt's TRY...CATCH leaves its own transaction open.
 -- Named in each NoTransaction annotation. Not called CleanUp: tSQLt runs a class's CleanUp
@@ -563,19 +581,106 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
 END;
 GO
+-- The drain cannot look the job procedure up before it claims (its caller may
+-- not see it): it finds out when it runs it, and gives the item back.
 --[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 50007 and claims nothing when the job procedure does not exist]
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 50007 and gives the item back unworked when the job procedure does not exist]
 AS
 BEGIN
-    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
-    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:06';
+    -- Two items are due: the drain stops at the first.
+    DECLARE @First DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Second DATETIME2(7) = '2024-01-01T00:00:02';
+    DECLARE @SecondToken DATETIME2(7) = '2024-01-01T00:00:07';
+    DECLARE @TranCount INT;
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
-    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @Status VARCHAR(20);
+    DECLARE @AttemptNum INT;
+    DECLARE @LeaseUntil DATETIME2(7);
+    DECLARE @ScheduledFor DATETIME2(7);
+    DECLARE @Error NVARCHAR(MAX);
+    DECLARE @Released INT;
+    DECLARE @SecondUpdatedAt DATETIME2(7);
+    DECLARE @SecondHistory INT;
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
     VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.NoSuchJob');
-    EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key;
+    EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @First, @EntityKey = N'C-1';
+    EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Second, @EntityKey = N'C-2';
+
+    BEGIN TRY
+        EXEC dbo.Drain_SyncQueue_trx @Type = 'CustomerSync', @LockedBy = N'agent-1';
+    END TRY
+    BEGIN CATCH
+        SELECT
+            @ErrorNumber = ERROR_NUMBER(),
+            @ErrorMessage = ERROR_MESSAGE();
+    END CATCH;
+    SET @TranCount = @@TRANCOUNT;
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%NoSuchJob%does not exist%', @Actual = @ErrorMessage;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
+    -- Released as a worker shutting down releases: not Processing, its attempt given
+    -- back, due again at once, and the reason recorded on the item and its attempt.
+    SELECT
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum,
+        @LeaseUntil = q.LeaseUntil,
+        @ScheduledFor = q.ScheduledFor,
+        @Error = q.Error
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @First;
+    SET @Released = (
+        SELECT COUNT(*)
+        FROM dbo.SyncQueueAttempt AS a
+        WHERE
+            a.EnqueuedAt = @First
+            AND a.AttemptNum = 1
+            AND a.LockedBy = N'agent-1'
+            AND a.Outcome = 'Pending'
+            AND a.Error LIKE N'%NoSuchJob%does not exist%'
+    );
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'AttemptNum: the attempt is given back';
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
+    EXEC tSQLt.AssertEquals @Expected = @First, @Actual = @ScheduledFor, @Message = N'ScheduledFor: due as before';
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%NoSuchJob%does not exist%', @Actual = @Error;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Released, @Message = N'the claim''s attempt, ended as Pending';
+    -- The drain ended there: the second item was never claimed.
+    SELECT @SecondUpdatedAt = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Second;
+    SET @SecondHistory = (
+        SELECT COUNT(*)
+        FROM dbo.SyncQueueAttempt AS a
+        WHERE a.EnqueuedAt = @Second
+    );
+    EXEC tSQLt.AssertEquals @Expected = @SecondToken, @Actual = @SecondUpdatedAt, @Message = N'the second item is unchanged';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @SecondHistory, @Message = N'the second item: no attempt';
+END;
+GO
+--[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 50007 and gives the item back unworked when the job calls a procedure that does not exist]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @ErrorNumber INT;
+    DECLARE @ErrorMessage NVARCHAR(4000);
+    DECLARE @Status VARCHAR(20);
+    DECLARE @AttemptNum INT;
+    DECLARE @Outcome VARCHAR(20);
+    DECLARE @Logged INT;
+    CREATE TABLE #JobLog (
+        EnqueuedAt DATETIME2(7) NOT NULL,
+        EntityKey NVARCHAR(200) NOT NULL,
+        Payload NVARCHAR(MAX) NULL
+    );
+    EXEC Drain_SyncQueue_trxTests.FakeQueue;
+    INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
+    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobCallsMissing');
+    EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key, @EntityKey = N'C-1';
 
     BEGIN TRY
         EXEC dbo.Drain_SyncQueue_trx @Type = 'CustomerSync', @LockedBy = N'agent-1';
@@ -587,12 +692,21 @@ BEGIN
     END CATCH;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    SELECT @UpdatedAt = q.UpdatedAt
+    SELECT
+        @Status = q.[Status],
+        @AttemptNum = q.AttemptNum
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
+    SELECT @Outcome = a.Outcome
+    FROM dbo.SyncQueueAttempt AS a
+    WHERE a.EnqueuedAt = @Key;
+    SET @Logged = (SELECT COUNT(*) FROM #JobLog);
     EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
-    EXEC tSQLt.AssertLike @ExpectedPattern = N'%NoSuchJob%does not exist%', @Actual = @ErrorMessage;
-    EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
+    EXEC tSQLt.AssertLike @ExpectedPattern = N'%JobCallsMissing%NoSuchHelper%', @Actual = @ErrorMessage;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'AttemptNum: the attempt is given back';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Outcome, @Message = N'the attempt''s Outcome';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Logged, @Message = N'the job''s write is rolled back';
 END;
 GO
 --[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')

@@ -26,13 +26,30 @@ GO
      same name after a restart takes the unfinished item back at once.
    @MaxItems: stop after this many items, 1 to 100000 (default 1000), so that
      one run cannot hold its Agent job for ever.
+   The drain runs as its caller (a QueueAdmin member, say) and does not look the
+   job procedure up before it claims: OBJECT_ID would return NULL for one that
+   exists, as the caller has no permission on it ("metadata-emitting, built-in
+   functions such as OBJECT_ID may return NULL if the user does not have any
+   permission on the object",
+   https://learn.microsoft.com/sql/t-sql/functions/object-id-transact-sql; and
+   https://learn.microsoft.com/sql/relational-databases/security/metadata-visibility-configuration).
+   Running it needs no grant while dbo owns it (in a schema dbo owns): a
+   procedure may call another, and when all objects in the chain have the same
+   owner, SQL Server "only checks the EXECUTE permission for the caller", see
+  https://learn.microsoft.com/dotnet/framework/data/adonet/sql/managing-permissions-with-stored-procedures-in-sql-server
+   One owned by someone else needs EXECUTE granted to the drain's callers.
+   A job procedure that does not exist, or calls one that does not exist (error
+   2812, caught like the job's own errors), is the deployment's fault, not the
+   item's: the drain gives the item back unworked as a worker shutting down does
+   (reported Pending: the attempt is returned, the item due again at once, the
+   reason in its Error and its attempt's) and ends with 50007.
    Returns 0 with one row (Claimed, Completed, Failed, TakenOver): how many items
    it claimed, how many completed, how many ended in Error or Failed, and how
    many someone else changed meanwhile; 1 on error: 50001 inside a transaction,
-   50007 an unknown @Type, a missing JobProcedure, a blank @LockedBy or a bad
-   @MaxItems, and the errors of dbo.Next_SyncQueue_utx. An Error report refused
-   for another reason than a change by someone else (50005, 50008, 50010) ends
-   the drain with that error. */
+   50007 an unknown @Type, a blank @LockedBy, a bad @MaxItems or a job procedure
+   that does not exist, and the errors of dbo.Next_SyncQueue_utx. An Error
+   report refused for another reason than a change by someone else (50005,
+   50008, 50010) ends the drain with that error. */
 CREATE OR ALTER PROCEDURE dbo.Drain_SyncQueue_trx
     @Type VARCHAR(400),
     @LockedBy NVARCHAR(400),
@@ -45,7 +62,7 @@ BEGIN
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
     DECLARE @Proc NVARCHAR(128) = N'dbo.Drain_SyncQueue_trx';
     DECLARE @JobProcedure NVARCHAR(300);
-    DECLARE @Why NVARCHAR(400);
+    DECLARE @Why NVARCHAR(2000);
     DECLARE @EnqueuedAt dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
     DECLARE @EntityKey dbo.EntityKey;
@@ -53,6 +70,7 @@ BEGIN
     DECLARE @Response NVARCHAR(MAX);
     DECLARE @JobError NVARCHAR(MAX);
     DECLARE @CaughtNo INT;
+    DECLARE @JobErrNo INT;
     DECLARE @JobRetCode INT;
     DECLARE @Claimed INT = 0;
     DECLARE @Completed INT = 0;
@@ -74,12 +92,6 @@ BEGIN
     IF (@JobProcedure IS NULL)
         BEGIN
             RAISERROR (50007, 16, 1, @Proc, N'@Type must be a job type of dbo.SyncQueueTypeProcedure');
-            GOTO EXIT_ERROR;
-        END;
-    IF (OBJECT_ID(@JobProcedure, N'P') IS NULL)
-        BEGIN
-            SET @Why = N'the job procedure ' + @JobProcedure + N' of dbo.SyncQueueTypeProcedure does not exist';
-            RAISERROR (50007, 16, 1, @Proc, @Why);
             GOTO EXIT_ERROR;
         END;
     IF (@LockedBy IS NULL OR LTRIM(RTRIM(@LockedBy)) = N'')
@@ -110,7 +122,8 @@ BEGIN
             SELECT
                 @Response = NULL,
                 @JobError = NULL,
-                @CaughtNo = NULL;
+                @CaughtNo = NULL,
+                @JobErrNo = NULL;
             SELECT
                 @EntityKey = q.EntityKey,
                 @Payload = q.Payload
@@ -141,6 +154,7 @@ BEGIN
                 -- Only the report's own refusal means the item changed hands; the
                 -- same number raised by the job is the job's failure.
                 SELECT
+                    @JobErrNo = ERROR_NUMBER(),
                     @CaughtNo = CASE
                         WHEN ERROR_PROCEDURE() LIKE N'%Modify[_]SyncQueue[_]utx' THEN ERROR_NUMBER()
                     END,
@@ -150,6 +164,25 @@ BEGIN
                 IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Drain_SyncQueue;
             END CATCH;
 
+            IF (@JobErrNo = 2812)
+                BEGIN
+                    SELECT
+                        @Why = N'the job procedure ' + @JobProcedure + N' of dbo.SyncQueueTypeProcedure, '
+                        + N'or one it calls, does not exist (' + @JobError + N'); its item was given back';
+                    -- Give the claim back. Should even that report be refused (the item
+                    -- changed hands meanwhile, or 50009), the rollback below undoes it,
+                    -- and the item comes back when its lease runs out.
+                    BEGIN TRANSACTION Drain_SyncQueue;
+                    EXEC @RetCode = dbo.Modify_SyncQueue_utx
+                        @EnqueuedAt = @EnqueuedAt,
+                        @UpdatedAt = @UpdatedAt,
+                        @Status = 'Pending',
+                        @Error = @Why;
+                    SELECT @ErrNo = @@ERROR;
+                    IF (@ErrNo = 0 AND @RetCode = 0) COMMIT TRANSACTION Drain_SyncQueue;
+                    RAISERROR (50007, 16, 1, @Proc, @Why);
+                    GOTO EXIT_TRANSACTION;
+                END;
             IF (@CaughtNo IN (50005, 50008, 50010))
                 SET @TakenOver = @TakenOver + 1;  -- the item is someone else's now
             ELSE IF (@JobError IS NULL)

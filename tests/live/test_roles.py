@@ -47,6 +47,67 @@ def denied(as_role, role: str, sql: str, what: str = "") -> None:
     assert what in refused.value.text, str(refused.value)
 
 
+# The drain's T-SQL jobs: a job procedure dbo owns, and a type whose procedure does not exist.
+DRAIN_JOB = """
+CREATE OR ALTER PROCEDURE dbo.RelqTest_RoleJob_utx
+    @EnqueuedAt DATETIME2(7),
+    @EntityKey NVARCHAR(200),
+    @Payload NVARCHAR(MAX),
+    @Response NVARCHAR(MAX) OUTPUT
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET @Response = N'run by ' + USER_NAME();
+    IF @EntityKey LIKE N'bad%' RETURN 1;
+    RETURN 0;
+END;
+"""
+DRAIN_TYPES = {"RelqRoleJob": "dbo.RelqTest_RoleJob_utx", "RelqRoleMissing": "dbo.RelqTest_NoSuchJob_utx"}
+
+
+@pytest.fixture
+def drain_types(mssql, live_database: str):
+    """As dbo: the job procedure, the two job types with their procedures' names, and
+    no items of them yet. Yields the dbo connection, to enqueue and to look."""
+    conn = db.connect(db.with_database(mssql.conn_str, live_database))
+    cursor = conn.cursor()
+    db.run_batch(cursor, DRAIN_JOB)
+    for job_type, procedure in DRAIN_TYPES.items():
+        db.run_batch(cursor, f"""
+            IF NOT EXISTS (SELECT 1 FROM dbo.SyncQueueType WHERE [Type] = '{job_type}')
+                INSERT INTO dbo.SyncQueueType ([Type]) VALUES ('{job_type}');
+            DELETE FROM dbo.SyncQueueTypeProcedure WHERE [Type] = '{job_type}';
+            INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
+            VALUES ('{job_type}', N'{procedure}');
+            -- its attempts go with it (ON DELETE CASCADE)
+            DELETE FROM dbo.SyncQueue WHERE [Type] = '{job_type}';
+        """)
+    yield conn
+    conn.close()
+
+
+def enqueue_jobs(conn, job_type: str, *entities: str) -> None:
+    values = ", ".join(f"({n}, '{job_type}', N'{entity}')" for n, entity in enumerate(entities, start=1))
+    db.run_batch(conn.cursor(), f"""
+        SET NOCOUNT ON;
+        DECLARE @Items dbo.SyncQueueItemList;
+        INSERT INTO @Items (ItemNo, [Type], EntityKey) VALUES {values};
+        EXEC dbo.Add_SyncQueue_trx @Items = @Items;
+    """)
+
+
+def jobs_of(conn, job_type: str) -> dict[str, tuple]:
+    """The items of ``job_type`` by entity key: (Status, AttemptNum, LeaseUntil, Response)."""
+    rows = db.query(conn.cursor(), "SELECT EntityKey, [Status], AttemptNum, LeaseUntil, Response "
+                                   "FROM dbo.SyncQueue WHERE [Type] = ?;", job_type)
+    return {entity: tuple(rest) for entity, *rest in rows}
+
+
+def drain_as_admin(as_role, job_type: str) -> list[tuple]:
+    return as_role("QueueAdmin",
+                   f"EXEC dbo.Drain_SyncQueue_trx @Type = '{job_type}', @LockedBy = N'admin/drain';")
+
+
 ENQUEUE = """
 SET NOCOUNT ON;
 DECLARE @Items dbo.SyncQueueItemList;
@@ -118,3 +179,44 @@ def test_an_admin_controls_items_and_may_not_claim_them(as_role) -> None:
     cancelled = as_role("QueueAdmin", f"EXEC dbo.Cancel_SyncQueue_trx @EnqueuedAt = '{key.isoformat()}';")
     assert cancelled[0][2] == "Cancelled"
     denied(as_role, "QueueAdmin", "EXEC dbo.Next_SyncQueue_trx;")
+
+
+def test_an_admin_drains_t_sql_jobs_it_cannot_see_and_they_run_as_the_admin(as_role, drain_types) -> None:
+    """QueueAdmin has no permission on the job procedure, so cannot even see it (OBJECT_ID
+    is NULL): the drain must not look it up. The ownership chain from dbo's drain to dbo's
+    job runs it all the same, in the caller's name (no impersonation)."""
+    assert as_role("QueueAdmin", "SELECT OBJECT_ID(N'dbo.RelqTest_RoleJob_utx', N'P');") == [(None,)]
+    enqueue_jobs(drain_types, "RelqRoleJob", "good-1", "good-2", "bad-3")
+
+    assert drain_as_admin(as_role, "RelqRoleJob") == [(3, 2, 1, 0)]  # Claimed, Completed, Failed, TakenOver
+
+    jobs = jobs_of(drain_types, "RelqRoleJob")
+    assert {entity: job[:3] for entity, job in jobs.items()} == {
+        "good-1": ("Completed", 1, None), "good-2": ("Completed", 1, None), "bad-3": ("Error", 1, None)}
+    for entity in ("good-1", "good-2"):
+        assert jobs[entity][3].startswith("run by relq_QueueAdmin_"), jobs[entity]
+
+
+def test_an_admin_drain_of_a_missing_job_procedure_raises_50007_and_spends_no_attempt(
+        as_role, drain_types) -> None:
+    """A procedure that does not exist is found out when the drain runs it (error 2812):
+    the claimed item is given back unworked and the drain stops, naming the procedure."""
+    enqueue_jobs(drain_types, "RelqRoleMissing", "gone-1", "gone-2")
+
+    with pytest.raises(db.SqlError) as refused:
+        drain_as_admin(as_role, "RelqRoleMissing")
+
+    assert refused.value.number == 50007, str(refused.value)
+    assert "RelqTest_NoSuchJob_utx" in refused.value.text, str(refused.value)
+    jobs = jobs_of(drain_types, "RelqRoleMissing")
+    assert {entity: job[:3] for entity, job in jobs.items()} == {
+        "gone-1": ("Pending", 0, None), "gone-2": ("Pending", 0, None)}  # nothing held, no attempt spent
+    released = db.query(drain_types.cursor(), """
+        SELECT a.AttemptNum, a.LockedBy, a.Outcome, a.Error
+        FROM dbo.SyncQueueAttempt AS a
+        INNER JOIN dbo.SyncQueue AS q ON a.EnqueuedAt = q.EnqueuedAt
+        WHERE q.[Type] = 'RelqRoleMissing';
+    """)
+    # one claim, given back; then the drain stopped
+    assert [row[:3] for row in released] == [(1, "admin/drain", "Pending")]
+    assert "RelqTest_NoSuchJob_utx" in released[0][3]
