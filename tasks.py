@@ -29,14 +29,17 @@ def _fail(exc: Exception, command: str) -> Exit:
 def build(c):
     """Check database/ and tests_tsqlt/ offline; write dist/deploy.sql and dist/manifest.json."""
     from relq.build import build as run_build
-    from relq.build.report import show
+    from relq.build.report import show, stderr_console
     from relq.errors import RelqError
+    from relq.progress import per_file
 
+    out = stderr_console()
     try:
-        result = run_build(ROOT)
+        with per_file(out, "parsing") as on_parsed:
+            result = run_build(ROOT, on_parsed=on_parsed)
     except RelqError as exc:
         raise _fail(exc, "build") from None
-    show(result)
+    show(result, out)
     if not result.ok:
         raise Exit(code=1)
 

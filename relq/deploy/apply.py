@@ -19,6 +19,7 @@ from relq.deploy import journal
 from relq.deploy.batches import split_batches
 from relq.deploy.plan import Plan, Step, format_plan, make_plan
 from relq.errors import RelqError
+from relq.progress import per_file
 
 LOCK_RESOURCE = "relq.deploy"
 SYSTEM_DATABASES = frozenset({"master", "model", "msdb", "tempdb"})
@@ -40,7 +41,8 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
            lock_timeout: int = 600, console: Console | None = None) -> Outcome:
     """Build the project, then bring the target database up to it."""
     console = console or Console(stderr=True, highlight=False, soft_wrap=True)
-    result = build(root, write=False)
+    with per_file(console, "parsing") as on_parsed:
+        result = build(root, write=False, on_parsed=on_parsed)
     if not result.ok:
         raise RelqError(f"the build has {len(result.diagnostics)} problem(s): run `invoke build` "
                         f"and fix them before deploying")
