@@ -47,8 +47,22 @@ def build(c):
 @task
 def lint(c):
     """Check the house style: .sql files with sqlfluff and .sqlfluff, Python with ruff."""
-    c.run(f"{_tool('sqlfluff')} lint {SQL_FOLDERS}", pty=False)
-    c.run(f"{_tool('ruff')} check {PYTHON}", pty=False)
+    from relq.build.report import stderr_console
+    from relq.errors import RelqError
+    from relq.lint import lint as run_lint
+    from relq.lint import show
+    from relq.progress import per_file
+
+    out = stderr_console()
+    try:
+        with per_file(out, "linting") as on_file:
+            result = run_lint(ROOT, SQL_FOLDERS.split(), on_file)
+    except RelqError as exc:
+        raise _fail(exc, "lint") from None
+    show(result, out)
+    ruff = c.run(f"{_tool('ruff')} check {PYTHON}", pty=False, warn=True)
+    if not result.ok or ruff.failed:
+        raise Exit(code=1)
 
 
 @task
@@ -196,9 +210,9 @@ def worker(c, queue, concurrency=1, batch=1, wait_ms=5000, grace=30.0, name=None
         raise Exit(code=code)
 
 
-@task(pre=[lint, build])
+@task
 def test(c):
-    """Run the tests: lint, build, pytest; with RELQ_MSSQL set, also the live tier."""
+    """Run the tests, phase by phase: lint, build, pytest; with RELQ_MSSQL set, the live tier too."""
     from relq.db import with_database
     from relq.errors import RelqError
     from relq.live import (
@@ -213,17 +227,25 @@ def test(c):
     )
 
     target = live_target()
+    phases = 3 if target is None else 4
+    _phase(1, phases, "lint (sqlfluff, ruff)")
+    lint(c)
+    _phase(2, phases, "build")
+    build(c)
     if target is None:
         print(SKIPPED, file=sys.stderr)
+        _phase(3, phases, "pytest")
         c.run(f"{sys.executable} -m pytest", pty=False)
         return
     try:
+        _phase(3, phases, "live tier: tSQLt in a throwaway database")
         scripts = tsqlt_release(ROOT, download_to=REPORTS)
         with throwaway_database(ROOT, target) as database:
             conn_str = with_database(target.conn_str, database)
             result = run_tsqlt(ROOT, conn_str, scripts, REPORTS / "tsqlt.xml")
             print(f"tSQLt: {result.tests} tests, {result.failures} failed, {result.errors} errors "
                   f"(reports/tsqlt.xml)", file=sys.stderr)
+            _phase(4, phases, "pytest, with the live tier")
             # pytest's tSQLt test installs from the zip already fetched and verified
             env = {TSQLT_ZIP: str(REPORTS / DOWNLOADED_ZIP), **os.environ, TEST_DATABASE: database}
             pytest = c.run(f"{sys.executable} -m pytest --junitxml={REPORTS / 'pytest.xml'}",
@@ -231,7 +253,11 @@ def test(c):
     except RelqError as exc:
         raise _fail(exc, "test (live tier)") from None
     if not result.ok or pytest.failed:
-        raise Exit("live tier failed", code=1)
+        raise Exit("test: the live tier failed", code=1)
+
+
+def _phase(number: int, phases: int, name: str) -> None:
+    print(f"test: {number}/{phases} {name}", file=sys.stderr, flush=True)
 
 
 @task(help={
