@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from invoke import Collection, Exit, task
 
@@ -23,6 +25,24 @@ def _tool(name: str) -> str:
 def _fail(exc: Exception, command: str) -> Exit:
     """A user's problem ends in one line, never a traceback."""
     return Exit(f"{command}: {exc}", code=1)
+
+
+def _number(command: str, option: str, value: Any, kind: type = int) -> Any:
+    """An option's text as a number (None stays None); a bad one ends in one line, exit code 2.
+
+    Numeric options default to None in a task's signature (their default is in the
+    help and in the call): invoke converts an option whose default is an int or a
+    float itself, and a bad value then ends in invoke's traceback."""
+    if value is None:
+        return None
+    try:
+        number = kind(value)
+        if not math.isfinite(number):
+            raise ValueError(value)
+    except (TypeError, ValueError):
+        what = "a whole number" if kind is int else "a number"
+        raise Exit(f"{command}: --{option} must be {what}, not {str(value)!r}", code=2) from None
+    return number
 
 
 @task
@@ -78,16 +98,17 @@ def fix(c):
     "dry-run": "print the plan and change nothing",
     "lock-timeout": "seconds to wait for another deploy to finish (default 600)",
 })
-def deploy(c, conn=None, create_db=None, dry_run=False, lock_timeout=600):
+def deploy(c, conn=None, create_db=None, dry_run=False, lock_timeout=None):
     """Deploy the project to SQL Server: idempotent, journaled, one deploy at a time."""
     from relq.db import resolve_target
     from relq.deploy.apply import deploy as run_deploy
     from relq.errors import RelqError
 
+    lock_timeout = _number("deploy", "lock-timeout", lock_timeout)
     try:
         target = resolve_target(conn, c.config)
         outcome = run_deploy(ROOT, target, create_db=create_db, dry_run=dry_run,
-                             lock_timeout=int(lock_timeout))
+                             lock_timeout=600 if lock_timeout is None else lock_timeout)
     except RelqError as exc:
         raise _fail(exc, "deploy") from None
     counts = outcome.counts
@@ -160,7 +181,7 @@ def new_queue(c, name, types="", noun=None, subtype=None):
     "watch": "refresh every this many seconds until Ctrl-C (default: show once)",
     "json": "print JSON for scripts instead of the table",
 })
-def status(c, conn=None, watch=0.0, json=False):
+def status(c, conn=None, watch=None, json=False):
     """The health of every queue: items per state, the oldest due, past their lease, throughput."""
     from rich.console import Console
 
@@ -168,13 +189,14 @@ def status(c, conn=None, watch=0.0, json=False):
     from relq import status as health
     from relq.errors import RelqError
 
+    watch = _number("status", "watch", watch, float)
     try:
         connection = db.connect(db.resolve_target(conn, c.config).conn_str)
         try:
             if json:
                 print(health.as_json(health.read(connection)))
-            elif float(watch) > 0:
-                health.watch(connection, float(watch), Console())
+            elif watch is not None and watch > 0:
+                health.watch(connection, watch, Console())
             else:
                 Console().print(health.table(health.read(connection)))
         finally:
@@ -194,13 +216,16 @@ def status(c, conn=None, watch=0.0, json=False):
     "type": "claim only this job type (SyncQueue); without it a worker claims every type",
     "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
 })
-def worker(c, queue, concurrency=1, batch=1, wait_ms=5000, grace=30.0, name=None, handlers=None, type=None,
-           conn=None):
+def worker(c, queue, concurrency=None, batch=None, wait_ms=None, grace=None, name=None, handlers=None,
+           type=None, conn=None):
     """Run a worker on a queue until Ctrl-C or SIGTERM: one log line per item, a summary at the end."""
     from relq.worker.cli import main
 
-    argv = ["--queue", queue, "--concurrency", str(concurrency), "--batch", str(batch),
-            "--wait-ms", str(wait_ms), "--grace", str(grace)]
+    argv = ["--queue", queue]
+    for option, value, kind in (("concurrency", concurrency, int), ("batch", batch, int),
+                                ("wait-ms", wait_ms, int), ("grace", grace, float)):
+        number = _number("worker", option, value, kind)
+        argv += [f"--{option}", str(number)] if number is not None else []
     argv += ["--name", name] if name else []
     argv += ["--type", type] if type else []
     for module in handlers or []:
@@ -275,6 +300,7 @@ def pipeline_enqueue(c, input, format="parquet", rejects=None, queue="SyncQueue"
                      master=None, partitions=None, conn=None):
     """Validate work items with Spark and enqueue the valid ones; rejects go to --rejects."""
     argv = ["enqueue", "--input", input, "--format", format, "--queue", queue]
+    partitions = _number("pipeline.enqueue", "partitions", partitions)
     for flag, value in (("--rejects", rejects), ("--archive", archive), ("--types", types),
                         ("--master", master), ("--partitions", partitions)):
         argv += [flag, str(value)] if value else []
@@ -292,6 +318,8 @@ def pipeline_enqueue(c, input, format="parquet", rejects=None, queue="SyncQueue"
 def pipeline_archive(c, older_than_minutes, archive=None, queue="SyncQueue", master=None, partitions=None,
                      conn=None):
     """Move finished items into the Parquet archive, then purge exactly those from the queue."""
+    older_than_minutes = _number("pipeline.archive", "older-than-minutes", older_than_minutes)
+    partitions = _number("pipeline.archive", "partitions", partitions)
     argv = ["archive", "--older-than-minutes", str(older_than_minutes), "--queue", queue]
     for flag, value in (("--archive", archive), ("--master", master), ("--partitions", partitions)):
         argv += [flag, str(value)] if value else []
@@ -342,16 +370,19 @@ def _pipeline(c, argv: list[str], conn: str | None) -> None:
     "out": "folder for bench.json and throughput.png (default reports/bench)",
     "test": "run the harness's live pytest (tests/bench, RELQ_BENCH=1) instead of the benchmarks",
 })
-def bench(c, scenarios=None, seconds=10.0, workers=8, batch=100, backlog=10000, warmup=1.0,
+def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=None, warmup=None,
           out="reports/bench", test=False):
     """Benchmark the queues against RELQ_MSSQL: backlog, workers, batches, purge, message queues, plans."""
+    argv = ["--out", str(ROOT / out)]
+    for option, value, kind in (("seconds", seconds, float), ("workers", workers, int), ("batch", batch, int),
+                                ("backlog", backlog, int), ("warmup", warmup, float)):
+        number = _number("bench", option, value, kind)
+        argv += [f"--{option}", str(number)] if number is not None else []
+    argv += ["--scenarios", scenarios] if scenarios else []
     if test:
         env = {**os.environ, "RELQ_BENCH": "1"}
         result = c.run(f"{sys.executable} -m pytest -m bench tests/bench", pty=False, env=env, warn=True)
     else:
-        argv = ["--seconds", str(seconds), "--workers", str(workers), "--batch", str(batch),
-                "--backlog", str(backlog), "--warmup", str(warmup), "--out", str(ROOT / out)]
-        argv += ["--scenarios", scenarios] if scenarios else []
         with c.cd(str(ROOT)):
             result = c.run(f"{sys.executable} -m bench " + " ".join(shlex.quote(a) for a in argv),
                            pty=False, warn=True)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
 from invoke import MockContext, Result
 
 import tasks
+from tests.conftest import REPO
 
 
 def test_invoke_test_names_its_phases_and_runs_them_in_order(monkeypatch, capsys) -> None:
@@ -33,3 +36,42 @@ def test_invoke_test_stops_at_the_first_failed_phase(monkeypatch, capsys) -> Non
     with pytest.raises(tasks.Exit):
         tasks.test(c)
     assert not c.run.called
+
+
+@pytest.mark.parametrize("task, kwargs, line", [
+    (tasks.status, {"watch": "abc"}, "status: --watch must be a number, not 'abc'"),
+    (tasks.worker, {"queue": "SyncQueue", "grace": "abc"}, "worker: --grace must be a number, not 'abc'"),
+    (tasks.worker, {"queue": "SyncQueue", "concurrency": "abc"},
+     "worker: --concurrency must be a whole number, not 'abc'"),
+    (tasks.worker, {"queue": "SyncQueue", "wait_ms": "1.5"},
+     "worker: --wait-ms must be a whole number, not '1.5'"),
+    (tasks.bench, {"seconds": "abc"}, "bench: --seconds must be a number, not 'abc'"),
+    (tasks.bench, {"warmup": "inf"}, "bench: --warmup must be a number, not 'inf'"),
+    (tasks.deploy, {"lock_timeout": "ten"}, "deploy: --lock-timeout must be a whole number, not 'ten'"),
+    (tasks.pipeline_enqueue, {"input": "x", "partitions": "many"},
+     "pipeline.enqueue: --partitions must be a whole number, not 'many'"),
+    (tasks.pipeline_archive, {"older_than_minutes": "an hour"},
+     "pipeline.archive: --older-than-minutes must be a whole number, not 'an hour'"),
+])
+def test_a_bad_number_is_one_line_before_anything_runs(task, kwargs, line) -> None:
+    c = MockContext()  # any command it ran would fail: none may run
+    with pytest.raises(tasks.Exit) as info:
+        task(c, **kwargs)
+    assert (info.value.message, info.value.code) == (line, 2)
+
+
+def test_numbers_reach_the_worker_as_numbers(monkeypatch) -> None:
+    seen: list[list[str]] = []
+    monkeypatch.setattr("relq.worker.cli.main", lambda argv, **kw: seen.append(argv) or 0)
+    tasks.worker(MockContext(), "SyncQueue", concurrency="4", grace="2.5")
+    assert seen == [["--queue", "SyncQueue", "--concurrency", "4", "--grace", "2.5"]]
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["status", "--watch", "abc"], "status: --watch must be a number, not 'abc'"),
+    (["worker", "--queue", "SyncQueue", "--grace", "abc"], "worker: --grace must be a number, not 'abc'"),
+])
+def test_invoke_itself_prints_the_one_line_and_no_traceback(argv, line) -> None:
+    done = subprocess.run([sys.executable, "-m", "invoke", *argv], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, env={k: v for k, v in os.environ.items() if k != "RELQ_MSSQL"})
+    assert (done.returncode, done.stderr.strip().splitlines(), done.stdout) == (2, [line], "")
