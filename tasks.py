@@ -369,23 +369,34 @@ def _pipeline(c, argv: list[str], conn: str | None) -> None:
     "warmup": "untimed seconds each worker cycles before an arm (default 1)",
     "out": "folder for bench.json and throughput.png (default reports/bench)",
     "test": "run the harness's live pytest (tests/bench, RELQ_BENCH=1) instead of the benchmarks",
+    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
 })
 def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=None, warmup=None,
-          out="reports/bench", test=False):
-    """Benchmark the queues against RELQ_MSSQL: backlog, workers, batches, purge, message queues, plans."""
+          out="reports/bench", test=False, conn=None):
+    """Benchmark the queues against SQL Server: backlog, workers, batches, purge, message queues, plans."""
+    from relq.db import ENV_VAR, resolve_target
+    from relq.errors import RelqError
+
     argv = ["--out", str(ROOT / out)]
     for option, value, kind in (("seconds", seconds, float), ("workers", workers, int), ("batch", batch, int),
                                 ("backlog", backlog, int), ("warmup", warmup, float)):
         number = _number("bench", option, value, kind)
         argv += [f"--{option}", str(number)] if number is not None else []
     argv += ["--scenarios", scenarios] if scenarios else []
-    if test:
-        env = {**os.environ, "RELQ_BENCH": "1"}
-        result = c.run(f"{sys.executable} -m pytest -m bench tests/bench", pty=False, env=env, warn=True)
-    else:
-        with c.cd(str(ROOT)):
+    try:
+        target = resolve_target(conn, c.config)
+    except RelqError as exc:  # without a server the live pytest would skip, and pass: refuse instead
+        raise Exit(f"bench: {exc}", code=2) from None
+    # The server reaches the child process in its environment, never in its arguments,
+    # which every user of the machine can read.
+    env = {**os.environ, ENV_VAR: target.conn_str}
+    with c.cd(str(ROOT)):
+        if test:
+            env["RELQ_BENCH"] = "1"
+            result = c.run(f"{sys.executable} -m pytest -m bench tests/bench", pty=False, env=env, warn=True)
+        else:
             result = c.run(f"{sys.executable} -m bench " + " ".join(shlex.quote(a) for a in argv),
-                           pty=False, warn=True)
+                           pty=False, env=env, warn=True)
     if result.exited:
         raise Exit(code=result.exited)
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from invoke import MockContext, Result
+from invoke import Config, MockContext, Result
 
 import tasks
 from tests.conftest import REPO
@@ -75,3 +75,36 @@ def test_invoke_itself_prints_the_one_line_and_no_traceback(argv, line) -> None:
     done = subprocess.run([sys.executable, "-m", "invoke", *argv], cwd=REPO, capture_output=True, text=True,
                           timeout=120, env={k: v for k, v in os.environ.items() if k != "RELQ_MSSQL"})
     assert (done.returncode, done.stderr.strip().splitlines(), done.stdout) == (2, [line], "")
+
+
+def test_bench_test_without_a_server_fails_in_one_line_instead_of_passing_on_skips(monkeypatch) -> None:
+    monkeypatch.delenv("RELQ_MSSQL", raising=False)
+    c = MockContext(run=Result())
+    with pytest.raises(tasks.Exit) as info:
+        tasks.bench(c, test=True)
+    assert info.value.code == 2
+    assert info.value.message.startswith("bench: no SQL Server configured: set RELQ_MSSQL to an ODBC "
+                                         "connection string, pass --conn, or set relq.mssql in invoke.yaml")
+    assert not c.run.called
+
+
+@pytest.mark.parametrize("environ, conn, yaml, expected", [
+    ({}, None, "SERVER=yaml;PWD=y", "SERVER=yaml;PWD=y"),
+    ({}, "SERVER=cli;PWD=c", "SERVER=yaml;PWD=y", "SERVER=cli;PWD=c"),
+    ({"RELQ_MSSQL": "SERVER=env;PWD=e"}, "SERVER=cli;PWD=c", None, "SERVER=env;PWD=e"),
+])
+@pytest.mark.parametrize("test", [False, True])
+def test_bench_finds_its_server_like_every_task_and_hands_it_over_in_the_environment(
+        monkeypatch, environ, conn, yaml, expected, test) -> None:
+    monkeypatch.delenv("RELQ_MSSQL", raising=False)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    c = MockContext(config=Config(overrides={"relq": {"mssql": yaml}} if yaml else {}), run=Result())
+    tasks.bench(c, conn=conn, test=test, seconds="2")
+    command, kwargs = c.run.call_args.args[0], c.run.call_args.kwargs
+    assert kwargs["env"]["RELQ_MSSQL"] == expected
+    assert "PWD" not in command  # the arguments of a process are anyone's to read
+    if test:
+        assert kwargs["env"]["RELQ_BENCH"] == "1" and command.endswith("-m pytest -m bench tests/bench")
+    else:
+        assert "-m bench --out " in command and "--seconds 2.0" in command
