@@ -276,7 +276,7 @@ def test(c):
             pytest = c.run(f"{sys.executable} -m pytest --junitxml={REPORTS / 'pytest.xml'}",
                            pty=False, env=env, warn=True)
     except RelqError as exc:
-        raise _fail(exc, "test (live tier)") from None
+        raise _fail(exc, "test") from None
     if not result.ok or pytest.failed:
         raise Exit("test: the live tier failed", code=1)
 

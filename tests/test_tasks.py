@@ -108,3 +108,22 @@ def test_bench_finds_its_server_like_every_task_and_hands_it_over_in_the_environ
         assert kwargs["env"]["RELQ_BENCH"] == "1" and command.endswith("-m pytest -m bench tests/bench")
     else:
         assert "-m bench --out " in command and "--seconds 2.0" in command
+
+
+@pytest.mark.parametrize("name, call", [
+    ("deploy", lambda c: tasks.deploy(c)),
+    ("status", lambda c: tasks.status(c)),
+    ("tsqlt.install", lambda c: tasks.tsqlt_install(c)),
+    ("worker", lambda c: tasks.worker(c, "SyncQueue")),
+    ("pipeline.enqueue", lambda c: tasks.pipeline_enqueue(c, "items.parquet", rejects="rejects")),
+    ("pipeline.archive", lambda c: tasks.pipeline_archive(c, "60", archive="archive")),
+    ("bench", lambda c: tasks.bench(c)),
+])
+def test_every_task_prefixes_its_one_error_line_with_its_own_name(monkeypatch, capsys, name, call) -> None:
+    monkeypatch.delenv("RELQ_MSSQL", raising=False)
+    with pytest.raises(tasks.Exit) as info:
+        call(MockContext())
+    lines = [info.value.message] if info.value.message else capsys.readouterr().err.strip().splitlines()
+    assert info.value.code != 0
+    assert lines == [f"{name}: no SQL Server configured: set RELQ_MSSQL to an ODBC connection string, "
+                     f"pass --conn, or set relq.mssql in invoke.yaml"]

@@ -84,11 +84,11 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
     try:
         return _run(args, conn, config, console)
     except RelqError as exc:
-        print(f"pipeline {args.command}: {exc}", file=sys.stderr)
+        print(f"pipeline.{args.command}: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # Spark's and py4j's errors: one line, not a Java stack
         if type(exc).__module__.startswith(("pyspark", "py4j")):
-            print(f"pipeline {args.command}: {spark_error(exc)}", file=sys.stderr)
+            print(f"pipeline.{args.command}: {spark_error(exc)}", file=sys.stderr)
             return 1
         raise
 
@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
     queue = spec(args.queue).name  # an unknown name is refused before Spark starts
     target = db.resolve_target(args.conn or conn, config)
     store = SqlStore(target.conn_str)
-    console.print(f"pipeline {args.command}: {target}")  # masked
+    console.print(f"pipeline.{args.command}: {target}")  # masked
     if args.command == "enqueue":
         from relq.pipeline.enqueue import enqueue, read_input
 
