@@ -21,6 +21,7 @@ from rich.table import Table
 from relq import db
 from relq.errors import RelqError
 from relq.pipeline import configured
+from relq.pipeline.paths import check_folder, check_input
 from relq.pipeline.queues import CUSTOM, JOB, spec
 
 _PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(?:RelqError|SqlError|ItemRejected|\w+Error|\w+Exception): .+$",
@@ -95,25 +96,30 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
 
 def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] | None,
          console: Console) -> int:
+    """Everything that can be checked without Spark is checked first (the queue, the paths,
+    the connection): a mistake is one line at once, not after Spark's start."""
     from relq.pipeline.spark import session
     from relq.pipeline.store import SqlStore
 
     queue = spec(args.queue).name  # an unknown name is refused before Spark starts
     target = db.resolve_target(args.conn or conn, config)
     store = SqlStore(target.conn_str)
-    console.print(f"pipeline.{args.command}: {target}")  # masked
     if args.command == "enqueue":
         from relq.pipeline.enqueue import enqueue, read_input
 
         if not args.rejects:
             raise RelqError("--rejects is required (or relq.pipeline.rejects in invoke.yaml)")
-        spark = session(args.master, app="relq pipeline.enqueue")
+        check_input("--input", args.input, args.format)
+        if args.archive:
+            check_folder("--archive", args.archive)
         types: list[str] = []  # a notification has no job type to check
-        if spec(queue).kind == JOB and args.types:
-            types = [t.strip() for t in args.types.split(",") if t.strip()]
-        elif spec(queue).kind == JOB:
-            with store.session() as s:
+        with store.session() as s:  # the connection, before Spark
+            if spec(queue).kind == JOB and args.types:
+                types = [t.strip() for t in args.types.split(",") if t.strip()]
+            elif spec(queue).kind == JOB:
                 types = s.job_types(queue)
+        console.print(f"pipeline.{args.command}: {target}")  # masked
+        spark = session(args.master, app="relq pipeline.enqueue")
         frame = read_input(spark, args.input, args.format, queue)
         result = enqueue(spark, store, queue, frame, known_types=types, rejects=args.rejects,
                          archive=args.archive, partitions=args.partitions, console=console)
@@ -127,6 +133,10 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
 
     if not args.archive:
         raise RelqError("--archive is required (or relq.pipeline.archive in invoke.yaml)")
+    check_folder("--archive", args.archive)
+    with store.session():  # the connection, before Spark
+        pass
+    console.print(f"pipeline.{args.command}: {target}")  # masked
     spark = session(args.master, app="relq pipeline.archive")
     result = archive(spark, store, queue, args.archive, older_than_minutes=args.older_than_minutes,
                      partitions=args.partitions, console=console)

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from relq.errors import RelqError
+from relq.pipeline import quiet
 
 DEFAULT_MASTER = "local[*]"
 TIME_ZONE = "spark.sql.session.timeZone"
@@ -29,7 +30,7 @@ def session(master: str | None = None, app: str = "relq", **conf: str) -> Any:
         # not whatever python3 comes first on PATH; PySpark reads the variable when the
         # context starts. On a cluster, set PYSPARK_PYTHON to the executors' Python.
         os.environ["PYSPARK_PYTHON"] = sys.executable
-    for key, value in conf.items():
+    for key, value in {**quiet.conf(), **conf}.items():  # Spark's start-up noise off; conf wins
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
