@@ -154,7 +154,7 @@ def render_queues(c):
 
 @task(positional=["name"], iterable=["subtype"], help={
     "name": "the queue's name, PascalCase, 2 to 14 letters and digits: InvoiceExport",
-    "types": "its job types, comma-separated, at least two: InvoicePdf,InvoiceXml",
+    "types": "its job types, comma-separated, one or more: InvoicePdf or InvoicePdf,InvoiceXml",
     "noun": "what the comments call one item (default: '<name in words> job')",
     "subtype": "a type's own columns, in a subtype table (repeatable): "
                "'InvoicePdf: Template NVARCHAR(100), Copies INT NULL'",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -155,7 +156,8 @@ def test_a_custom_queue_of_the_longest_names_keeps_its_tsqlt_names_within_sql_se
     name, channel = "NotifyCustomer", "RegisteredLetterByPost"
     assert (len(name), len(channel)) == (14, 22)
     root = tmp_path / "project"
-    shutil.copytree(REPO / "database/types", root / "database/types")
+    for folder in ("types", "migrations"):
+        shutil.copytree(REPO / f"database/{folder}", root / f"database/{folder}")
     text = (REPO / CATALOGUE).read_text()
     assert text.count('table = "Notification_Email"\n') == 1
     text = text.replace('table = "Notification_Email"\n', f'table = "Notification_{channel}"\n')
@@ -168,6 +170,73 @@ def test_a_custom_queue_of_the_longest_names_keeps_its_tsqlt_names_within_sql_se
     assert len([n for n in names if channel in n]) >= 5
     long = [(len(n), n) for n in names if len(n) > MAX_IDENTIFIER]
     assert not long, f"longer than SQL Server's {MAX_IDENTIFIER} characters: {long}"
+
+
+@pytest.fixture(scope="module")
+def one_type(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A job queue of one job type, the common case, whose names start with vowels."""
+    root = _project(tmp_path_factory.mktemp("one-type"))
+    pages = parse_subtype("InvoicePdf: Pages INT")
+    return root, new_queue(root, "Invoice", ["InvoicePdf"], subtypes=(pages,))
+
+
+def test_a_new_queue_of_one_job_type_builds_right_after(one_type: tuple[Path, list[str]]) -> None:
+    root, written = one_type
+    assert "tests_tsqlt/Drain_Invoice_trxTests.class.sql" in written
+    result = build(root)
+    assert result.ok, [str(d) for d in result.diagnostics][:5]
+    drain = (root / "tests_tsqlt/Drain_Invoice_trxTests.class.sql").read_text()
+    assert "@Type = 'AddTestJobA', @EntityKey = N'SKU-1'" in drain  # the other type: one of the tests'
+
+
+def test_a_new_queues_files_carry_nothing_of_the_queues_they_were_modelled_on(
+        one_type: tuple[Path, list[str]]) -> None:
+    root, written = one_type
+    for path in (p for p in written if "Invoice" in p):
+        text = (root / path).read_text()
+        for leftover in ("V0001", "V0002", "V0003", "before leases", "several job types"):
+            assert leftover not in text, (path, leftover)
+        wrong = re.findall(r"a (?:[Ii]nvoice|InvoicePdf)", text)  # an invoice job, an InvoicePdf
+        assert not wrong, (path, wrong)
+    assert "one queue serving its job types" in (root / "database/tables/dbo.Invoice.sql").read_text()
+    assert "the exclusive subtype of an InvoicePdf invoice job" in " ".join(
+        (root / "database/tables/dbo.Invoice_InvoicePdf.sql").read_text().split())
+
+
+def test_adding_a_job_type_later_leaves_the_tables_and_types_as_deployed(
+        one_type: tuple[Path, list[str]]) -> None:
+    """They are created once: a change of their text would need a migration."""
+    root, _ = one_type
+    invoice = next(q for q in load(root) if q.name == "Invoice")
+    before = dict(queue_renders(invoice))
+    after = dict(queue_renders(replace(invoice, types=(*invoice.types, "InvoiceXml"))))
+    once = [p for p in before if p.split("/")[1] in ("tables", "types")]
+    assert len(once) >= 5
+    assert [p for p in once if before[p] != after[p]] == []
+
+
+def test_the_queues_deployed_before_keep_their_history_in_their_tables() -> None:
+    """Their tables and types are created once: a change of their text would need a migration."""
+    sync = dict(queue_renders(next(q for q in QUEUES if q.name == "SyncQueue")))
+    assert "V0001__worker_lifecycle.sql" in sync["database/tables/dbo.SyncQueue.sql"]
+    assert "V0003__archive_duration.sql" in sync["database/tables/dbo.SyncQueueArchive.sql"]
+
+
+@pytest.mark.parametrize(("word", "expected"), [
+    ("sync job", "a sync job"), ("invoice job", "an invoice job"), ("InvoicePdf", "an InvoicePdf"),
+    ("SMS", "an SMS"), ("SyncQueue", "a SyncQueue"), ("UserSync", "a UserSync"), ("Email", "an Email"),
+    ("HTTP call", "an HTTP call"), ("PDF", "a PDF"), ("unit", "a unit"), ("update", "an update"),
+])
+def test_an_article_fits_the_word_after_it(word: str, expected: str) -> None:
+    assert scaffold.with_article(word) == expected
+
+
+def test_a_queues_history_names_migrations_the_project_has(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    text = (root / CATALOGUE).read_text()
+    (root / CATALOGUE).write_text(text.replace('["V0001", "V0003"]', '["V0001", "V0099"]'))
+    with pytest.raises(RelqError, match="queue 2: history: no migration V0099 in database/migrations"):
+        load(root)
 
 
 def test_a_new_queue_is_in_the_catalogue_and_renders_again_unchanged(
@@ -186,7 +255,7 @@ def test_a_new_queue_is_in_the_catalogue_and_renders_again_unchanged(
     ("AVeryLongQueueNameIndeed", ["A", "B"], None, "2 to 14"),
     ("Invoice\n", ["A", "B"], None, "PascalCase"),
     ("Order", ["A", "B"], None, "reserved word"),
-    ("Invoice", ["OnlyOne"], None, "at least two job types"),
+    ("Invoice", [], None, "lists its job types"),
     ("Invoice", ["Send", "send"], None, "differ in more than case"),
     ("Invoice", ["Send", "it's"], None, "job types are 1 to 50"),
     ("Invoice", ["Send", "B" * 51], None, "job types are 1 to 50"),
