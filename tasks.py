@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from invoke import Collection, Exit, task
 
@@ -25,18 +27,39 @@ def _fail(exc: Exception, command: str) -> Exit:
     return Exit(f"{command}: {exc}", code=1)
 
 
+def _number(command: str, option: str, value: Any, kind: type = int) -> Any:
+    """An option's text as a number (None stays None); a bad one ends in one line, exit code 2.
+
+    Numeric options default to None in a task's signature (their default is in the
+    help and in the call): invoke converts an option whose default is an int or a
+    float itself, and a bad value then ends in invoke's traceback."""
+    if value is None:
+        return None
+    try:
+        number = kind(value)
+        if not math.isfinite(number):
+            raise ValueError(value)
+    except (TypeError, ValueError):
+        what = "a whole number" if kind is int else "a number"
+        raise Exit(f"{command}: --{option} must be {what}, not {str(value)!r}", code=2) from None
+    return number
+
+
 @task
 def build(c):
     """Check database/ and tests_tsqlt/ offline; write dist/deploy.sql and dist/manifest.json."""
     from relq.build import build as run_build
-    from relq.build.report import show
+    from relq.build.report import show, stderr_console
     from relq.errors import RelqError
+    from relq.progress import per_file
 
+    out = stderr_console()
     try:
-        result = run_build(ROOT)
+        with per_file(out, "parsing") as on_parsed:
+            result = run_build(ROOT, on_parsed=on_parsed)
     except RelqError as exc:
         raise _fail(exc, "build") from None
-    show(result)
+    show(result, out)
     if not result.ok:
         raise Exit(code=1)
 
@@ -44,8 +67,22 @@ def build(c):
 @task
 def lint(c):
     """Check the house style: .sql files with sqlfluff and .sqlfluff, Python with ruff."""
-    c.run(f"{_tool('sqlfluff')} lint {SQL_FOLDERS}", pty=False)
-    c.run(f"{_tool('ruff')} check {PYTHON}", pty=False)
+    from relq.build.report import stderr_console
+    from relq.errors import RelqError
+    from relq.lint import lint as run_lint
+    from relq.lint import show
+    from relq.progress import per_file
+
+    out = stderr_console()
+    try:
+        with per_file(out, "linting") as on_file:
+            result = run_lint(ROOT, SQL_FOLDERS.split(), on_file)
+    except RelqError as exc:
+        raise _fail(exc, "lint") from None
+    show(result, out)
+    ruff = c.run(f"{_tool('ruff')} check {PYTHON}", pty=False, warn=True)
+    if not result.ok or ruff.failed:
+        raise Exit(code=1)
 
 
 @task
@@ -62,13 +99,14 @@ def fix(c):
     "check": "only the preflight: version, compatibility level, rights, message numbers, RCSI",
     "lock-timeout": "seconds to wait for another deploy to finish (default 600)",
 })
-def deploy(c, conn=None, create_db=None, dry_run=False, check=False, lock_timeout=600):
+def deploy(c, conn=None, create_db=None, dry_run=False, check=False, lock_timeout=None):
     """Deploy the project to SQL Server: preflight first, idempotent, journaled, one at a time."""
     from relq.db import resolve_target
     from relq.deploy.apply import check as run_check
     from relq.deploy.apply import deploy as run_deploy
     from relq.errors import RelqError
 
+    lock_timeout = _number("deploy", "lock-timeout", lock_timeout)
     try:
         target = resolve_target(conn, c.config)
         if check:
@@ -76,7 +114,7 @@ def deploy(c, conn=None, create_db=None, dry_run=False, check=False, lock_timeou
             print("preflight passed: nothing stands in the way of a deploy", file=sys.stderr)
             return
         outcome = run_deploy(ROOT, target, create_db=create_db, dry_run=dry_run,
-                             lock_timeout=int(lock_timeout))
+                             lock_timeout=600 if lock_timeout is None else lock_timeout)
     except RelqError as exc:
         raise _fail(exc, "deploy") from None
     counts = outcome.counts
@@ -122,7 +160,7 @@ def render_queues(c):
 
 @task(positional=["name"], iterable=["subtype"], help={
     "name": "the queue's name, PascalCase, 2 to 14 letters and digits: InvoiceExport",
-    "types": "its job types, comma-separated, at least two: InvoicePdf,InvoiceXml",
+    "types": "its job types, comma-separated, one or more: InvoicePdf or InvoicePdf,InvoiceXml",
     "noun": "what the comments call one item (default: '<name in words> job')",
     "subtype": "a type's own columns, in a subtype table (repeatable): "
                "'InvoicePdf: Template NVARCHAR(100), Copies INT NULL'",
@@ -149,7 +187,7 @@ def new_queue(c, name, types="", noun=None, subtype=None):
     "watch": "refresh every this many seconds until Ctrl-C (default: show once)",
     "json": "print JSON for scripts instead of the table",
 })
-def status(c, conn=None, watch=0.0, json=False):
+def status(c, conn=None, watch=None, json=False):
     """The health of every queue: items per state, the oldest due, past their lease, throughput."""
     from rich.console import Console
 
@@ -157,13 +195,14 @@ def status(c, conn=None, watch=0.0, json=False):
     from relq import status as health
     from relq.errors import RelqError
 
+    watch = _number("status", "watch", watch, float)
     try:
         connection = db.connect(db.resolve_target(conn, c.config).conn_str)
         try:
             if json:
                 print(health.as_json(health.read(connection)))
-            elif float(watch) > 0:
-                health.watch(connection, float(watch), Console())
+            elif watch is not None and watch > 0:
+                health.watch(connection, watch, Console())
             else:
                 Console().print(health.table(health.read(connection)))
         finally:
@@ -183,13 +222,16 @@ def status(c, conn=None, watch=0.0, json=False):
     "type": "claim only this job type (SyncQueue); without it a worker claims every type",
     "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
 })
-def worker(c, queue, concurrency=1, batch=1, wait_ms=5000, grace=30.0, name=None, handlers=None, type=None,
-           conn=None):
+def worker(c, queue, concurrency=None, batch=None, wait_ms=None, grace=None, name=None, handlers=None,
+           type=None, conn=None):
     """Run a worker on a queue until Ctrl-C or SIGTERM: one log line per item, a summary at the end."""
     from relq.worker.cli import main
 
-    argv = ["--queue", queue, "--concurrency", str(concurrency), "--batch", str(batch),
-            "--wait-ms", str(wait_ms), "--grace", str(grace)]
+    argv = ["--queue", queue]
+    for option, value, kind in (("concurrency", concurrency, int), ("batch", batch, int),
+                                ("wait-ms", wait_ms, int), ("grace", grace, float)):
+        number = _number("worker", option, value, kind)
+        argv += [f"--{option}", str(number)] if number is not None else []
     argv += ["--name", name] if name else []
     argv += ["--type", type] if type else []
     for module in handlers or []:
@@ -199,9 +241,9 @@ def worker(c, queue, concurrency=1, batch=1, wait_ms=5000, grace=30.0, name=None
         raise Exit(code=code)
 
 
-@task(pre=[lint, build])
+@task
 def test(c):
-    """Run the tests: lint, build, pytest; with RELQ_MSSQL set, also the live tier."""
+    """Run the tests, phase by phase: lint, build, pytest; with RELQ_MSSQL set, the live tier too."""
     from relq.db import with_database
     from relq.errors import RelqError
     from relq.live import (
@@ -216,25 +258,37 @@ def test(c):
     )
 
     target = live_target()
+    phases = 3 if target is None else 4
+    _phase(1, phases, "lint (sqlfluff, ruff)")
+    lint(c)
+    _phase(2, phases, "build")
+    build(c)
     if target is None:
         print(SKIPPED, file=sys.stderr)
+        _phase(3, phases, "pytest")
         c.run(f"{sys.executable} -m pytest", pty=False)
         return
     try:
+        _phase(3, phases, "live tier: tSQLt in a throwaway database")
         scripts = tsqlt_release(ROOT, download_to=REPORTS)
         with throwaway_database(ROOT, target) as database:
             conn_str = with_database(target.conn_str, database)
             result = run_tsqlt(ROOT, conn_str, scripts, REPORTS / "tsqlt.xml")
             print(f"tSQLt: {result.tests} tests, {result.failures} failed, {result.errors} errors "
                   f"(reports/tsqlt.xml)", file=sys.stderr)
+            _phase(4, phases, "pytest, with the live tier")
             # pytest's tSQLt test installs from the zip already fetched and verified
             env = {TSQLT_ZIP: str(REPORTS / DOWNLOADED_ZIP), **os.environ, TEST_DATABASE: database}
             pytest = c.run(f"{sys.executable} -m pytest --junitxml={REPORTS / 'pytest.xml'}",
                            pty=False, env=env, warn=True)
     except RelqError as exc:
-        raise _fail(exc, "test (live tier)") from None
+        raise _fail(exc, "test") from None
     if not result.ok or pytest.failed:
-        raise Exit("live tier failed", code=1)
+        raise Exit("test: the live tier failed", code=1)
+
+
+def _phase(number: int, phases: int, name: str) -> None:
+    print(f"test: {number}/{phases} {name}", file=sys.stderr, flush=True)
 
 
 @task(help={
@@ -252,6 +306,7 @@ def pipeline_enqueue(c, input, format="parquet", rejects=None, queue="SyncQueue"
                      master=None, partitions=None, conn=None):
     """Validate work items with Spark and enqueue the valid ones; rejects go to --rejects."""
     argv = ["enqueue", "--input", input, "--format", format, "--queue", queue]
+    partitions = _number("pipeline.enqueue", "partitions", partitions)
     for flag, value in (("--rejects", rejects), ("--archive", archive), ("--types", types),
                         ("--master", master), ("--partitions", partitions)):
         argv += [flag, str(value)] if value else []
@@ -269,6 +324,8 @@ def pipeline_enqueue(c, input, format="parquet", rejects=None, queue="SyncQueue"
 def pipeline_archive(c, older_than_minutes, archive=None, queue="SyncQueue", master=None, partitions=None,
                      conn=None):
     """Move finished items into the Parquet archive, then purge exactly those from the queue."""
+    older_than_minutes = _number("pipeline.archive", "older-than-minutes", older_than_minutes)
+    partitions = _number("pipeline.archive", "partitions", partitions)
     argv = ["archive", "--older-than-minutes", str(older_than_minutes), "--queue", queue]
     for flag, value in (("--archive", archive), ("--master", master), ("--partitions", partitions)):
         argv += [flag, str(value)] if value else []
@@ -318,20 +375,34 @@ def _pipeline(c, argv: list[str], conn: str | None) -> None:
     "warmup": "untimed seconds each worker cycles before an arm (default 1)",
     "out": "folder for bench.json and throughput.png (default reports/bench)",
     "test": "run the harness's live pytest (tests/bench, RELQ_BENCH=1) instead of the benchmarks",
+    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
 })
-def bench(c, scenarios=None, seconds=10.0, workers=8, batch=100, backlog=10000, warmup=1.0,
-          out="reports/bench", test=False):
-    """Benchmark the queues against RELQ_MSSQL: backlog, workers, batches, purge, message queues, plans."""
-    if test:
-        env = {**os.environ, "RELQ_BENCH": "1"}
-        result = c.run(f"{sys.executable} -m pytest -m bench tests/bench", pty=False, env=env, warn=True)
-    else:
-        argv = ["--seconds", str(seconds), "--workers", str(workers), "--batch", str(batch),
-                "--backlog", str(backlog), "--warmup", str(warmup), "--out", str(ROOT / out)]
-        argv += ["--scenarios", scenarios] if scenarios else []
-        with c.cd(str(ROOT)):
+def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=None, warmup=None,
+          out="reports/bench", test=False, conn=None):
+    """Benchmark the queues against SQL Server: backlog, workers, batches, purge, message queues, plans."""
+    from relq.db import ENV_VAR, resolve_target
+    from relq.errors import RelqError
+
+    argv = ["--out", str(ROOT / out)]
+    for option, value, kind in (("seconds", seconds, float), ("workers", workers, int), ("batch", batch, int),
+                                ("backlog", backlog, int), ("warmup", warmup, float)):
+        number = _number("bench", option, value, kind)
+        argv += [f"--{option}", str(number)] if number is not None else []
+    argv += ["--scenarios", scenarios] if scenarios else []
+    try:
+        target = resolve_target(conn, c.config)
+    except RelqError as exc:  # without a server the live pytest would skip, and pass: refuse instead
+        raise Exit(f"bench: {exc}", code=2) from None
+    # The server reaches the child process in its environment, never in its arguments,
+    # which every user of the machine can read.
+    env = {**os.environ, ENV_VAR: target.conn_str}
+    with c.cd(str(ROOT)):
+        if test:
+            env["RELQ_BENCH"] = "1"
+            result = c.run(f"{sys.executable} -m pytest -m bench tests/bench", pty=False, env=env, warn=True)
+        else:
             result = c.run(f"{sys.executable} -m bench " + " ".join(shlex.quote(a) for a in argv),
-                           pty=False, warn=True)
+                           pty=False, env=env, warn=True)
     if result.exited:
         raise Exit(code=result.exited)
 

@@ -1,11 +1,11 @@
-"""`python -m bench`: run the scenarios against RELQ_MSSQL, print the table, write
-bench.json and throughput.png.
+"""`python -m bench`: run the scenarios against the SQL Server RELQ_MSSQL or --conn
+names, print the table, write bench.json and throughput.png.
 
 Exit codes: 0 the run passed; 1 it ran and failed (a claim scans its queue table, an
 item claimed was not completed, an arm measured nothing, a scenario could not run), or
 it broke on something unexpected (one line: the error); 2 it could not start (no
-RELQ_MSSQL, bad arguments, no server), with one line saying why; 130 interrupted (Ctrl-C),
-after the throwaway database of the scenario running was dropped.
+server configured, bad arguments, no server), with one line saying why; 130 interrupted
+(Ctrl-C), after the throwaway database of the scenario running was dropped.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from bench import report as reports
 from bench.scenarios import SCENARIOS, Settings, run
 from relq import db
 from relq.errors import RelqError
-from relq.live import live_target
 
-NO_SERVER = ("bench: RELQ_MSSQL is not set: the benchmarks need a SQL Server 2017 or later (an ODBC "
-             "connection string; see bench/README.md)")
+NO_SERVER = ("bench: no SQL Server configured: set RELQ_MSSQL or pass --conn (an ODBC connection string "
+             "to a SQL Server 2017 or later; see bench/README.md)")
 DEFAULTS = Settings()
 
 
@@ -52,14 +51,16 @@ def parser() -> argparse.ArgumentParser:
                    help="untimed seconds each worker cycles before an arm (default %(default)s)")
     p.add_argument("--out", default="reports/bench", help="folder for bench.json and throughput.png "
                                                           "(default %(default)s)")
+    p.add_argument("--conn", default=None, help="ODBC connection string (RELQ_MSSQL, when set, wins)")
     return p
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] = os.environ,
          console: Console | None = None) -> int:
     args = parser().parse_args(argv)
-    target = live_target(environ)
-    if target is None:
+    try:
+        target = db.resolve_target(args.conn, None, environ)
+    except RelqError:
         print(NO_SERVER, file=sys.stderr)
         return 2
     console = console or Console()

@@ -28,6 +28,10 @@ _DATABASE_KEYS = frozenset({"database", "initial catalog"})
 _SERVER_KEYS = ("server", "data source", "address", "addr")
 _NEEDS_BRACES = re.compile(r"[;{}]|^\s|\s$")
 _PASSWORD_FALLBACK = re.compile(r"(\b(?:pwd|password)\s*=\s*)(\{(?:\}\}|[^}])*\}?|[^;]*)", re.IGNORECASE)
+# The shortest password masked where a message shows it on its own: SQL Server's password
+# policy asks for eight characters (https://learn.microsoft.com/sql/relational-databases/
+# security/password-policy); a shorter one is likelier an ordinary word of the message.
+_ECHO_MIN = 8
 _NONE_CONFIGURED = ("no SQL Server configured: set RELQ_MSSQL to an ODBC connection string, pass --conn, "
                     "or set relq.mssql in invoke.yaml")
 
@@ -313,8 +317,13 @@ def connect(conn_str: str, *, autocommit: bool = True, timeout: int = 15) -> Any
     try:
         return pyodbc.connect(conn_str, autocommit=autocommit, timeout=timeout)
     except pyodbc.Error as exc:
-        problem = _connect_problem(conn_str, server_messages(exc), _drivers(pyodbc))
-        raise RelqError(_scrub(problem, conn_str)) from exc
+        raise RelqError(connect_failure(conn_str, exc, _drivers(pyodbc))) from exc
+
+
+def connect_failure(conn_str: str, exc: BaseException, drivers: list[str] | None = None) -> str:
+    """The one line a failed connect ends in: what to check, and no password.
+    ``drivers``: the installed ODBC drivers, to name when the one asked for is missing."""
+    return _scrub(_connect_problem(conn_str, server_messages(exc), drivers), conn_str)
 
 
 def _drivers(pyodbc: Any) -> list[str]:
@@ -366,9 +375,17 @@ def _safe_value(conn_str: str, keys: tuple[str, ...]) -> str | None:
 
 
 def _scrub(message: str, conn_str: str) -> str:
-    """``message`` with every password of ``conn_str`` replaced by ``***``, whatever echoed it."""
+    """``message`` with no password of ``conn_str`` in it, and otherwise as the driver wrote it.
+
+    A connection string echoed in the message is masked by its structure (``PWD=...``).
+    A password standing alone is masked only where it is a whole token and at least
+    _ECHO_MIN characters long: replacing its text wherever it occurs would rewrite the
+    message letter by letter ("does not e***ist" for PWD=x) and show which letters the
+    password has."""
+    message = _mask_fallback(message)
     for secret in _passwords(conn_str):
-        message = message.replace(secret, "***")
+        if len(secret) >= _ECHO_MIN:
+            message = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", "***", message)
     return _one_line(message)
 
 

@@ -129,6 +129,30 @@ def test_mask_never_raises(text, secret):
         assert secret not in masked
 
 
+NO_DATABASE = ('[42000] [FreeTDS][SQL Server]Database \'relq\' does not exist. Make sure that the name is '
+               'entered correctly. (911) (SQLDriverConnect)')
+
+
+@pytest.mark.parametrize("password", ["x", "e", "exist", "Databas", "S3cr3t;pw}x"])
+def test_a_failed_connect_never_rewrites_the_message_around_a_password(password):
+    conn_str = db.build([("SERVER", "h"), ("UID", "sa"), ("PWD", password)])
+    message = db.connect_failure(conn_str, FakeError("42000", NO_DATABASE))
+    assert message == ("cannot connect (server=h, uid=sa): Database 'relq' does not exist. "
+                       "Make sure that the name is entered correctly.")
+
+
+def test_a_failed_connect_masks_an_echoed_connection_string_and_a_long_password_standing_alone():
+    password = "Relq!Ci-Passw0rd"
+    conn_str = db.build([("DRIVER", "FreeTDS"), ("SERVER", "h"), ("UID", "sa"), ("PWD", password)])
+    echoed = FakeError("HY000", f"[unixODBC]cannot use 'DRIVER=FreeTDS;SERVER=h;UID=sa;PWD={password}' "
+                                f"(0) (SQLDriverConnect)")
+    alone = FakeError("HY000", f"[FreeTDS]the password '{password}' has expired (0) (SQLDriverConnect)")
+    within = FakeError("HY000", f"[FreeTDS]no user {password}X here (0) (SQLDriverConnect)")
+    assert db.connect_failure(conn_str, echoed).endswith("cannot use 'DRIVER=FreeTDS;SERVER=h;UID=sa;PWD=***")
+    assert db.connect_failure(conn_str, alone).endswith("the password '***' has expired")
+    assert db.connect_failure(conn_str, within).endswith(f"no user {password}X here")  # another word
+
+
 def test_mask_survives_non_strings():
     assert isinstance(db.mask(None), str)  # type: ignore[arg-type]
 

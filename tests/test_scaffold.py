@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,25 @@ from tests.conftest import REPO
 
 QUEUES = load(REPO)
 RENDERS = renders(QUEUES)
+
+
+def unused_name(root: Path, wanted: str) -> str:
+    """``wanted``, or a queue name of its length made from it, that the project under ``root``
+    does not use yet: neither a queue of its catalogue nor in the name of one of its files. The
+    tests scaffold queues into a copy of the project, and a user's own Invoice queue must not
+    make them fail."""
+    taken = {q.name.casefold() for q in load(root)}
+    files = [p.name.casefold() for folder in ("database", "tests_tsqlt") for p in (root / folder).rglob("*")]
+    for n in range(1000):
+        suffix = str(n) if n else ""
+        name = wanted[:14 - len(suffix)] + suffix if len(wanted) + len(suffix) > 14 else wanted + suffix
+        if name.casefold() not in taken and not any(name.casefold() in f for f in files):
+            return name
+    raise AssertionError(f"no name like {wanted} is free in {root}")
+
+
+INVOICE = unused_name(REPO, "Invoice")
+CAPTURE = unused_name(REPO, "PaymentCapture")  # as long as a queue's name may be: 14
 
 
 def test_every_group_has_templates() -> None:
@@ -79,7 +99,7 @@ SUBTYPES = (
 def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     root = _project(tmp_path_factory.mktemp("new-queue"))
     # the longest names and noun there may be, and two subtypes (a third type has none)
-    return root, new_queue(root, "PaymentCapture", [LONGEST_TYPE, "BankPayment", "Refund"],
+    return root, new_queue(root, CAPTURE, [LONGEST_TYPE, "BankPayment", "Refund"],
                            "card payment capture", subtypes=SUBTYPES)
 
 
@@ -91,49 +111,49 @@ def test_a_new_queue_builds_right_after(scaffolded: tuple[Path, list[str]]) -> N
 
 def test_a_new_queue_gets_its_own_names_everywhere(scaffolded: tuple[Path, list[str]]) -> None:
     root, written = scaffolded
-    own = [p for p in written if "PaymentCapture" in p]
-    assert "database/tables/dbo.PaymentCapture.sql" in own
-    assert "database/procedures/dbo.Next_PaymentCapture_Batch_trx.sql" in own
-    assert "tests_tsqlt/Next_PaymentCapture_utxTests.class.sql" in own
-    assert "database/security/PaymentCapture.grants.sql" in own
+    own = [p for p in written if CAPTURE in p]
+    assert f"database/tables/dbo.{CAPTURE}.sql" in own
+    assert f"database/procedures/dbo.Next_{CAPTURE}_Batch_trx.sql" in own
+    assert f"tests_tsqlt/Next_{CAPTURE}_utxTests.class.sql" in own
+    assert f"database/security/{CAPTURE}.grants.sql" in own
     for path in own:
         text = (root / path).read_text()
         assert "SyncQueue" not in text and "CustomerSync" not in text, path
-    assert f"'{LONGEST_TYPE}'" in (root / "database/data/dbo.PaymentCaptureType.sql").read_text()
-    assert "dbo.PaymentCapture AS" in (root / "database/views/dbo.QueueHealth_V.sql").read_text()
+    assert f"'{LONGEST_TYPE}'" in (root / f"database/data/dbo.{CAPTURE}Type.sql").read_text()
+    assert f"dbo.{CAPTURE} AS" in (root / "database/views/dbo.QueueHealth_V.sql").read_text()
 
 
 def test_a_new_queue_gets_a_table_and_a_tsqlt_class_per_subtype(scaffolded: tuple[Path, list[str]]) -> None:
     root, written = scaffolded
-    for table in (f"PaymentCapture_{LONGEST_TYPE}", "PaymentCapture_BankPayment"):
+    for table in (f"{CAPTURE}_{LONGEST_TYPE}", f"{CAPTURE}_BankPayment"):
         assert f"database/tables/dbo.{table}.sql" in written
         assert f"tests_tsqlt/{table}Tests.class.sql" in written
-    assert "database/functions/dbo.PaymentCapture_IsType_fn.sql" in written
-    assert "tests_tsqlt/PaymentCapture_IsType_fnTests.class.sql" in written
+    assert f"database/functions/dbo.{CAPTURE}_IsType_fn.sql" in written
+    assert f"tests_tsqlt/{CAPTURE}_IsType_fnTests.class.sql" in written
     assert not any("Refund" in path for path in written)  # a type without subtype has no table
-    bank = (root / "database/tables/dbo.PaymentCapture_BankPayment.sql").read_text()
+    bank = (root / f"database/tables/dbo.{CAPTURE}_BankPayment.sql").read_text()
     assert "Iban VARCHAR(34) NOT NULL," in bank and "Mandate dbo.EntityKey NOT NULL," in bank
-    assert "REFERENCES dbo.PaymentCapture (EnqueuedAt) ON DELETE CASCADE" in bank
-    assert "CHECK (dbo.PaymentCapture_IsType_fn(EnqueuedAt, 'BankPayment') = 1)" in bank
+    assert f"REFERENCES dbo.{CAPTURE} (EnqueuedAt) ON DELETE CASCADE" in bank
+    assert f"CHECK (dbo.{CAPTURE}_IsType_fn(EnqueuedAt, 'BankPayment') = 1)" in bank
 
 
 def test_a_subtypes_columns_reach_the_list_the_enqueue_the_view_and_the_archive(
         scaffolded: tuple[Path, list[str]]) -> None:
     root, _ = scaffolded
     text = {name: (root / f"database/{name}").read_text() for name in (
-        "types/dbo.PaymentCaptureItemList.sql", "procedures/dbo.Add_PaymentCapture_utx.sql",
-        "views/dbo.Worker_PaymentCapture_V.sql", "tables/dbo.PaymentCaptureArchive.sql",
-        "procedures/dbo.Purge_PaymentCapture_trx.sql")}
-    assert "Amount DECIMAL(19, 4) NULL," in text["types/dbo.PaymentCaptureItemList.sql"]
-    assert "CapturedOn dbo.[_Timestamp] NULL," in text["tables/dbo.PaymentCaptureArchive.sql"]
-    assert "s2.Mandate" in text["views/dbo.Worker_PaymentCapture_V.sql"]
-    assert "LEFT JOIN dbo.PaymentCapture_BankPayment AS s2" in text["views/dbo.Worker_PaymentCapture_V.sql"]
-    assert "v.Iban," in text["procedures/dbo.Purge_PaymentCapture_trx.sql"]
-    enqueue = text["procedures/dbo.Add_PaymentCapture_utx.sql"]
+        f"types/dbo.{CAPTURE}ItemList.sql", f"procedures/dbo.Add_{CAPTURE}_utx.sql",
+        f"views/dbo.Worker_{CAPTURE}_V.sql", f"tables/dbo.{CAPTURE}Archive.sql",
+        f"procedures/dbo.Purge_{CAPTURE}_trx.sql")}
+    assert "Amount DECIMAL(19, 4) NULL," in text[f"types/dbo.{CAPTURE}ItemList.sql"]
+    assert "CapturedOn dbo.[_Timestamp] NULL," in text[f"tables/dbo.{CAPTURE}Archive.sql"]
+    assert "s2.Mandate" in text[f"views/dbo.Worker_{CAPTURE}_V.sql"]
+    assert f"LEFT JOIN dbo.{CAPTURE}_BankPayment AS s2" in text[f"views/dbo.Worker_{CAPTURE}_V.sql"]
+    assert "v.Iban," in text[f"procedures/dbo.Purge_{CAPTURE}_trx.sql"]
+    enqueue = text[f"procedures/dbo.Add_{CAPTURE}_utx.sql"]
     assert "i.[Type] = 'BankPayment'\n                AND i.Iban IS NULL" in enqueue
     assert "AND i.CapturedOn IS NULL" not in enqueue  # NULL allowed
     assert f"i.[Type] <> '{LONGEST_TYPE}'\n                AND i.CapturedOn IS NOT NULL" in enqueue
-    assert "INSERT INTO dbo.PaymentCapture_BankPayment (" in enqueue
+    assert f"INSERT INTO dbo.{CAPTURE}_BankPayment (" in enqueue
 
 
 def test_a_new_queue_of_the_longest_name_keeps_within_the_line_lengths(
@@ -155,7 +175,8 @@ def test_a_custom_queue_of_the_longest_names_keeps_its_tsqlt_names_within_sql_se
     name, channel = "NotifyCustomer", "RegisteredLetterByPost"
     assert (len(name), len(channel)) == (14, 22)
     root = tmp_path / "project"
-    shutil.copytree(REPO / "database/types", root / "database/types")
+    for folder in ("types", "migrations"):
+        shutil.copytree(REPO / f"database/{folder}", root / f"database/{folder}")
     text = (REPO / CATALOGUE).read_text()
     assert text.count('table = "Notification_Email"\n') == 1
     text = text.replace('table = "Notification_Email"\n', f'table = "Notification_{channel}"\n')
@@ -170,11 +191,78 @@ def test_a_custom_queue_of_the_longest_names_keeps_its_tsqlt_names_within_sql_se
     assert not long, f"longer than SQL Server's {MAX_IDENTIFIER} characters: {long}"
 
 
+@pytest.fixture(scope="module")
+def one_type(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A job queue of one job type, the common case, whose names start with vowels."""
+    root = _project(tmp_path_factory.mktemp("one-type"))
+    pages = parse_subtype("InvoicePdf: Pages INT")
+    return root, new_queue(root, INVOICE, ["InvoicePdf"], "invoice job", subtypes=(pages,))
+
+
+def test_a_new_queue_of_one_job_type_builds_right_after(one_type: tuple[Path, list[str]]) -> None:
+    root, written = one_type
+    assert f"tests_tsqlt/Drain_{INVOICE}_trxTests.class.sql" in written
+    result = build(root)
+    assert result.ok, [str(d) for d in result.diagnostics][:5]
+    drain = (root / f"tests_tsqlt/Drain_{INVOICE}_trxTests.class.sql").read_text()
+    assert "@Type = 'AddTestJobA', @EntityKey = N'SKU-1'" in drain  # the other type: one of the tests'
+
+
+def test_a_new_queues_files_carry_nothing_of_the_queues_they_were_modelled_on(
+        one_type: tuple[Path, list[str]]) -> None:
+    root, written = one_type
+    for path in (p for p in written if INVOICE in p):
+        text = (root / path).read_text()
+        for leftover in ("V0001", "V0002", "V0003", "before leases", "several job types"):
+            assert leftover not in text, (path, leftover)
+        wrong = re.findall(rf"\ba (?:{INVOICE}|invoice|InvoicePdf)\b", text)  # an invoice job, an InvoicePdf
+        assert not wrong, (path, wrong)
+    assert "one queue serving its job types" in (root / f"database/tables/dbo.{INVOICE}.sql").read_text()
+    assert "the exclusive subtype of an InvoicePdf invoice job" in " ".join(
+        (root / f"database/tables/dbo.{INVOICE}_InvoicePdf.sql").read_text().split())
+
+
+def test_adding_a_job_type_later_leaves_the_tables_and_types_as_deployed(
+        one_type: tuple[Path, list[str]]) -> None:
+    """They are created once: a change of their text would need a migration."""
+    root, _ = one_type
+    invoice = next(q for q in load(root) if q.name == INVOICE)
+    before = dict(queue_renders(invoice))
+    after = dict(queue_renders(replace(invoice, types=(*invoice.types, "InvoiceXml"))))
+    once = [p for p in before if p.split("/")[1] in ("tables", "types")]
+    assert len(once) >= 5
+    assert [p for p in once if before[p] != after[p]] == []
+
+
+def test_the_queues_deployed_before_keep_their_history_in_their_tables() -> None:
+    """Their tables and types are created once: a change of their text would need a migration."""
+    sync = dict(queue_renders(next(q for q in QUEUES if q.name == "SyncQueue")))
+    assert "V0001__worker_lifecycle.sql" in sync["database/tables/dbo.SyncQueue.sql"]
+    assert "V0003__archive_duration.sql" in sync["database/tables/dbo.SyncQueueArchive.sql"]
+
+
+@pytest.mark.parametrize(("word", "expected"), [
+    ("sync job", "a sync job"), ("invoice job", "an invoice job"), ("InvoicePdf", "an InvoicePdf"),
+    ("SMS", "an SMS"), ("SyncQueue", "a SyncQueue"), ("UserSync", "a UserSync"), ("Email", "an Email"),
+    ("HTTP call", "an HTTP call"), ("PDF", "a PDF"), ("unit", "a unit"), ("update", "an update"),
+])
+def test_an_article_fits_the_word_after_it(word: str, expected: str) -> None:
+    assert scaffold.with_article(word) == expected
+
+
+def test_a_queues_history_names_migrations_the_project_has(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    text = (root / CATALOGUE).read_text()
+    (root / CATALOGUE).write_text(text.replace('["V0001", "V0003"]', '["V0001", "V0099"]'))
+    with pytest.raises(RelqError, match="queue 2: history: no migration V0099 in database/migrations"):
+        load(root)
+
+
 def test_a_new_queue_is_in_the_catalogue_and_renders_again_unchanged(
         scaffolded: tuple[Path, list[str]]) -> None:
     root, _ = scaffolded
-    queue = next(q for q in load(root) if q.name == "PaymentCapture")
-    assert (queue.prefix, queue.alias, queue.shape, queue.noun) == ("paymentcapture", "q", "job",
+    queue = next(q for q in load(root) if q.name == CAPTURE)
+    assert (queue.prefix, queue.alias, queue.shape, queue.noun) == (CAPTURE.lower(), "q", "job",
                                                                    "card payment capture")
     assert write(root) == []
 
@@ -184,18 +272,18 @@ def test_a_new_queue_is_in_the_catalogue_and_renders_again_unchanged(
     ("Syncqueue", ["A", "B"], None, "lists it already"),
     ("syncqueue2", ["A", "B"], None, "PascalCase"),
     ("AVeryLongQueueNameIndeed", ["A", "B"], None, "2 to 14"),
-    ("Invoice\n", ["A", "B"], None, "PascalCase"),
+    (f"{INVOICE}\n", ["A", "B"], None, "PascalCase"),
     ("Order", ["A", "B"], None, "reserved word"),
-    ("Invoice", ["OnlyOne"], None, "at least two job types"),
-    ("Invoice", ["Send", "send"], None, "differ in more than case"),
-    ("Invoice", ["Send", "it's"], None, "job types are 1 to 50"),
-    ("Invoice", ["Send", "B" * 51], None, "job types are 1 to 50"),
-    ("Invoice", ["Send", "Bb\n"], None, "job types are 1 to 50"),
-    ("Invoice", ["A", "B"], "invoice job\n", "lower-case words"),
-    ("Invoice", ["A", "B"], "a very long noun for a job", "20 characters at most"),
+    (INVOICE, [], None, "lists its job types"),
+    (INVOICE, ["Send", "send"], None, "differ in more than case"),
+    (INVOICE, ["Send", "it's"], None, "job types are 1 to 50"),
+    (INVOICE, ["Send", "B" * 51], None, "job types are 1 to 50"),
+    (INVOICE, ["Send", "Bb\n"], None, "job types are 1 to 50"),
+    (INVOICE, ["A", "B"], "invoice job\n", "lower-case words"),
+    (INVOICE, ["A", "B"], "a very long noun for a job", "20 characters at most"),
     ("HeapQueue", ["A", "B"], None, "exists already"),  # the message queue's table
     ("Heapqueue", ["A", "B"], None, "exists already"),  # the same name to SQL Server
-    ("Invoice", ["A", "AddTestJobA"], None, "the tSQLt classes' own job types"),
+    (INVOICE, ["A", "AddTestJobA"], None, "the tSQLt classes' own job types"),
 ])
 def test_new_queue_refuses_bad_input_and_writes_nothing(tmp_path: Path, name: str, types: list[str],
                                                           noun: str | None, problem: str) -> None:
@@ -222,13 +310,13 @@ def test_new_queue_refuses_bad_input_and_writes_nothing(tmp_path: Path, name: st
     (["InvoicePdf: Total DECIMAL(39, 2)"], "the precision is 1 to 38"),
     (["InvoicePdf: Total DECIMAL(2, 5)"], "the scale at most the precision"),
     (["InvoicePdf Pages INT"], "'Type: Column TYPE"),
-    (["IsType_fn: Pages INT"], "take the name of dbo.Invoice_IsType_fn"),
+    (["IsType_fn: Pages INT"], f"take the name of dbo.{INVOICE}_IsType_fn"),
     (["InvoicePdf: Pages"], "'Name TYPE' or 'Name TYPE NULL'"),
 ])
 def test_new_queue_refuses_a_bad_subtype_and_writes_nothing(tmp_path: Path, subtypes: list[str],
                                                               problem: str) -> None:
     root = _project(tmp_path)
-    _assert_refused(root, problem, lambda: new_queue(root, "Invoice", ["InvoicePdf", "InvoiceXml"],
+    _assert_refused(root, problem, lambda: new_queue(root, INVOICE, ["InvoicePdf", "InvoiceXml"],
                                                      subtypes=tuple(map(parse_subtype, subtypes))))
 
 
@@ -262,7 +350,7 @@ def test_new_queue_leaves_the_other_queues_files_alone(tmp_path: Path) -> None:
     sync = next(q for q in QUEUES if q.name == "SyncQueue")
     path, text = queue_renders(sync)[0]
     (root / path).write_text(text + "-- a change in progress\n")
-    new_queue(root, "Invoice", ["InvoicePdf", "InvoiceXml"])
+    new_queue(root, INVOICE, ["InvoicePdf", "InvoiceXml"])
     assert (root / path).read_text().endswith("-- a change in progress\n")
 
 
@@ -434,3 +522,14 @@ def test_the_tsqlt_classes_fill_each_joined_column_with_a_value_of_its_type_and_
                              ("VARBINARY(MAX)", 1, "0x01"),
                              ("TIME(0)", 3, "'08:03:00'"), ("BIT", 3, "1"), ("TINYINT", 7, "7")]:
         assert scaffold.Column("C", base, base=base).value(n) == literal, (base, n)
+
+
+def test_the_names_the_tests_scaffold_step_aside_for_a_users_queue_of_that_name(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    new_queue(root, INVOICE, ["InvoicePdf"])  # the user's own queue, named as the tests' would be
+    new_queue(root, CAPTURE, ["CardPayment"])
+    invoice, capture = unused_name(root, INVOICE), unused_name(root, CAPTURE)
+    assert invoice.startswith(INVOICE) and invoice != INVOICE
+    assert len(capture) == 14 and capture != CAPTURE
+    assert new_queue(root, invoice, ["InvoicePdf"])  # what the tests would scaffold: accepted
+    assert new_queue(root, capture, ["CardPayment"])

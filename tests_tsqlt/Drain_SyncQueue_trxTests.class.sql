@@ -6,8 +6,10 @@ GO
 -- The drain refuses a transaction, so every test that gets past its first check
 -- is a NoTransaction test: the fakes below hold the rows the drain commits, and
 -- tSQLt puts the real tables back after the test. dbo.SyncQueueType,
--- dbo.QueueStatus and dbo.QueueTransition stay real (CustomerSync and
--- InventorySync are deployed job types). The settings are faked empty, so
+-- dbo.QueueStatus and dbo.QueueTransition stay real: the claim checks @Type
+-- (CustomerSync, a deployed job type) against dbo.SyncQueueType. The faked queue
+-- has no foreign key, so it also holds items of InventorySync
+-- (another deployed type). The settings are faked empty, so
 -- syncqueue.maxAttempts is 3.
 -- The drain's result row (Claimed, Completed, Failed, TakenOver) cannot be read
 -- here: INSERT ... EXEC runs the procedure inside the INSERT's transaction, which
@@ -552,7 +554,7 @@ GO
 CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 50007 and claims nothing when the type has no job procedure]
 AS
 BEGIN
-    -- InventorySync is a job type of dbo.SyncQueueType, but its work is not T-SQL.
+    -- InventorySync has no row in dbo.SyncQueueTypeProcedure: its work is not T-SQL.
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
     DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:06';
     DECLARE @ErrorNumber INT;

@@ -2057,7 +2057,7 @@ END;
 GO
 -- A retry by hand (Failed -> Pending) of an item that has its Email row: the refusal
 -- is the retry's rule, not a missing channel.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings a Email result]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings an Email result]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';

@@ -532,7 +532,7 @@ BEGIN
         @Expected = @LockedBy, @Actual = @AttemptLockedBy, @Message = N'the attempt''s LockedBy';
 END;
 GO
--- A caller from before leases passes no @LockedBy: its session's items are not handed
+-- A caller may pass no @LockedBy: its session's items are not handed
 -- back to it (a new session would have another @@SPID anyway).
 CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx hands nothing back when LockedBy is NULL]
 AS

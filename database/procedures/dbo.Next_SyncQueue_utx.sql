@@ -30,7 +30,7 @@ GO
      nothing in hand: its own items in Processing count as abandoned (with @Type,
      those of that type only: a slot that claims one type at a time keeps its
      items of the others until their leases run out). NULL (the
-     default, for callers from before leases): the claim is recorded as held by
+     default, for a caller that names no worker): the claim is recorded as held by
      HOST_NAME()/@@SPID and nothing is handed back after a restart.
    @BatchSize: how many items at most, 1 to 1000 (default 1).
    @EnqueuedAt: OUTPUT, the first claimed item's key (in @Claimed's order);

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from relq.build.facts import Definition, FileFacts
 from relq.build.layout import Source, discover
 from relq.build.order import dependencies, deploy_order
 from relq.build.parse import parse
+from relq.progress import OnFile
 
 KNOWN_CHECKS = set(conventions.CHECKS) | set(resolve.CHECKS) | set(coverage.CHECKS)
 # Parse in worker processes only when enough files changed to pay for their start.
@@ -71,27 +73,31 @@ def placeholder(source: Source) -> list[Definition]:
     return [Definition(kind, source.stem, 1, opaque=True, view_columns_known=False)]
 
 
-def _facts(root: Path, sources: list[Source]) -> tuple[list[FileFacts], int]:
+def _facts(root: Path, sources: list[Source], on_parsed: OnFile | None) -> tuple[list[FileFacts], int]:
     cached = cache.load(root)
     todo = [s for s in sources if s.path not in cached or cached[s.path].checksum != s.checksum]
     fresh: dict[str, FileFacts] = {}
-    if len(todo) >= _PARALLEL_FROM and (os.cpu_count() or 1) > 1:
-        with ProcessPoolExecutor() as pool:
-            for facts in pool.map(analyse_file, [root] * len(todo), todo, chunksize=4):
-                fresh[facts.path] = facts
-    else:
-        for s in todo:
-            fresh[s.path] = analyse_file(root, s)
+    with ExitStack() as stack:
+        if len(todo) >= _PARALLEL_FROM and (os.cpu_count() or 1) > 1:
+            pool = stack.enter_context(ProcessPoolExecutor())
+            parsed = pool.map(analyse_file, [root] * len(todo), todo, chunksize=4)
+        else:
+            parsed = (analyse_file(root, s) for s in todo)
+        for done, facts in enumerate(parsed, start=1):  # in order, as each file is parsed
+            fresh[facts.path] = facts
+            if on_parsed is not None:
+                on_parsed(done, len(todo), facts.path)
     facts = [fresh.get(s.path) or cached[s.path] for s in sources]
     cache.store(root, facts)
     return facts, len(todo)
 
 
-def build(root: Path, write: bool = True) -> BuildResult:
-    """Check the project under ``root`` and, when it is clean, write dist/."""
+def build(root: Path, write: bool = True, on_parsed: OnFile | None = None) -> BuildResult:
+    """Check the project under ``root`` and, when it is clean, write dist/;
+    ``on_parsed`` hears of each file parsed (the files the cache does not hold)."""
     started = time.perf_counter()
     sources, strays = discover(root)
-    facts, parsed = _facts(root, sources)
+    facts, parsed = _facts(root, sources, on_parsed)
     problems = [
         Diagnostic(p, 1, "layout", "this file is outside the layout: put it in a kind's folder "
                                    "under database/ (types, tables, ...) or in tests_tsqlt/")

@@ -7,8 +7,13 @@ from rich.console import Console
 from relq.build import BuildResult
 
 
+def stderr_console() -> Console:
+    """Where a build speaks: standard error, no highlighting, long lines kept whole."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
 def show(result: BuildResult, console: Console | None = None) -> None:
-    console = console or Console(stderr=True, highlight=False, soft_wrap=True)
+    console = console or stderr_console()
     for d in result.diagnostics:
         console.print(str(d), markup=False)
     cached = result.files - result.parsed

@@ -20,6 +20,7 @@ from relq.deploy import journal, preflight
 from relq.deploy.batches import split_batches
 from relq.deploy.plan import Plan, Step, format_plan, make_plan
 from relq.errors import RelqError
+from relq.progress import per_file
 
 LOCK_RESOURCE = "relq.deploy"
 # A table's approximate rows (NULL when it does not exist): sys.partitions.rows, the
@@ -49,7 +50,7 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
     """Build the project, check the server (the preflight), then bring the target
     database up to the project. Nothing changes when the preflight finds a problem."""
     console = console or Console(stderr=True, highlight=False, soft_wrap=True)
-    result = _build(root)
+    result = _build(root, console)
     verdict, facts = _preflight(result, target, create_db, console)
     if not verdict.ok and not dry_run:
         raise _refused(verdict)
@@ -80,14 +81,15 @@ def check(root: Path, target: db.Target, *, create_db: str | None = None,
           console: Console | None = None) -> preflight.Verdict:
     """Only the preflight (`invoke deploy --check`): raises PreflightFailed on a problem."""
     console = console or Console(stderr=True, highlight=False, soft_wrap=True)
-    verdict, _ = _preflight(_build(root), target, create_db, console)
+    verdict, _ = _preflight(_build(root, console), target, create_db, console)
     if not verdict.ok:
         raise _refused(verdict)
     return verdict
 
 
-def _build(root: Path) -> BuildResult:
-    result = build(root, write=False)
+def _build(root: Path, console: Console) -> BuildResult:
+    with per_file(console, "parsing") as on_parsed:
+        result = build(root, write=False, on_parsed=on_parsed)
     if not result.ok:
         raise RelqError(f"the build has {len(result.diagnostics)} problem(s): run `invoke build` "
                         f"and fix them before deploying")

@@ -204,7 +204,7 @@ def _release(driver: Any, resource: str, console: Console | None) -> None:
         driver.unlock(resource)
     except Exception as exc:  # a dropped connection, typically: its session and lock are gone
         (console or Console(stderr=True)).print(
-            f"pipeline archive: could not release the application lock {resource} ({type(exc).__name__}: "
+            f"pipeline.archive: could not release the application lock {resource} ({type(exc).__name__}: "
             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}); it is released when its "
             f"session ends", markup=False, highlight=False)
 

@@ -21,6 +21,7 @@ from rich.table import Table
 from relq import db
 from relq.errors import RelqError
 from relq.pipeline import configured
+from relq.pipeline.paths import check_folder, check_input
 from relq.pipeline.queues import CUSTOM, JOB, spec
 
 _PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(?:RelqError|SqlError|ItemRejected|\w+Error|\w+Exception): .+$",
@@ -84,17 +85,19 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
     try:
         return _run(args, conn, config, console)
     except RelqError as exc:
-        print(f"pipeline {args.command}: {exc}", file=sys.stderr)
+        print(f"pipeline.{args.command}: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # Spark's and py4j's errors: one line, not a Java stack
         if type(exc).__module__.startswith(("pyspark", "py4j")):
-            print(f"pipeline {args.command}: {spark_error(exc)}", file=sys.stderr)
+            print(f"pipeline.{args.command}: {spark_error(exc)}", file=sys.stderr)
             return 1
         raise
 
 
 def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] | None,
          console: Console) -> int:
+    """Everything that can be checked without Spark is checked first (the queue, the paths,
+    the connection): a mistake is one line at once, not after Spark's start."""
     from relq.pipeline.spark import session
     from relq.pipeline.store import SqlStore
 
@@ -102,19 +105,22 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
     target = db.resolve_target(args.conn or conn, config)
     db.load_pyodbc()  # no unixODBC: one line now, not from inside Spark's tasks
     store = SqlStore(target.conn_str)
-    console.print(f"pipeline {args.command}: {target}")  # masked
     if args.command == "enqueue":
         from relq.pipeline.enqueue import enqueue, read_input
 
         if not args.rejects:
             raise RelqError("--rejects is required (or relq.pipeline.rejects in invoke.yaml)")
-        spark = session(args.master, app="relq pipeline.enqueue")
+        check_input("--input", args.input, args.format)
+        if args.archive:
+            check_folder("--archive", args.archive)
         types: list[str] = []  # a notification has no job type to check
-        if spec(queue).kind == JOB and args.types:
-            types = [t.strip() for t in args.types.split(",") if t.strip()]
-        elif spec(queue).kind == JOB:
-            with store.session() as s:
+        with store.session() as s:  # the connection, before Spark
+            if spec(queue).kind == JOB and args.types:
+                types = [t.strip() for t in args.types.split(",") if t.strip()]
+            elif spec(queue).kind == JOB:
                 types = s.job_types(queue)
+        console.print(f"pipeline.{args.command}: {target}")  # masked
+        spark = session(args.master, app="relq pipeline.enqueue")
         frame = read_input(spark, args.input, args.format, queue)
         result = enqueue(spark, store, queue, frame, known_types=types, rejects=args.rejects,
                          archive=args.archive, partitions=args.partitions, console=console)
@@ -128,6 +134,10 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
 
     if not args.archive:
         raise RelqError("--archive is required (or relq.pipeline.archive in invoke.yaml)")
+    check_folder("--archive", args.archive)
+    with store.session():  # the connection, before Spark
+        pass
+    console.print(f"pipeline.{args.command}: {target}")  # masked
     spark = session(args.master, app="relq pipeline.archive")
     result = archive(spark, store, queue, args.archive, older_than_minutes=args.older_than_minutes,
                      partitions=args.partitions, console=console)

@@ -47,10 +47,10 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from relq.errors import RelqError
 from relq.pipeline import configured
+from relq.pipeline.paths import local
 
 SCHEMA = "relq.pipeline.report"
 SCHEMA_VERSION = 1
@@ -148,11 +148,9 @@ def _figures(spark: Any, layout: Any, figures: Any, archive: str) -> dict[str, A
 def _check_local(archive: str) -> None:
     """A local archive that is missing or holds no Parquet file is named as such, before Spark
     would say "Unable to infer schema"; other file systems (hdfs://, s3a://) are Spark's to read."""
-    parsed = urlparse(archive)
-    drive = len(parsed.scheme) == 1  # C:\\data parses with the scheme "c": a local path
-    if parsed.scheme not in ("", "file") and not drive:
+    root = local(archive)
+    if root is None:
         return
-    root = Path(parsed.path if parsed.scheme == "file" else archive)
     if not root.is_dir():
         raise RelqError(f"no archive at {archive}: pass the folder pipeline.archive writes to")
     for _, _, files in os.walk(root):

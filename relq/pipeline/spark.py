@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from relq.errors import RelqError
+from relq.pipeline import quiet
 
 # The Java versions every PySpark that pyproject.toml allows (>=4.0,<5) runs on: "Spark runs on
 # Java 17/21" (https://spark.apache.org/docs/4.0.0/ and /docs/4.1.1/); 4.2 adds 25 from 25.0.3
@@ -133,7 +134,7 @@ def session(master: str | None = None, app: str = "relq", **conf: str) -> Any:
         # not whatever python3 comes first on PATH; PySpark reads the variable when the
         # context starts. On a cluster, set PYSPARK_PYTHON to the executors' Python.
         os.environ["PYSPARK_PYTHON"] = sys.executable
-    for key, value in conf.items():
+    for key, value in {**quiet.conf(), **conf}.items():  # Spark's start-up noise off; conf wins
         builder = builder.config(key, value)
     java = find_java()
     # spark-submit, which PySpark starts with this process's environment, runs $JAVA_HOME/bin/java,
@@ -156,7 +157,7 @@ def require_utc(spark: Any, command: str) -> None:
     relq.pipeline.spark.session makes UTC sessions; the caller's is left as it is."""
     zone = spark.conf.get(TIME_ZONE)
     if str(zone).strip().upper() not in UTC_NAMES:
-        raise RelqError(f"pipeline {command} needs a Spark session in UTC ({TIME_ZONE} is {zone}): "
+        raise RelqError(f"pipeline.{command} needs a Spark session in UTC ({TIME_ZONE} is {zone}): "
                         f"set it to UTC, as relq.pipeline.spark.session does")
 
 

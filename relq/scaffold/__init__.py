@@ -199,6 +199,10 @@ class Queue:
     # A custom queue's tables that its worker view joins (its subtypes and channels). The
     # templated tSQLt classes fake them with the queue; the purge deletes their rows first.
     joins: tuple[Join, ...] = ()
+    # The migrations that brought the queue's tables and types to their present definition
+    # in databases deployed before them ("V0001"): their comments name them. A new queue
+    # has none, and its files mention none.
+    history: tuple[str, ...] = ()
 
     @property
     def typed_tables(self) -> list[dict[str, str]]:
@@ -232,6 +236,7 @@ class Queue:
             shown += [*join.columns, *(Column(f"{channel}{r}", "dbo.WebResponse", base="NVARCHAR(MAX)")
                                        for r in ("Response", "Error") if join.channel)]
         return {"Queue": self.name, "prefix": self.prefix, "a": self.alias, "noun": self.noun,
+                "history": list(self.history),
                 "nouns": self.noun + "s", "verb": self.verb[0], "verbed": self.verb[1],
                 "types": list(self.types), "subtypes": subtypes, "test_types": list(TEST_TYPES),
                 "entity": self.shape == "job",  # EntityKey and Payload: a job queue's columns
@@ -273,7 +278,8 @@ def load(root: Path) -> list[Queue]:
                             f'verb = ["process", "processed"]')
         try:
             queue = Queue(*words, tuple(verb), _names(entry, "types"),
-                          _subtypes(entry.get("subtype", []), root), _joins(entry.get("join", []), root))
+                          _subtypes(entry.get("subtype", []), root), _joins(entry.get("join", []), root),
+                          _history(entry, root))
         except RelqError as exc:
             raise RelqError(f"{CATALOGUE}: queue {n}: {exc}") from None
         _check(queue, f"{CATALOGUE}: queue {n} ({queue.name})")
@@ -290,6 +296,16 @@ def _names(entry: dict[str, object], key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise RelqError(f'{key} is a list of strings: {key} = ["...", ...]')
     return tuple(value)
+
+
+def _history(entry: dict[str, object], root: Path) -> tuple[str, ...]:
+    """A catalogue entry's history: migrations of database/migrations, by their version."""
+    history = _names(entry, "history")
+    versions = {p.name.split("__", 1)[0] for p in (root / "database/migrations").glob("V*__*.sql")}
+    unknown = [v for v in history if v not in versions]
+    if unknown:
+        raise RelqError(f"history: no migration {', '.join(unknown)} in database/migrations")
+    return history
 
 
 def _joins(entries: list[dict[str, object]], root: Path) -> tuple[Join, ...]:
@@ -380,9 +396,8 @@ def _check(queue: Queue, where: str) -> None:
         problems.append(f"its shape is one of {', '.join(SHAPES)}")
     if len(queue.verb) != 2 or not all(_WORDS.fullmatch(w) for w in (queue.noun, *queue.verb)):
         problems.append("its noun and verb pair are lower-case words, 20 characters at most")
-    if queue.shape == "job" and len({t.casefold() for t in queue.types}) < 2:
-        # Its tSQLt classes prove that a worker of one type leaves the other types alone.
-        problems.append("a job queue lists at least two job types")
+    if queue.shape == "job" and not queue.types:
+        problems.append("a job queue lists its job types (one or more)")
     if len({t.casefold() for t in queue.types}) != len(queue.types):
         problems.append("its job types differ in more than case (SQL Server compares them without)")
     bad = [t for t in queue.types if not _TYPE_NAME.fullmatch(t)]
@@ -505,9 +520,27 @@ def _taken_aliases(shape: str) -> frozenset[str]:
 
 
 def _environment() -> Environment:
-    return Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined,
-                       keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
-                       autoescape=False)
+    environment = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined,
+                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+                              autoescape=False)
+    environment.filters["a"] = with_article
+    return environment
+
+
+# An acronym's first letter read out starts with a vowel sound for these: an SMS, an HTTP call.
+_VOWEL_LETTERS = frozenset("AEFHILMNORSX")
+# A vowel letter read as a consonant: a user, a unit, a one-off, a euro.
+_CONSONANT_SOUND = ("eu", "one", "uni", "use", "usu", "uti")
+
+
+def with_article(word: str) -> str:
+    """``word`` after its indefinite article, by how it starts: a sync job, an InvoicePdf,
+    an SMS (an acronym is read letter by letter), a UserSync. Templates write {{ noun | a }}."""
+    if len(word) > 1 and word[:2].isupper():
+        vowel = word[0] in _VOWEL_LETTERS
+    else:
+        vowel = word[:1].lower() in "aeiou" and not word.lower().startswith(_CONSONANT_SOUND)
+    return f"{'an' if vowel else 'a'} {word}"
 
 
 def templates(group: str | None = None) -> list[Path]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import math
 import os
 import signal
 import socket
@@ -30,6 +31,9 @@ from relq.worker.runtime import Settings, Worker
 from relq.worker.stats import COUNTS, Stats
 
 DEFAULT_HANDLERS = {"Notification": ("relq.worker.notification",)}
+# Every queue's claim procedure, by which the worker knows the queues a database has.
+_CLAIM_PROCEDURES = ("SELECT p.name FROM sys.procedures AS p WHERE SCHEMA_NAME(p.schema_id) = N'dbo' "
+                     "AND p.name LIKE N'Next[_]%[_]Batch[_]trx' ORDER BY p.name;")
 QUERY_TIMEOUT_S = 120  # above the longest long-poll (60 s), below a hung lock wait's patience
 
 
@@ -56,17 +60,57 @@ def load_handlers(queue: str, modules: Sequence[str]) -> Handlers:
     return handlers
 
 
+def check_ranges(args: argparse.Namespace) -> None:
+    """Each numeric option in its range; the first one out of it is named, with its value."""
+    ranges = (("--concurrency", args.concurrency, 1, 64), ("--batch", args.batch, 1, 1000),
+              ("--wait-ms", args.wait_ms, 0, 60000))
+    for option, value, low, high in ranges:
+        if not low <= value <= high:
+            raise RelqError(f"{option} must be {low}-{high}, not {value}")
+    if not (math.isfinite(args.grace) and args.grace >= 0):
+        raise RelqError(f"--grace must be 0 seconds or more, not {args.grace:g}")
+
+
 def sql_connector(conn_str: str, queue: str) -> Callable[[], Procedures]:
     """Connections for the slots; the first is opened here, so that a wrong connection
-    string fails at once, in one line, instead of in every slot."""
+    string or a queue the database does not have fails at once, in one line, instead
+    of in every slot."""
+
+    if not queue.isidentifier():  # it goes into the procedures' names
+        raise RelqError(f"queue {queue!r} does not exist: a queue's name is letters and digits")
 
     def connect() -> SqlProcedures:
         conn = db.connect(conn_str)
         conn.timeout = QUERY_TIMEOUT_S
         return SqlProcedures(conn, queue)
 
-    connect().conn.close()
+    first = connect()
+    try:
+        check_queue(first.conn, queue)
+    finally:
+        first.conn.close()
     return connect
+
+
+def check_queue(conn: Any, queue: str) -> None:
+    """Refuse a queue the database does not have: its claim procedure (every queue has
+    dbo.Next_<Queue>_Batch_trx) is missing. The message names the queues it has.
+
+    sys.procedures lists only the procedures the login has some permission on
+    (https://learn.microsoft.com/sql/relational-databases/security/metadata-visibility-configuration):
+    the queues a worker's login may claim from."""
+    cursor = conn.cursor()
+    try:
+        database = db.query(cursor, "SELECT DB_NAME();")[0][0]
+        rows = db.query(cursor, _CLAIM_PROCEDURES)
+    finally:
+        cursor.close()
+    queues = [name.removeprefix("Next_").removesuffix("_Batch_trx") for (name,) in rows]
+    if queue not in queues:
+        known = (f"the queues this login may claim from are {', '.join(queues)}" if queues else
+                 "this login may claim from no queue there (is the project deployed, and the login in "
+                 "the QueueWorker role?)")
+        raise RelqError(f"queue {queue} does not exist in database {database}: {known}")
 
 
 def run_worker(settings: Settings, handlers: Handlers, connect: Callable[[], Procedures]) -> Stats:
@@ -112,14 +156,13 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:
-        if not (1 <= args.concurrency <= 64 and 1 <= args.batch <= 1000 and 0 <= args.wait_ms <= 60000
-                and args.grace >= 0):
-            raise RelqError("--concurrency must be 1-64, --batch 1-1000, --wait-ms 0-60000 and --grace >= 0")
+        check_ranges(args)
         settings = Settings(args.queue, args.name, args.concurrency, args.batch, args.wait_ms, args.grace,
                             args.type)
-        handlers = load_handlers(args.queue, args.handlers)
         target = db.resolve_target(args.conn, config)
-        stats = run_worker(settings, handlers, sql_connector(target.conn_str, settings.queue))
+        connect = sql_connector(target.conn_str, settings.queue)  # refuses a queue the database lacks
+        handlers = load_handlers(args.queue, args.handlers)
+        stats = run_worker(settings, handlers, connect)
     except RelqError as exc:
         print(f"worker: {exc}", file=sys.stderr)
         return 1

@@ -37,6 +37,14 @@ def test_python_m_bench_without_relq_mssql_exits_non_zero_with_one_line() -> Non
     assert done.stderr.strip().splitlines() == [NO_SERVER]
 
 
+def test_the_server_can_come_from_conn(capsys: pytest.CaptureFixture[str]) -> None:
+    conn = "DRIVER={No Such Driver};SERVER=nowhere;UID=u;PWD=secret"
+    assert main(["--conn", conn, "--scenarios", "nope"], environ={}) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith("bench: no scenario nope")  # past the server: --conn named one
+    assert "secret" not in err
+
+
 def test_an_unknown_scenario_is_refused_before_anything_connects(capsys: pytest.CaptureFixture[str]) -> None:
     environ = {"RELQ_MSSQL": "DRIVER={No Such Driver};SERVER=nowhere;UID=u;PWD=secret"}
     assert main(["--scenarios", "workers,nope"], environ=environ) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 import shutil
@@ -17,6 +18,7 @@ from sqlfluff.core import FluffConfig, Linter
 from relq.build import KNOWN_CHECKS, build
 from relq.build.report import show
 from relq.errors import RelqError
+from relq.progress import per_file
 from tests.conftest import HEADER, Project
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,6 +99,31 @@ def test_a_rebuild_parses_only_the_changed_file(project: Project) -> None:
     result = project.build()
     assert result.parsed == 2
     assert result.ok
+
+
+def test_a_cold_build_reports_each_file_as_it_is_parsed_and_a_warm_one_none(project: Project) -> None:
+    (project.root / ".relq_cache").rename(project.root / "old_cache")
+    heard: list[tuple[int, int, str]] = []
+    result = build(project.root, on_parsed=lambda *a: heard.append(a))
+    assert result.parsed == result.files == 18  # in worker processes (12 or more files)
+    assert [(done, total) for done, total, _ in heard] == [(n, 18) for n in range(1, 19)]
+    assert sorted(path for _, _, path in heard) == sorted(result.sources)
+    project.edit("database/views/dbo.Worker_Job_V.sql", "AS Token", "AS Token2")
+    heard.clear()
+    build(project.root, on_parsed=lambda *a: heard.append(a))  # in this process
+    assert heard == [(1, 1, "database/views/dbo.Worker_Job_V.sql")]
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_progress_shows_on_a_terminal_only(terminal: bool) -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=terminal, width=100)
+    with per_file(console, "parsing") as on_file:
+        on_file(1, 2, "database/views/dbo.Worker_Job_V.sql")
+        on_file(2, 2, "database/tables/dbo.Job.sql")
+    shown = out.getvalue()
+    assert ("parsing" in shown) is terminal
+    assert ("dbo.Job.sql" in shown) is terminal
 
 
 def test_crlf_and_a_bom_change_nothing(project: Project) -> None:

@@ -24,7 +24,7 @@ def test_no_server_configured_is_one_line(monkeypatch, capsys) -> None:
     monkeypatch.delenv("RELQ_MSSQL", raising=False)
     assert main(["archive", "--older-than-minutes", "60", "--archive", "/tmp/a"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["pipeline archive: no SQL Server configured: set RELQ_MSSQL to an ODBC connection string, "
+    assert err == ["pipeline.archive: no SQL Server configured: set RELQ_MSSQL to an ODBC connection string, "
                    "pass --conn, or set relq.mssql in invoke.yaml"]
 
 
@@ -51,7 +51,7 @@ def test_any_queue_name_is_taken_by_both_commands_and_a_bad_one_is_one_line(monk
     monkeypatch.delenv("RELQ_MSSQL", raising=False)
     assert main(["enqueue", "--input", "x", "--rejects", "/tmp/r", "--queue", "bad-name"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("pipeline enqueue: unknown queue 'bad-name'")
+    assert len(err) == 1 and err[0].startswith("pipeline.enqueue: unknown queue 'bad-name'")
 
 
 @pytest.mark.usefixtures("without_unixodbc")
@@ -59,5 +59,5 @@ def test_without_unixodbc_the_commands_stop_in_one_line_before_spark_starts(caps
     argv = ["archive", "--older-than-minutes", "60", "--archive", "/tmp/a"]
     assert main(argv, conn="DRIVER={FreeTDS};SERVER=h") == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("pipeline archive: unixODBC is not installed (apt-get install "
+    assert len(err) == 1 and err[0].startswith("pipeline.archive: unixODBC is not installed (apt-get install "
                                                "unixodbc; dnf install unixODBC; brew install unixodbc)")

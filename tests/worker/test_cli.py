@@ -12,9 +12,11 @@ import types
 
 import pytest
 from rich.console import Console
+from sqlfluff.core import FluffConfig, Linter
 
+from relq import db
 from relq.errors import RelqError
-from relq.worker.cli import load_handlers, main, run_worker, summary_table
+from relq.worker.cli import _CLAIM_PROCEDURES, check_queue, load_handlers, main, run_worker, summary_table
 from relq.worker.handlers import Handlers
 from relq.worker.runtime import Settings
 from relq.worker.stats import Stats
@@ -45,13 +47,73 @@ def test_a_worker_without_handlers_for_its_queue_is_refused_in_one_line(queue, m
         load_handlers(queue, modules)
 
 
-@pytest.mark.parametrize("args", [
-    ["--concurrency", "0"], ["--batch", "1001"], ["--wait-ms", "60001"], ["--grace", "-1"],
+@pytest.mark.parametrize("args, line", [
+    (["--concurrency", "0"], "worker: --concurrency must be 1-64, not 0"),
+    (["--batch", "1001"], "worker: --batch must be 1-1000, not 1001"),
+    (["--wait-ms", "60001"], "worker: --wait-ms must be 0-60000, not 60001"),
+    (["--grace", "-1"], "worker: --grace must be 0 seconds or more, not -1"),
+    (["--grace", "nan"], "worker: --grace must be 0 seconds or more, not nan"),
 ])
-def test_options_out_of_range_end_in_one_line_and_exit_code_1(args, capsys) -> None:
+def test_an_option_out_of_range_is_named_alone_in_one_line_and_exit_code_1(args, line, capsys) -> None:
     assert main(["--queue", "Notification", *args]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["worker: --concurrency must be 1-64, --batch 1-1000, --wait-ms 0-60000 and --grace >= 0"]
+    assert capsys.readouterr().err.strip().splitlines() == [line]
+
+
+class CatalogConnection:
+    """A connection whose database answers the worker's two catalogue questions."""
+
+    def __init__(self, database: str, procedures: list[str]) -> None:
+        self.answers = {"SELECT DB_NAME();": [(database,)], _CLAIM_PROCEDURES: [(p,) for p in procedures]}
+        self.closed = False
+
+    def cursor(self) -> CatalogConnection:
+        return self
+
+    def execute(self, sql: str, *params: object) -> None:
+        self.rows = self.answers[sql]
+
+    description = (("name", None),)
+
+    def fetchall(self) -> list[tuple]:
+        return self.rows
+
+    def nextset(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("procedures, known", [
+    (["Next_Notification_Batch_trx", "Next_SyncQueue_Batch_trx"],
+     "the queues this login may claim from are Notification, SyncQueue"),
+    ([], "this login may claim from no queue there (is the project deployed, and the login in the "
+         "QueueWorker role?)"),
+])
+def test_a_queue_the_database_lacks_is_named_with_those_it_has(monkeypatch, capsys, procedures,
+                                                               known) -> None:
+    conn = CatalogConnection("relq", procedures)
+    monkeypatch.setattr(db, "connect", lambda conn_str: conn)
+    assert main(["--queue", "Nope"], conn="DRIVER=x;SERVER=h") == 1
+    assert capsys.readouterr().err.strip().splitlines() == [f"worker: queue Nope does not exist in database "
+                                                            f"relq: {known}"]
+    assert conn.closed
+
+
+def test_a_queue_the_database_has_passes_the_check() -> None:
+    check_queue(CatalogConnection("relq", ["Next_SyncQueue_Batch_trx"]), "SyncQueue")
+
+
+def test_a_queue_name_that_is_no_name_is_refused_before_connecting(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(db, "connect", lambda conn_str: pytest.fail("connected"))
+    assert main(["--queue", "Sync Queue"], conn="DRIVER=x;SERVER=h") == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "worker: queue 'Sync Queue' does not exist: a queue's name is letters and digits"]
+
+
+def test_the_claim_procedures_query_is_t_sql() -> None:
+    parsed = Linter(config=FluffConfig(overrides={"dialect": "tsql"})).parse_string(_CLAIM_PROCEDURES)
+    assert parsed.violations == []
 
 
 def test_sigterm_stops_the_worker_cleanly_and_a_second_signal_ends_it_at_once() -> None:

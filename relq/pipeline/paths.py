@@ -1,0 +1,71 @@
+"""The pipeline's paths, checked before Spark starts: a missing, unreadable or
+mistyped local input is one line at once, not Spark's Java stack after its
+start. Paths on other file systems (hdfs://, s3a://, ...) are Spark's to check."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+from relq.errors import RelqError
+
+# What a file's extension says it holds (a compression suffix is looked through).
+FORMAT_OF = {".parquet": "parquet", ".parq": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json",
+             ".ndjson": "json"}
+COMPRESSIONS = frozenset({".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".xz"})
+
+
+def local(path: str) -> Path | None:
+    """The local path ``path`` names (a plain path or a file: URI), None for another file system."""
+    parsed = urlparse(path)
+    drive = len(parsed.scheme) == 1  # C:\\data parses with the scheme "c": a local path
+    if parsed.scheme not in ("", "file") and not drive:
+        return None
+    return Path(parsed.path if parsed.scheme == "file" else path)
+
+
+def data_files(root: Path) -> list[Path]:
+    """The files Spark reads under a folder: it skips names starting with _ or . (_SUCCESS, .crc)."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        found += [Path(folder) / f for f in sorted(files) if not f.startswith(("_", "."))]
+    return found
+
+
+def format_of(file: Path) -> str | None:
+    """The format a file's name says it holds, None when the name does not say."""
+    suffixes = [s.lower() for s in file.suffixes]
+    while suffixes and suffixes[-1] in COMPRESSIONS:
+        suffixes.pop()
+    return FORMAT_OF.get(suffixes[-1]) if suffixes else None
+
+
+def check_input(option: str, path: str, fmt: str) -> None:
+    """An input Spark will read as ``fmt``: it exists, can be read, and no file's name says
+    it is of another format."""
+    root = local(path)
+    if root is None:
+        return
+    if not root.exists():
+        raise RelqError(f"{option} {path}: no such file or folder")
+    files = [root] if root.is_file() else data_files(root)
+    if root.is_dir() and not os.access(root, os.R_OK | os.X_OK):
+        raise RelqError(f"{option} {path}: cannot read the folder (permission denied)")
+    if not files:
+        raise RelqError(f"{option} {path}: the folder holds no file to read")
+    for file in files:
+        if not os.access(file, os.R_OK):
+            raise RelqError(f"{option} {file}: cannot read it (permission denied)")
+    said = sorted({f for f in map(format_of, files) if f is not None})
+    if said and fmt not in said:
+        hint = f": pass --format {said[0]}" if len(said) == 1 else ""
+        raise RelqError(f"{option} {path}: {' and '.join(said)} by its file names, not {fmt}{hint}")
+
+
+def check_folder(option: str, path: str) -> None:
+    """A folder the command reads and writes (an archive root): where it exists, a folder."""
+    root = local(path)
+    if root is not None and root.exists() and not root.is_dir():
+        raise RelqError(f"{option} {path}: a file, not a folder")

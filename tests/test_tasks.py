@@ -1,0 +1,129 @@
+"""tasks.py: the commands' own behaviour, offline (the package's logic has its own tests)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from invoke import Config, MockContext, Result
+
+import tasks
+from tests.conftest import REPO
+
+
+def test_invoke_test_names_its_phases_and_runs_them_in_order(monkeypatch, capsys) -> None:
+    ran: list[str] = []
+    monkeypatch.setattr(tasks, "lint", lambda c: ran.append("lint"))
+    monkeypatch.setattr(tasks, "build", lambda c: ran.append("build"))
+    monkeypatch.delenv("RELQ_MSSQL", raising=False)
+    c = MockContext(run=Result())
+    tasks.test(c)
+    c.run.assert_called_once_with(f"{sys.executable} -m pytest", pty=False)
+    assert ran == ["lint", "build"]
+    phases = [line for line in capsys.readouterr().err.splitlines() if line.startswith("test: ")]
+    assert phases == ["test: 1/3 lint (sqlfluff, ruff)", "test: 2/3 build", "test: 3/3 pytest"]
+
+
+def test_invoke_test_stops_at_the_first_failed_phase(monkeypatch, capsys) -> None:
+    def failed_lint(c) -> None:
+        raise tasks.Exit(code=1)
+
+    monkeypatch.setattr(tasks, "lint", failed_lint)
+    monkeypatch.setattr(tasks, "build", lambda c: pytest.fail("build ran after a failed lint"))
+    c = MockContext(run=Result())
+    with pytest.raises(tasks.Exit):
+        tasks.test(c)
+    assert not c.run.called
+
+
+@pytest.mark.parametrize("task, kwargs, line", [
+    (tasks.status, {"watch": "abc"}, "status: --watch must be a number, not 'abc'"),
+    (tasks.worker, {"queue": "SyncQueue", "grace": "abc"}, "worker: --grace must be a number, not 'abc'"),
+    (tasks.worker, {"queue": "SyncQueue", "concurrency": "abc"},
+     "worker: --concurrency must be a whole number, not 'abc'"),
+    (tasks.worker, {"queue": "SyncQueue", "wait_ms": "1.5"},
+     "worker: --wait-ms must be a whole number, not '1.5'"),
+    (tasks.bench, {"seconds": "abc"}, "bench: --seconds must be a number, not 'abc'"),
+    (tasks.bench, {"warmup": "inf"}, "bench: --warmup must be a number, not 'inf'"),
+    (tasks.deploy, {"lock_timeout": "ten"}, "deploy: --lock-timeout must be a whole number, not 'ten'"),
+    (tasks.pipeline_enqueue, {"input": "x", "partitions": "many"},
+     "pipeline.enqueue: --partitions must be a whole number, not 'many'"),
+    (tasks.pipeline_archive, {"older_than_minutes": "an hour"},
+     "pipeline.archive: --older-than-minutes must be a whole number, not 'an hour'"),
+])
+def test_a_bad_number_is_one_line_before_anything_runs(task, kwargs, line) -> None:
+    c = MockContext()  # any command it ran would fail: none may run
+    with pytest.raises(tasks.Exit) as info:
+        task(c, **kwargs)
+    assert (info.value.message, info.value.code) == (line, 2)
+
+
+def test_numbers_reach_the_worker_as_numbers(monkeypatch) -> None:
+    seen: list[list[str]] = []
+    monkeypatch.setattr("relq.worker.cli.main", lambda argv, **kw: seen.append(argv) or 0)
+    tasks.worker(MockContext(), "SyncQueue", concurrency="4", grace="2.5")
+    assert seen == [["--queue", "SyncQueue", "--concurrency", "4", "--grace", "2.5"]]
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["status", "--watch", "abc"], "status: --watch must be a number, not 'abc'"),
+    (["worker", "--queue", "SyncQueue", "--grace", "abc"], "worker: --grace must be a number, not 'abc'"),
+])
+def test_invoke_itself_prints_the_one_line_and_no_traceback(argv, line) -> None:
+    done = subprocess.run([sys.executable, "-m", "invoke", *argv], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, env={k: v for k, v in os.environ.items() if k != "RELQ_MSSQL"})
+    assert (done.returncode, done.stderr.strip().splitlines(), done.stdout) == (2, [line], "")
+
+
+def test_bench_test_without_a_server_fails_in_one_line_instead_of_passing_on_skips(monkeypatch) -> None:
+    monkeypatch.delenv("RELQ_MSSQL", raising=False)
+    c = MockContext(run=Result())
+    with pytest.raises(tasks.Exit) as info:
+        tasks.bench(c, test=True)
+    assert info.value.code == 2
+    assert info.value.message.startswith("bench: no SQL Server configured: set RELQ_MSSQL to an ODBC "
+                                         "connection string, pass --conn, or set relq.mssql in invoke.yaml")
+    assert not c.run.called
+
+
+@pytest.mark.parametrize("environ, conn, yaml, expected", [
+    ({}, None, "SERVER=yaml;PWD=y", "SERVER=yaml;PWD=y"),
+    ({}, "SERVER=cli;PWD=c", "SERVER=yaml;PWD=y", "SERVER=cli;PWD=c"),
+    ({"RELQ_MSSQL": "SERVER=env;PWD=e"}, "SERVER=cli;PWD=c", None, "SERVER=env;PWD=e"),
+])
+@pytest.mark.parametrize("test", [False, True])
+def test_bench_finds_its_server_like_every_task_and_hands_it_over_in_the_environment(
+        monkeypatch, environ, conn, yaml, expected, test) -> None:
+    monkeypatch.delenv("RELQ_MSSQL", raising=False)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    c = MockContext(config=Config(overrides={"relq": {"mssql": yaml}} if yaml else {}), run=Result())
+    tasks.bench(c, conn=conn, test=test, seconds="2")
+    command, kwargs = c.run.call_args.args[0], c.run.call_args.kwargs
+    assert kwargs["env"]["RELQ_MSSQL"] == expected
+    assert "PWD" not in command  # the arguments of a process are anyone's to read
+    if test:
+        assert kwargs["env"]["RELQ_BENCH"] == "1" and command.endswith("-m pytest -m bench tests/bench")
+    else:
+        assert "-m bench --out " in command and "--seconds 2.0" in command
+
+
+@pytest.mark.parametrize("name, call", [
+    ("deploy", lambda c: tasks.deploy(c)),
+    ("status", lambda c: tasks.status(c)),
+    ("tsqlt.install", lambda c: tasks.tsqlt_install(c)),
+    ("worker", lambda c: tasks.worker(c, "SyncQueue")),
+    ("pipeline.enqueue", lambda c: tasks.pipeline_enqueue(c, "items.parquet", rejects="rejects")),
+    ("pipeline.archive", lambda c: tasks.pipeline_archive(c, "60", archive="archive")),
+    ("bench", lambda c: tasks.bench(c)),
+])
+def test_every_task_prefixes_its_one_error_line_with_its_own_name(monkeypatch, capsys, name, call) -> None:
+    monkeypatch.delenv("RELQ_MSSQL", raising=False)
+    with pytest.raises(tasks.Exit) as info:
+        call(MockContext())
+    lines = [info.value.message] if info.value.message else capsys.readouterr().err.strip().splitlines()
+    assert info.value.code != 0
+    assert lines == [f"{name}: no SQL Server configured: set RELQ_MSSQL to an ODBC connection string, "
+                     f"pass --conn, or set relq.mssql in invoke.yaml"]
