@@ -1,8 +1,8 @@
-"""The house style (../shared/STYLE.md) where a program can check it.
+"""The house style (CONTRIBUTING.md) where a program can check it.
 
 Each check is a function over one parsed file that yields findings; its name
 is what a ``-- relq:allow <check> <reason>`` comment silences. CHECKS lists
-them all, with the sentence the README shows.
+them all, with the sentence docs/build.md shows.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every procedure, function and view of database/ has its tSQLt class
-(../shared/STYLE.md: one test class per object under test)."""
+(CONTRIBUTING.md: one test class per object under test)."""
 
 from __future__ import annotations
 
