@@ -39,7 +39,7 @@ numbers AS (
 _ENQUEUE_LOCK = """
 EXEC @Lock = sys.sp_getapplock
     @Resource = N'{queue}', @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 10000;
-IF (@Lock < 0) THROW 50009, N'bench: the enqueue lock on {queue} was not granted', 1;"""
+IF (@Lock < 0) THROW 735709, N'bench: the enqueue lock on {queue} was not granted', 1;"""
 
 _JOB_QUEUE = """
 SET NOCOUNT ON;
@@ -90,7 +90,7 @@ SELECT @First = ISNULL(
 )
 FROM dbo.SyncQueue AS q WITH (READUNCOMMITTED);
 IF (DATEADD(MICROSECOND, @Count, @First) > DATEADD(DAY, -1, SYSUTCDATETIME()))
-    THROW 50007, N'bench: load the finished items before the backlog, into an empty queue', 1;
+    THROW 735707, N'bench: load the finished items before the backlog, into an empty queue', 1;
 {_NUMBERS}
 INSERT INTO dbo.SyncQueue (
     EnqueuedAt, [Type], EntityKey, Payload, [Status], AttemptNum, Response, StartedAt, Duration,

@@ -475,7 +475,7 @@ def transaction(conn: Any) -> Iterator[Any]:
     This is how to call a relq _utx procedure from Python. pyodbc's autocommit=False
     does not do: ODBC implements it with SET IMPLICIT_TRANSACTIONS ON, where no
     transaction is open until a statement needs one, so a _utx called first would
-    find @@TRANCOUNT at 0 and refuse (50002)."""
+    find @@TRANCOUNT at 0 and refuse (735702)."""
     cursor = conn.cursor()
     run_batch(cursor, "BEGIN TRANSACTION;")
     try:

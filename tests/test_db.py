@@ -218,8 +218,8 @@ def test_sql_error_formatting():
 
 def test_sql_error_skips_print_output():
     printed = db.ServerMessage(0, "starting", "01000")
-    error = db.ServerMessage(50001, "queue is full", "42000")
-    assert db.SqlError([printed, error]).number == 50001
+    error = db.ServerMessage(735701, "queue is full", "42000")
+    assert db.SqlError([printed, error]).number == 735701
 
 
 # -- run_batch, call ---------------------------------------------------------------------------------------
@@ -295,7 +295,7 @@ def test_call_without_parameters():
 
 def test_call_turns_pyodbc_errors_into_sql_errors():
     pyodbc = require_pyodbc()
-    message = ("[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]queue 'q' is full (50001) "
+    message = ("[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]queue 'q' is full (735701) "
                "(SQLExecDirectW)")
 
     class FailingCursor(FakeCursor):
@@ -304,8 +304,8 @@ def test_call_turns_pyodbc_errors_into_sql_errors():
 
     with pytest.raises(db.SqlError) as info:
         db.call(FakeConnection(FailingCursor([])), "dbo.Enqueue", Queue="q")
-    assert info.value.number == 50001
-    assert str(info.value) == "dbo.Enqueue: SQL Server error 50001: queue 'q' is full"
+    assert info.value.number == 735701
+    assert str(info.value) == "dbo.Enqueue: SQL Server error 735701: queue 'q' is full"
 
 
 def test_result_sets_keeps_every_set_with_its_columns_and_sends_datetimes_as_text():

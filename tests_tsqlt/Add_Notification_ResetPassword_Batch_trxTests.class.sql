@@ -14,14 +14,14 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
     EXEC Add_Notification_ResetPassword_Batch_trxTests.FakeNotificationTables;
     INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo)
     VALUES (1, 11, N'ada', 'A1B2C3', N'ada@example.com');
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Add_Notification_ResetPassword_Batch_trx @Items = @Items;
 END;
@@ -67,7 +67,7 @@ GO
 -- The error leaves the procedure at its RAISERROR (tSQLt runs tests inside TRY...CATCH), so the
 -- _trx's own rollback never runs and its return code is never seen: the test rolls back itself.
 --[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx raises 50007 and leaves nothing when an item is invalid]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx raises 735707 and leaves nothing when an item is invalid]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -90,7 +90,7 @@ BEGIN
     SELECT @RowsInTransaction = COUNT(*) FROM dbo.Notification;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 2: EmailTo%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RowsInTransaction;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.Notification';
@@ -99,7 +99,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -118,7 +118,7 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO
 -- A write fails half-way: the notification and e-mail rows are in, the SMS row collides with a

@@ -15,7 +15,7 @@ BEGIN
 END;
 GO
 -- Calls the procedure with @Items (a valid item 1 and a bad item 2, as each rule's test
--- gives it) and asserts that it refused the call with 50007 naming item 2 and the rule,
+-- gives it) and asserts that it refused the call with 735707 naming item 2 and the rule,
 -- and that it wrote nothing, not even item 1.
 CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.AssertRefused
     @Items dbo.Notification_ResetPasswordItemList READONLY,
@@ -35,7 +35,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = @ExpectedPattern, @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.Notification';
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.Notification_ResetPassword';
@@ -222,7 +222,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Keys, @Message = N'all three share one key';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its UserID is NULL]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its UserID is NULL]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -237,7 +237,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %UserID%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its UserID is zero]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its UserID is zero]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -252,7 +252,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %UserID%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its Username is blank]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its Username is blank]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -267,7 +267,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %Username%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its Username is over 128 characters]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its Username is over 128 characters]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -282,7 +282,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %Username%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its OTP is too short]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its OTP is too short]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -297,7 +297,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %OTP%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its OTP is too long]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its OTP is too long]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -312,7 +312,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %OTP%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its OTP has punctuation]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its OTP has punctuation]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -327,7 +327,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %OTP%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its OTP ends in a space]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its OTP ends in a space]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -342,7 +342,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %OTP%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its it has no channel]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its it has no channel]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -357,7 +357,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %a notification needs a channel%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its EmailTo is not an address]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its EmailTo is not an address]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -372,7 +372,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: EmailTo is not%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its PhoneNumber is not international]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its PhoneNumber is not international]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -387,7 +387,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: PhoneNumber is not%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its PreferredLanguage is not a tag]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its PreferredLanguage is not a tag]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -402,7 +402,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %PreferredLanguage%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its Priority is out of range]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its Priority is out of range]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -417,7 +417,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %Priority%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its GroupKey is blank]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its GroupKey is blank]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -432,7 +432,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %GroupKey%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its GroupKey is over 100 characters]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its GroupKey is over 100 characters]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -447,7 +447,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %GroupKey%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its DedupKey is blank]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its DedupKey is blank]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -462,7 +462,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %DedupKey%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its DedupKey is over 200 characters]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its DedupKey is over 200 characters]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -477,17 +477,17 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: %DedupKey%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 when no item is given]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 when no item is given]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
     EXEC Add_Notification_ResetPassword_Batch_utxTests.FakeNotificationTables;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Items must hold%';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@Items must hold%';
 
     EXEC dbo.Add_Notification_ResetPassword_Batch_utx @Items = @Items;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 and writes nothing when given more than 4000 items]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 and writes nothing when given more than 4000 items]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -515,7 +515,7 @@ BEGIN
     END CATCH;
 
     SET @Written = (SELECT COUNT(*) FROM dbo.Notification);
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Items must hold 1 to 4,000 items%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Written;
 END;
@@ -594,7 +594,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its EmailTo is over 254 characters]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its EmailTo is over 254 characters]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -610,7 +610,7 @@ BEGIN
     EXEC Add_Notification_ResetPassword_Batch_utxTests.AssertRefused @Items = @Items, @ExpectedPattern = N'%item 2: EmailTo is not%';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50007 naming the item when its PhoneNumber has 16 digits]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735707 naming the item when its PhoneNumber has 16 digits]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
@@ -635,14 +635,14 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_Batch_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 50002 when called outside a transaction]
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735702 when called outside a transaction]
 AS
 BEGIN
     DECLARE @Items dbo.Notification_ResetPasswordItemList;
     EXEC Add_Notification_ResetPassword_Batch_utxTests.FakeNotificationTables;
     INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo)
     VALUES (1, 11, N'ada', 'A1B2C3', N'ada@example.com');
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735702;
 
     EXEC dbo.Add_Notification_ResetPassword_Batch_utx @Items = @Items;
 END;

@@ -26,11 +26,11 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC Add_Notification_ResetPassword_trxTests.FakeNotificationTables;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Add_Notification_ResetPassword_trx
         @UserID = 42,
@@ -88,7 +88,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 50007 and leaves nothing when OTP is invalid]
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 735707 and leaves nothing when OTP is invalid]
 AS
 BEGIN
     -- The procedure would return 1 here, but tSQLt runs every test inside
@@ -116,14 +116,14 @@ BEGIN
         + (SELECT COUNT(*) FROM dbo.Notification_Sms);
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RowsInTransaction, @Message = N'rows written';
 END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -143,7 +143,7 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO
 --[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.RollbackLeftOpen')
@@ -222,7 +222,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 50007 and leaves nothing when Priority is out of range]
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx raises 735707 and leaves nothing when Priority is out of range]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -248,7 +248,7 @@ BEGIN
         + (SELECT COUNT(*) FROM dbo.Notification_Sms);
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RowsInTransaction, @Message = N'rows written';
 END;
 GO

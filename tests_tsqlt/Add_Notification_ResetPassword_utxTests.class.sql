@@ -231,7 +231,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.Notification_Email';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when UserID is NULL]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when UserID is NULL]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -251,12 +251,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@UserID%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when UserID is zero]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when UserID is zero]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -276,12 +276,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@UserID%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when Username is blank]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when Username is blank]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -301,12 +301,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Username%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when OTP is too short]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when OTP is too short]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -326,12 +326,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@OTP%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when OTP has punctuation]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when OTP has punctuation]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -351,12 +351,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@OTP%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when OTP ends in a space]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when OTP ends in a space]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -376,12 +376,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@OTP%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when OTP is too long]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when OTP is too long]
 AS
 BEGIN
     -- The parameter is wider than its column: a longer value must be refused,
@@ -403,12 +403,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@OTP%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when Username is over 128 characters]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when Username is over 128 characters]
 AS
 BEGIN
     -- The parameter is wider than its column: a longer value must be refused,
@@ -431,12 +431,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Username%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when EmailTo is over 254 characters]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when EmailTo is over 254 characters]
 AS
 BEGIN
     -- The parameter is wider than its column: a longer value must be refused,
@@ -459,12 +459,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@EmailTo is not%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when PhoneNumber has 16 digits]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when PhoneNumber has 16 digits]
 AS
 BEGIN
     -- The parameter is wider than its column: a longer value must be refused,
@@ -486,12 +486,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@PhoneNumber%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when no channel is given]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when no channel is given]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -510,12 +510,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%channel%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when EmailTo is not an address]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when EmailTo is not an address]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -535,12 +535,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@EmailTo is not%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when PhoneNumber is not E164]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when PhoneNumber is not E164]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -560,12 +560,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@PhoneNumber%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when PreferredLanguage is no language tag]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when PreferredLanguage is no language tag]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -586,7 +586,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@PreferredLanguage%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
@@ -676,11 +676,11 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Add_Notification_ResetPassword_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50002 when no transaction is open]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735702 when no transaction is open]
 AS
 BEGIN
     EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735702;
 
     EXEC dbo.Add_Notification_ResetPassword_utx
         @UserID = 42,
@@ -892,7 +892,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'the new item''s ResetPassword row';
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when Priority is out of range]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when Priority is out of range]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -913,12 +913,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Priority%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when GroupKey is blank]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when GroupKey is blank]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -939,12 +939,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@GroupKey%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when GroupKey is over 100 characters]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when GroupKey is over 100 characters]
 AS
 BEGIN
     -- The parameter is wider than its column: a longer value must be refused,
@@ -968,12 +968,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@GroupKey%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when DedupKey is blank]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when DedupKey is blank]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -994,12 +994,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@DedupKey%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 50007 and writes nothing when DedupKey is over 200 characters]
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx raises 735707 and writes nothing when DedupKey is over 200 characters]
 AS
 BEGIN
     -- The parameter is wider than its column: a longer value must be refused,
@@ -1023,7 +1023,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@DedupKey%', @Actual = @ErrorMessage;
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;

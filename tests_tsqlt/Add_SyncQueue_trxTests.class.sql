@@ -15,14 +15,14 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     EXEC Add_SyncQueue_trxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
     VALUES (1, 'AddTestJobA', N'C-1');
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Add_SyncQueue_trx @Items = @Items;
 END;
@@ -74,7 +74,7 @@ GO
 -- The error leaves the procedure at its RAISERROR (tSQLt runs tests inside TRY...CATCH), so the
 -- _trx's own rollback never runs and its return code is never seen: the test rolls back itself.
 --[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 50007 and leaves nothing when an item is invalid]
+CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 735707 and leaves nothing when an item is invalid]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
@@ -94,7 +94,7 @@ BEGIN
     SELECT @RowsInTransaction = COUNT(*) FROM dbo.SyncQueue;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RowsInTransaction;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
 END;
@@ -102,7 +102,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -121,7 +121,7 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO
 -- An item already in the queue, in any state, carrying a DedupKey.
@@ -291,7 +291,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Add_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 50007 naming the item and leaves nothing when its GroupKey is blank]
+CREATE PROCEDURE Add_SyncQueue_trxTests.[test Add_SyncQueue_trx raises 735707 naming the item and leaves nothing when its GroupKey is blank]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
@@ -312,7 +312,7 @@ BEGIN
     END CATCH;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 2: GroupKey%', @Actual = @ErrorMessage;
     SELECT @Rows = COUNT(*) FROM dbo.SyncQueue;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows';

@@ -201,7 +201,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = @ExpectedFirst, @Actual = @First;
 END;
 GO
-CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 when an item has no Type]
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 735707 when an item has no Type]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
@@ -220,12 +220,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 1: Type is required%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
 END;
 GO
-CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 when an item has an unknown Type]
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 735707 when an item has an unknown Type]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
@@ -244,12 +244,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 1: Type is not one of dbo.SyncQueueType%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
 END;
 GO
-CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 when an item has no EntityKey]
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 735707 when an item has no EntityKey]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
@@ -268,12 +268,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 1: EntityKey is required%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
 END;
 GO
-CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 when an item has a blank EntityKey]
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 735707 when an item has a blank EntityKey]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
@@ -292,12 +292,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 1: EntityKey is required%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
 END;
 GO
-CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 when an item Payload is not JSON]
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 735707 when an item Payload is not JSON]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
@@ -316,7 +316,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 1: Payload is not valid JSON%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
 END;
@@ -340,17 +340,17 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 2: %', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
 END;
 GO
-CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 when no item is given]
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 735707 when no item is given]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     EXEC Add_SyncQueue_utxTests.FakeQueue;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Items must hold%';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@Items must hold%';
 
     EXEC dbo.Add_SyncQueue_utx @Items = @Items;
 END;
@@ -364,19 +364,19 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Add_SyncQueue_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50002 when called outside a transaction]
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 735702 when called outside a transaction]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
     EXEC Add_SyncQueue_utxTests.FakeQueue;
     INSERT INTO @Items (ItemNo, [Type], EntityKey)
     VALUES (1, 'AddTestJobA', N'C-1');
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735702;
 
     EXEC dbo.Add_SyncQueue_utx @Items = @Items;
 END;
 GO
-CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 and writes nothing when given more than 4000 items]
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 735707 and writes nothing when given more than 4000 items]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
@@ -399,7 +399,7 @@ BEGIN
     END CATCH;
 
     SET @Written = (SELECT COUNT(*) FROM dbo.SyncQueue);
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Written;
 END;
 GO
@@ -711,7 +711,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 5, @Actual = @NewRows, @Message = N'new Pending items';
 END;
 GO
-CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 naming the item when its GroupKey is blank]
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 735707 naming the item when its GroupKey is blank]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
@@ -732,12 +732,12 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 2: GroupKey%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
 END;
 GO
-CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 50007 naming the item when its DedupKey is blank]
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 735707 naming the item when its DedupKey is blank]
 AS
 BEGIN
     DECLARE @Items dbo.SyncQueueItemList;
@@ -758,7 +758,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 3: DedupKey%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
 END;
@@ -766,7 +766,7 @@ GO
 -- dbo.SyncQueueItemList holds GroupKey in 100 characters, so a longer key is refused
 -- when the list is filled (SQL Server's truncation error, 8152 or 2628 by version),
 -- before the procedure could see it. Should the list ever hold more, the procedure
--- must refuse it (50007). Either way the key is never enqueued, whole or cut.
+-- must refuse it (735707). Either way the key is never enqueued, whole or cut.
 CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx enqueues nothing when a GroupKey is over 100 characters]
 AS
 BEGIN
@@ -795,7 +795,7 @@ BEGIN
                     @ErrorNumber = ERROR_NUMBER(),
                     @ErrorMessage = ERROR_MESSAGE();
             END CATCH;
-            EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+            EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
             EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 1: GroupKey%', @Actual = @ErrorMessage;
         END;
     IF @ListError NOT IN (8152, 2628)
@@ -834,7 +834,7 @@ BEGIN
                     @ErrorNumber = ERROR_NUMBER(),
                     @ErrorMessage = ERROR_MESSAGE();
             END CATCH;
-            EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+            EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
             EXEC tSQLt.AssertLike @ExpectedPattern = N'%item 1: DedupKey%', @Actual = @ErrorMessage;
         END;
     IF @ListError NOT IN (8152, 2628)

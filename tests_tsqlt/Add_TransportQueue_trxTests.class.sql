@@ -4,11 +4,11 @@ GO
 EXEC tSQLt.NewTestClass 'Add_TransportQueue_trxTests';
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Add_TransportQueue_trxTests.[test Add_TransportQueue_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Add_TransportQueue_trxTests.[test Add_TransportQueue_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.TransportQueue';
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Add_TransportQueue_trx @Endpoint = 'Sales';
 END;
@@ -53,7 +53,7 @@ GO
 -- The error leaves the procedure at its RAISERROR (tSQLt runs tests inside TRY...CATCH), so the
 -- _trx's own rollback never runs: the test looks inside the transaction left open, then rolls back.
 --[@tSQLt:NoTransaction]('Add_TransportQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_TransportQueue_trxTests.[test Add_TransportQueue_trx raises 50007 and declares nothing when the endpoint has a dot]
+CREATE PROCEDURE Add_TransportQueue_trxTests.[test Add_TransportQueue_trx raises 735707 and declares nothing when the endpoint has a dot]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -70,7 +70,7 @@ BEGIN
     SELECT @RowsInTransaction = COUNT(*) FROM dbo.TransportQueue;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RowsInTransaction, @Message = N'rows in the transaction';
     SELECT @Rows = COUNT(*) FROM dbo.TransportQueue;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows after the rollback';
@@ -79,7 +79,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Add_TransportQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_TransportQueue_trxTests.[test Add_TransportQueue_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Add_TransportQueue_trxTests.[test Add_TransportQueue_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -95,6 +95,6 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO

@@ -26,7 +26,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = @Message;
 END;
 GO
--- Calls the procedure with a bad name and asserts that it raised 50007.
+-- Calls the procedure with a bad name and asserts that it raised 735707.
 CREATE PROCEDURE Add_TransportQueue_utxTests.AssertRefused
     @Endpoint VARCHAR(400),
     @Machine VARCHAR(400) = NULL,
@@ -44,7 +44,7 @@ BEGIN
     BEGIN CATCH
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = @Case;
 END;
 GO
 CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx declares the primary queue when Machine is NULL]
@@ -135,7 +135,7 @@ BEGIN
     EXEC Add_TransportQueue_utxTests.AssertQueuesAreExpected;
 END;
 GO
-CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 50007 and writes nothing when the primary is missing]
+CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 735707 and writes nothing when the primary is missing]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.TransportQueue';
@@ -154,7 +154,7 @@ BEGIN
     EXEC Add_TransportQueue_utxTests.AssertQueuesAreExpected;
 END;
 GO
-CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 50007 and writes nothing when the endpoint is NULL or blank]
+CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 735707 and writes nothing when the endpoint is NULL or blank]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.TransportQueue';
@@ -169,7 +169,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.TransportQueue';
 END;
 GO
-CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 50007 and writes nothing when a name has a dot]
+CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 735707 and writes nothing when a name has a dot]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.TransportQueue';
@@ -193,7 +193,7 @@ BEGIN
     EXEC Add_TransportQueue_utxTests.AssertQueuesAreExpected;
 END;
 GO
-CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 50007 and writes nothing when the machine is blank]
+CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 735707 and writes nothing when the machine is blank]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.TransportQueue';
@@ -213,7 +213,7 @@ BEGIN
     EXEC Add_TransportQueue_utxTests.AssertQueuesAreExpected;
 END;
 GO
-CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 50007 and writes nothing when the address is over 255 characters]
+CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 735707 and writes nothing when the address is over 255 characters]
 AS
 BEGIN
     DECLARE @LongEndpoint VARCHAR(400) = REPLICATE('b', 200);
@@ -279,7 +279,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Add_TransportQueue_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 50002 and writes nothing when no transaction is open]
+CREATE PROCEDURE Add_TransportQueue_utxTests.[test Add_TransportQueue_utx raises 735702 and writes nothing when no transaction is open]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -296,7 +296,7 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50002, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735702, @Actual = @ErrorNumber;
     SELECT @Rows = COUNT(*) FROM dbo.TransportQueue;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows written';
 END;

@@ -77,14 +77,14 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Cancel_SyncQueue_trxTests.[test Cancel_SyncQueue_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Cancel_SyncQueue_trxTests.[test Cancel_SyncQueue_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
     DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     EXEC Cancel_SyncQueue_trxTests.FakeQueue;
     EXEC Cancel_SyncQueue_trxTests.AddItem;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Cancel_SyncQueue_trx
         @EnqueuedAt = @Key,
@@ -132,7 +132,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Cancel_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Cancel_SyncQueue_trxTests.[test Cancel_SyncQueue_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Cancel_SyncQueue_trxTests.[test Cancel_SyncQueue_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
@@ -157,7 +157,7 @@ BEGIN
     SELECT @UpdatedAt = q.UpdatedAt
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
 END;
 GO

@@ -13,7 +13,7 @@ GO
 -- syncqueue.maxAttempts is 3.
 -- The drain's result row (Claimed, Completed, Failed, TakenOver) cannot be read
 -- here: INSERT ... EXEC runs the procedure inside the INSERT's transaction, which
--- the drain refuses (50001). The tests assert on what it left in the queue, the
+-- the drain refuses (735701). The tests assert on what it left in the queue, the
 -- attempt history and the jobs' own table instead.
 CREATE PROCEDURE Drain_SyncQueue_trxTests.FakeQueue
 AS
@@ -170,14 +170,14 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
     VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobSucceeds');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Drain_SyncQueue_trx @Type = 'CustomerSync', @LockedBy = N'agent-1';
 END;
@@ -551,7 +551,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 50007 and claims nothing when the type has no job procedure]
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 735707 and claims nothing when the type has no job procedure]
 AS
 BEGIN
     -- InventorySync has no row in dbo.SyncQueueTypeProcedure: its work is not T-SQL.
@@ -578,7 +578,7 @@ BEGIN
     SELECT @UpdatedAt = q.UpdatedAt
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Type%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
 END;
@@ -586,7 +586,7 @@ GO
 -- The drain cannot look the job procedure up before it claims (its caller may
 -- not see it): it finds out when it runs it, and gives the item back.
 --[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 50007 and gives the item back unworked when the job procedure does not exist]
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 735707 and gives the item back unworked when the job procedure does not exist]
 AS
 BEGIN
     -- Two items are due: the drain stops at the first.
@@ -621,7 +621,7 @@ BEGIN
     SET @TranCount = @@TRANCOUNT;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%NoSuchJob%does not exist%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
     -- Released as a worker shutting down releases: not Processing, its attempt given
@@ -664,7 +664,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 50007 and gives the item back unworked when the job calls a procedure that does not exist]
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 735707 and gives the item back unworked when the job calls a procedure that does not exist]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -703,7 +703,7 @@ BEGIN
     FROM dbo.SyncQueueAttempt AS a
     WHERE a.EnqueuedAt = @Key;
     SET @Logged = (SELECT COUNT(*) FROM #JobLog);
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%JobCallsMissing%NoSuchHelper%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'AttemptNum: the attempt is given back';
@@ -712,7 +712,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 50007 and claims nothing when LockedBy is blank]
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 735707 and claims nothing when LockedBy is blank]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -738,13 +738,13 @@ BEGIN
     SELECT @UpdatedAt = q.UpdatedAt
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@LockedBy%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
 END;
 GO
 --[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 50007 and claims nothing when MaxItems is below 1]
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 735707 and claims nothing when MaxItems is below 1]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -770,7 +770,7 @@ BEGIN
     SELECT @UpdatedAt = q.UpdatedAt
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@MaxItems%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
 END;
@@ -778,7 +778,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -803,7 +803,7 @@ BEGIN
     SELECT @UpdatedAt = q.UpdatedAt
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
 END;
 GO

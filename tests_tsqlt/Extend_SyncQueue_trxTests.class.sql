@@ -9,7 +9,7 @@ GO
 -- tables back after the test.
 --
 -- The result row cannot be captured here: INSERT ... EXEC runs the procedure inside
--- the INSERT's transaction, where a _trx refuses (50001). The tests assert on the row
+-- the INSERT's transaction, where a _trx refuses (735701). The tests assert on the row
 -- the call left, and check the result's columns with sys.dm_exec_describe_first_result_set.
 CREATE PROCEDURE Extend_SyncQueue_trxTests.FakeQueue
 AS
@@ -74,7 +74,7 @@ BEGIN
     VALUES (@EnqueuedAt, @StartedAt, @AttemptNum, 'Push', @LockedBy, @Outcome, NULL, N'', N'');
 END;
 GO
--- Calls the renewal with a missing or bad parameter and asserts that it raised 50007
+-- Calls the renewal with a missing or bad parameter and asserts that it raised 735707
 -- naming it. The checks come before the transaction: nothing is left open.
 CREATE PROCEDURE Extend_SyncQueue_trxTests.AssertRefused
     @EnqueuedAt DATETIME2(7),
@@ -100,7 +100,7 @@ BEGIN
     END CATCH;
     SET @TranCount = @@TRANCOUNT;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = @Case;
     EXEC tSQLt.AssertLike @ExpectedPattern = @ExpectedPattern, @Actual = @ErrorMessage, @Message = @Case;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = @Case;
 END;
@@ -116,7 +116,7 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -124,7 +124,7 @@ BEGIN
     DECLARE @Lease DATETIME2(7) = DATEADD(MINUTE, 1, SYSUTCDATETIME());
     EXEC Extend_SyncQueue_trxTests.FakeQueue;
     EXEC Extend_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseUntil = @Lease;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Extend_SyncQueue_trx @EnqueuedAt = @Key, @UpdatedAt = @Token, @LeaseSeconds = 600;
 END;
@@ -234,7 +234,7 @@ GO
 -- so the _trx's own rollback never runs: the test reads the row inside the transaction
 -- the call left open, then rolls it back.
 --[@tSQLt:NoTransaction]('Extend_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 50010 and changes nothing when the item was claimed again after the token]
+CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 735710 and changes nothing when the item was claimed again after the token]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -276,7 +276,7 @@ BEGIN
     WHERE q.EnqueuedAt = @Key;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50010, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735710, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%worker-2%', @Actual = @ErrorMessage, @Message = N'the new holder';
     EXEC tSQLt.AssertEquals @Expected = @NewToken, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
     EXEC tSQLt.AssertEquals @Expected = @Lease, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
@@ -284,7 +284,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 50005 and changes nothing when the token is stale]
+CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 735705 and changes nothing when the token is stale]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -314,7 +314,7 @@ BEGIN
     WHERE q.EnqueuedAt = @Key;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735705, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = @RenewedToken, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
     EXEC tSQLt.AssertEquals @Expected = @Lease, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
 END;
@@ -367,13 +367,13 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @SecondRetCode, @Message = N'renewal with the new token';
     IF @LatestToken IS NULL OR @LatestToken <= @NewToken
         EXEC tSQLt.Fail @Message0 = N'each renewal must move the token forward';
-    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber, @Message = N'the first token';
+    EXEC tSQLt.AssertEquals @Expected = 735705, @Actual = @ErrorNumber, @Message = N'the first token';
     EXEC tSQLt.AssertEquals @Expected = @LatestToken, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
     EXEC tSQLt.AssertEquals @Expected = @LatestLease, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 50006 and changes nothing when the item is not Processing]
+CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 735706 and changes nothing when the item is not Processing]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -402,7 +402,7 @@ BEGIN
     WHERE q.EnqueuedAt = @Key;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735706, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%Completed%Processing%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'UpdatedAt';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
@@ -422,12 +422,12 @@ BEGIN
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
-    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber, @Message = N'an Error item';
+    EXEC tSQLt.AssertEquals @Expected = 735706, @Actual = @ErrorNumber, @Message = N'an Error item';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'an Error item: LeaseUntil';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 50004 when no item has the key]
+CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 735704 when no item has the key]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -453,13 +453,13 @@ BEGIN
     WHERE q.EnqueuedAt = @Key;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50004, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735704, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the other item: UpdatedAt';
     EXEC tSQLt.AssertEquals @Expected = @Lease, @Actual = @LeaseUntil, @Message = N'the other item: LeaseUntil';
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 50007 and changes nothing when LeaseSeconds is out of range]
+CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 735707 and changes nothing when LeaseSeconds is out of range]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -505,7 +505,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Extend_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 50007 and changes nothing when EnqueuedAt or UpdatedAt is NULL]
+CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 735707 and changes nothing when EnqueuedAt or UpdatedAt is NULL]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -539,7 +539,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Extend_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Extend_SyncQueue_trxTests.[test Extend_SyncQueue_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -559,7 +559,7 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO
 -- The worker reads the key, its new token and the new lease. The metadata comes from

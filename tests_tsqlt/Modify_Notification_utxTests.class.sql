@@ -246,7 +246,7 @@ GO
 -- claim (an Extend_, or a report the caller already made): no attempt started
 -- after the caller's token, so the item was not taken over. The test catches the
 -- error itself, to assert afterwards that nothing changed.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50005 and changes nothing when the token is stale and nobody claimed the item since]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735705 and changes nothing when the token is stale and nobody claimed the item since]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -296,7 +296,7 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735705, @Actual = @ErrorNumber;
     SELECT
         q.EnqueuedAt,
         q.[Type],
@@ -329,63 +329,63 @@ BEGIN
         @Expected = N'#ExpectedAttempt', @Actual = N'#ActualAttempt', @Message = N'dbo.NotificationAttempt';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50004 when no item has the key]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735704 when no item has the key]
 AS
 BEGIN
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     EXEC Modify_Notification_utxTests.FakeQueue;
     EXEC Modify_Notification_utxTests.AddClaimedItem @EnqueuedAt = '2024-01-01T00:00:01', @Token = @Token;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50004;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735704;
 
     EXEC dbo.Modify_Notification_utx @EnqueuedAt = '2024-01-01T00:00:02', @UpdatedAt = @Token, @Status = 'Completed';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when the key is NULL]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735707 when the key is NULL]
 AS
 BEGIN
     EXEC Modify_Notification_utxTests.FakeQueue;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@EnqueuedAt and @UpdatedAt%';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@EnqueuedAt and @UpdatedAt%';
 
     EXEC dbo.Modify_Notification_utx @EnqueuedAt = NULL, @UpdatedAt = '2024-01-01T00:00:05', @Status = 'Completed';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when the token is NULL]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735707 when the token is NULL]
 AS
 BEGIN
     -- the item is there: the NULL token alone is refused
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     EXEC Modify_Notification_utxTests.FakeQueue;
     EXEC Modify_Notification_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = '2024-01-01T00:00:05';
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@EnqueuedAt and @UpdatedAt%';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@EnqueuedAt and @UpdatedAt%';
 
     EXEC dbo.Modify_Notification_utx @EnqueuedAt = @Key, @UpdatedAt = NULL, @Status = 'Completed';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when the Status is NULL]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735707 when the Status is NULL]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     EXEC Modify_Notification_utxTests.FakeQueue;
     EXEC Modify_Notification_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Status must be one of%';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@Status must be one of%';
 
     EXEC dbo.Modify_Notification_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = NULL;
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when the Status is unknown]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735707 when the Status is unknown]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Token dbo.[_Timestamp] = '2024-01-01T00:00:05';
     EXEC Modify_Notification_utxTests.FakeQueue;
     EXEC Modify_Notification_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Status must be one of%';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@Status must be one of%';
 
     EXEC dbo.Modify_Notification_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Done';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when the Step is blank]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735707 when the Step is blank]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -393,12 +393,12 @@ BEGIN
     EXEC Modify_Notification_utxTests.FakeQueue;
     EXEC Modify_Notification_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
     EXEC tSQLt.ExpectException
-        @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Step must be 1 to 50 characters%';
+        @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@Step must be 1 to 50 characters%';
 
     EXEC dbo.Modify_Notification_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Processing', @Step = ' ';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 when the Step is over 50 characters]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735707 when the Step is over 50 characters]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -408,7 +408,7 @@ BEGIN
     EXEC Modify_Notification_utxTests.FakeQueue;
     EXEC Modify_Notification_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
     EXEC tSQLt.ExpectException
-        @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Step must be 1 to 50 characters%';
+        @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@Step must be 1 to 50 characters%';
 
     EXEC dbo.Modify_Notification_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Processing', @Step = @Step;
 END;
@@ -452,7 +452,7 @@ BEGIN
         @Expected = N'released unworked by its worker', @Actual = @Error, @Message = N'the attempt says why';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50006 and changes nothing when Pending reports Completed]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735706 and changes nothing when Pending reports Completed]
 AS
 BEGIN
     -- never claimed: no worker may complete it
@@ -488,7 +488,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735706, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%cannot go from Pending to Completed%', @Actual = @ErrorMessage;
     SELECT
         q.EnqueuedAt,
@@ -510,7 +510,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.NotificationAttempt';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50006 and changes nothing when an Error item reports Completed]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735706 and changes nothing when an Error item reports Completed]
 AS
 BEGIN
     -- An item waiting for its retry has no attempt running: no worker may report
@@ -564,7 +564,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735706, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%cannot go from Error to Completed%', @Actual = @ErrorMessage;
     SELECT
         q.EnqueuedAt,
@@ -599,7 +599,7 @@ BEGIN
         @Expected = N'#BeforeAttempt', @Actual = N'#AfterAttempt', @Message = N'dbo.NotificationAttempt';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50008 and changes nothing when the item is Completed]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735708 and changes nothing when the item is Completed]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -649,7 +649,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50008, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735708, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%is Completed and can no longer change%', @Actual = @ErrorMessage;
     SELECT
         q.EnqueuedAt,
@@ -686,7 +686,7 @@ END;
 GO
 -- dbo.QueueTransition allows Paused -> Pending, but that is Resume's move (Move_):
 -- Modify_ refuses a paused item whatever it reports (dbo.QueueIsEditable_fn).
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50008 and changes nothing when the item is Paused]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735708 and changes nothing when the item is Paused]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -746,12 +746,12 @@ BEGIN
             @CompletedMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50008, @Actual = @PendingErrorNumber, @Message = N'reported Pending';
+    EXEC tSQLt.AssertEquals @Expected = 735708, @Actual = @PendingErrorNumber, @Message = N'reported Pending';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%is Paused and can no longer change%',
         @Actual = @PendingMessage,
         @Message = N'reported Pending';
-    EXEC tSQLt.AssertEquals @Expected = 50008, @Actual = @CompletedErrorNumber, @Message = N'reported Completed';
+    EXEC tSQLt.AssertEquals @Expected = 735708, @Actual = @CompletedErrorNumber, @Message = N'reported Completed';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%is Paused and can no longer change%',
         @Actual = @CompletedMessage,
@@ -1075,11 +1075,11 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Modify_Notification_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50002 when called outside a transaction]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735702 when called outside a transaction]
 AS
 BEGIN
     EXEC Modify_Notification_utxTests.FakeQueue;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735702;
 
     EXEC dbo.Modify_Notification_utx
         @EnqueuedAt = '2024-01-01T00:00:01',
@@ -1136,7 +1136,7 @@ END;
 GO
 -- A retry by hand (Failed -> Pending) gives a fresh attempt budget and nothing else: a step,
 -- a response or an error belongs to an attempt, and a Failed item has none running.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings a Step or a Response or an Error]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735707 and changes nothing when a retry by hand brings a Step or a Response or an Error]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -1205,13 +1205,13 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @StepErrorNumber, @Message = N'with @Step';
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @StepErrorNumber, @Message = N'with @Step';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%takes only @ScheduledFor%', @Actual = @StepMessage, @Message = N'with @Step';
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ResponseErrorNumber, @Message = N'with @Response';
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ResponseErrorNumber, @Message = N'with @Response';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%takes only @ScheduledFor%', @Actual = @ResponseMessage, @Message = N'with @Response';
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorErrorNumber, @Message = N'with @Error';
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorErrorNumber, @Message = N'with @Error';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%takes only @ScheduledFor%', @Actual = @ErrorMessage, @Message = N'with @Error';
     SELECT
@@ -1247,7 +1247,7 @@ BEGIN
         @Expected = N'#BeforeAttempt', @Actual = N'#AfterAttempt', @Message = N'dbo.NotificationAttempt';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50010 and changes nothing when another worker claimed the item since]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735710 and changes nothing when another worker claimed the item since]
 AS
 BEGIN
     -- worker-a claimed the item at 00:00:05; its lease expired and worker-b claimed
@@ -1309,7 +1309,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50010, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735710, @Actual = @ErrorNumber;
     -- The message names the new holder and when it claimed the item (style 126).
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%2024-01-01T00:10:05%worker-b%', @Actual = @ErrorMessage;
     SELECT
@@ -1506,7 +1506,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @AttemptDuration, @Message = N'the attempt''s Duration';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50006 and changes nothing when a Pending item reports Processing]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735706 and changes nothing when a Pending item reports Processing]
 AS
 BEGIN
     -- Only a claim (Next_) moves an item into Processing: it sets the lease, the
@@ -1543,7 +1543,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735706, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%cannot go from Pending to Processing%', @Actual = @ErrorMessage;
     SELECT
         q.EnqueuedAt,
@@ -1561,7 +1561,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.NotificationAttempt';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50006 and changes nothing when an Error item reports Processing]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735706 and changes nothing when an Error item reports Processing]
 AS
 BEGIN
     -- dbo.QueueTransition allows Error -> Processing, but only for the claim of the
@@ -1599,7 +1599,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735706, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%cannot go from Error to Processing%', @Actual = @ErrorMessage;
     SELECT
         q.EnqueuedAt,
@@ -1618,7 +1618,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.NotificationAttempt';
 END;
 GO
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50011 and changes nothing when a Failed item returns to Pending and its DedupKey is taken]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735711 and changes nothing when a Failed item returns to Pending and its DedupKey is taken]
 AS
 BEGIN
     -- The failed item left the dedup index when it failed; the same notification was
@@ -1651,7 +1651,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50011, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735711, @Actual = @ErrorNumber;
     -- The message names the item that holds the key (style 126 of its key).
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%2024-01-01T00:01:00%', @Actual = @ErrorMessage;
     SELECT
@@ -1899,7 +1899,7 @@ END;
 GO
 -- A notification need not use every channel: a report on one it has no row in is refused,
 -- with its response or its error, before anything is written.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when the item has no Email channel]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735707 and changes nothing when the item has no Email channel]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -1987,13 +1987,13 @@ BEGIN
     END CATCH;
 
     EXEC tSQLt.AssertEquals
-        @Expected = 50007, @Actual = @ResponseErrorNumber, @Message = N'with @EmailResponse';
+        @Expected = 735707, @Actual = @ResponseErrorNumber, @Message = N'with @EmailResponse';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%has no Email channel%',
         @Actual = @ResponseMessage,
         @Message = N'with @EmailResponse';
     EXEC tSQLt.AssertEquals
-        @Expected = 50007, @Actual = @ErrorErrorNumber, @Message = N'with @EmailError';
+        @Expected = 735707, @Actual = @ErrorErrorNumber, @Message = N'with @EmailError';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%has no Email channel%',
         @Actual = @ErrorMessage,
@@ -2057,7 +2057,7 @@ END;
 GO
 -- A retry by hand (Failed -> Pending) of an item that has its Email row: the refusal
 -- is the retry's rule, not a missing channel.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings an Email result]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735707 and changes nothing when a retry by hand brings an Email result]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2147,13 +2147,13 @@ BEGIN
     END CATCH;
 
     EXEC tSQLt.AssertEquals
-        @Expected = 50007, @Actual = @ResponseErrorNumber, @Message = N'with @EmailResponse';
+        @Expected = 735707, @Actual = @ResponseErrorNumber, @Message = N'with @EmailResponse';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%takes only @ScheduledFor%',
         @Actual = @ResponseMessage,
         @Message = N'with @EmailResponse';
     EXEC tSQLt.AssertEquals
-        @Expected = 50007, @Actual = @ErrorErrorNumber, @Message = N'with @EmailError';
+        @Expected = 735707, @Actual = @ErrorErrorNumber, @Message = N'with @EmailError';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%takes only @ScheduledFor%',
         @Actual = @ErrorMessage,
@@ -2447,7 +2447,7 @@ END;
 GO
 -- A notification need not use every channel: a report on one it has no row in is refused,
 -- with its response or its error, before anything is written.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when the item has no Sms channel]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735707 and changes nothing when the item has no Sms channel]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2535,13 +2535,13 @@ BEGIN
     END CATCH;
 
     EXEC tSQLt.AssertEquals
-        @Expected = 50007, @Actual = @ResponseErrorNumber, @Message = N'with @SmsResponse';
+        @Expected = 735707, @Actual = @ResponseErrorNumber, @Message = N'with @SmsResponse';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%has no Sms channel%',
         @Actual = @ResponseMessage,
         @Message = N'with @SmsResponse';
     EXEC tSQLt.AssertEquals
-        @Expected = 50007, @Actual = @ErrorErrorNumber, @Message = N'with @SmsError';
+        @Expected = 735707, @Actual = @ErrorErrorNumber, @Message = N'with @SmsError';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%has no Sms channel%',
         @Actual = @ErrorMessage,
@@ -2605,7 +2605,7 @@ END;
 GO
 -- A retry by hand (Failed -> Pending) of an item that has its Sms row: the refusal
 -- is the retry's rule, not a missing channel.
-CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 50007 and changes nothing when a retry by hand brings a Sms result]
+CREATE PROCEDURE Modify_Notification_utxTests.[test Modify_Notification_utx raises 735707 and changes nothing when a retry by hand brings a Sms result]
 AS
 BEGIN
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
@@ -2695,13 +2695,13 @@ BEGIN
     END CATCH;
 
     EXEC tSQLt.AssertEquals
-        @Expected = 50007, @Actual = @ResponseErrorNumber, @Message = N'with @SmsResponse';
+        @Expected = 735707, @Actual = @ResponseErrorNumber, @Message = N'with @SmsResponse';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%takes only @ScheduledFor%',
         @Actual = @ResponseMessage,
         @Message = N'with @SmsResponse';
     EXEC tSQLt.AssertEquals
-        @Expected = 50007, @Actual = @ErrorErrorNumber, @Message = N'with @SmsError';
+        @Expected = 735707, @Actual = @ErrorErrorNumber, @Message = N'with @SmsError';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%takes only @ScheduledFor%',
         @Actual = @ErrorMessage,

@@ -22,7 +22,7 @@ GO
 -- An item in Processing, claimed by worker-a five seconds ago, with its open
 -- attempt. The claim's token, the attempt's StartedAt, is @ClaimedAt; the item's
 -- token now is @Token (the same unless an Extend_ or a step report moved it).
--- A report with a token older than the claim's is a takeover (50010), not stale.
+-- A report with a token older than the claim's is a takeover (735710), not stale.
 CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.AddClaimedItem
     @EnqueuedAt DATETIME2(7),
     @Token DATETIME2(7),
@@ -88,7 +88,7 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     DECLARE @Outcomes dbo.SyncQueueOutcomeList;
@@ -97,7 +97,7 @@ BEGIN
         @EnqueuedAt = '2024-01-01T00:00:01', @Token = '2024-01-01T00:00:05';
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
     VALUES ('2024-01-01T00:00:01', '2024-01-01T00:00:05', 'Completed');
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Modify_SyncQueue_Batch_trx @Outcomes = @Outcomes;
 END;
@@ -245,7 +245,7 @@ BEGIN
     SELECT @SecondOutcome = a.Outcome
     FROM dbo.SyncQueueAttempt AS a
     WHERE a.EnqueuedAt = @Second;
-    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735705, @Actual = @ErrorNumber;
     -- The message names the refused item (style 126 of its key).
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%2024-01-01T00:00:02%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @FirstStatus, @Message = N'first: Status';
@@ -262,8 +262,8 @@ CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_tr
 AS
 BEGIN
     -- Reports go in key order whatever order the caller listed them in: the
-    -- earlier item was claimed again since the caller's token (50010), the
-    -- later one only has a stale token (50005); the batch stops at the earlier.
+    -- earlier item was claimed again since the caller's token (735710), the
+    -- later one only has a stale token (735705); the batch stops at the earlier.
     DECLARE @First DATETIME2(7) = '2024-01-01T00:00:01';
     DECLARE @FirstOldToken DATETIME2(7) = '2024-01-01T00:00:05';
     DECLARE @FirstNewToken DATETIME2(7) = '2024-01-01T00:10:05';
@@ -293,11 +293,11 @@ BEGIN
     END CATCH;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50010, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735710, @Actual = @ErrorNumber;
 END;
 GO
 --[@tSQLt:NoTransaction]('Modify_SyncQueue_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx raises 50007 when the batch is empty]
+CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx raises 735707 when the batch is empty]
 AS
 BEGIN
     DECLARE @Outcomes dbo.SyncQueueOutcomeList;
@@ -315,7 +315,7 @@ BEGIN
     END CATCH;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Outcomes%', @Actual = @ErrorMessage;
 END;
 GO
@@ -393,7 +393,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Modify_SyncQueue_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @Outcomes dbo.SyncQueueOutcomeList;
@@ -414,6 +414,6 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO

@@ -9,7 +9,7 @@ GO
 -- committed rows; tSQLt puts the real tables back after the test.
 -- dbo.QueueStatus and dbo.QueueTransition stay real.
 -- The result row cannot be captured here: INSERT ... EXEC runs the procedure inside
--- the INSERT's transaction, where a _trx refuses (50001). Nor can its columns be read
+-- the INSERT's transaction, where a _trx refuses (735701). Nor can its columns be read
 -- with sys.dm_exec_describe_first_result_set, as Extend_'s and Next_'s classes do: the
 -- report may call sp_getapplock, an extended procedure underneath, where SQL Server's
 -- analysis stops (error 11520). So the tests assert on the rows the call left; the rules
@@ -84,14 +84,14 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Modify_SyncQueue_trxTests.[test Modify_SyncQueue_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Modify_SyncQueue_trxTests.[test Modify_SyncQueue_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
     DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:05';
     EXEC Modify_SyncQueue_trxTests.FakeQueue;
     EXEC Modify_SyncQueue_trxTests.AddClaimedItem;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Modify_SyncQueue_trx
         @EnqueuedAt = @Key,
@@ -143,7 +143,7 @@ GO
 -- after reading the row. A NoTransaction test makes no permanent objects, so it asserts values,
 -- not tables (AssertEqualsTable creates a work table).
 --[@tSQLt:NoTransaction]('Modify_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Modify_SyncQueue_trxTests.[test Modify_SyncQueue_trx raises 50005 and leaves the item unchanged when the token is stale]
+CREATE PROCEDURE Modify_SyncQueue_trxTests.[test Modify_SyncQueue_trx raises 735705 and leaves the item unchanged when the token is stale]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -181,7 +181,7 @@ BEGIN
     WHERE q.EnqueuedAt = @Key;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735705, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEqualsString @Expected = 'Fetch', @Actual = @Step, @Message = N'Step';
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'AttemptNum';
@@ -193,7 +193,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Modify_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Modify_SyncQueue_trxTests.[test Modify_SyncQueue_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Modify_SyncQueue_trxTests.[test Modify_SyncQueue_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -222,7 +222,7 @@ BEGIN
         @UpdatedAt = q.UpdatedAt
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = @Key;
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
 END;

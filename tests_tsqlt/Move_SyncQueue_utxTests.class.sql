@@ -438,7 +438,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50006 and changes nothing when a Processing item is paused]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735706 and changes nothing when a Processing item is paused]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
@@ -470,11 +470,11 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735706, @Actual = @ErrorNumber;
     EXEC Move_SyncQueue_utxTests.AssertNothingChanged;
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50006 and changes nothing when a Pending item is terminated]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735706 and changes nothing when a Pending item is terminated]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
@@ -506,11 +506,11 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735706, @Actual = @ErrorNumber;
     EXEC Move_SyncQueue_utxTests.AssertNothingChanged;
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50006 and changes nothing when a Failed item is resumed]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735706 and changes nothing when a Failed item is resumed]
 AS
 BEGIN
     -- Failed -> Pending is a row of dbo.QueueTransition, but it is Retry's move:
@@ -544,11 +544,11 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735706, @Actual = @ErrorNumber;
     EXEC Move_SyncQueue_utxTests.AssertNothingChanged;
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50008 and changes nothing when a Completed item is cancelled]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735708 and changes nothing when a Completed item is cancelled]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
@@ -580,11 +580,11 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50008, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735708, @Actual = @ErrorNumber;
     EXEC Move_SyncQueue_utxTests.AssertNothingChanged;
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50008 and changes nothing when a Processing item is rescheduled]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735708 and changes nothing when a Processing item is rescheduled]
 AS
 BEGIN
     -- A running attempt has no due time to move: only a claim made it run.
@@ -618,11 +618,11 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50008, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735708, @Actual = @ErrorNumber;
     EXEC Move_SyncQueue_utxTests.AssertNothingChanged;
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50005 and changes nothing when the given token is stale]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735705 and changes nothing when the given token is stale]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
@@ -655,41 +655,41 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50005, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735705, @Actual = @ErrorNumber;
     EXEC Move_SyncQueue_utxTests.AssertNothingChanged;
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50004 when no item has the key]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735704 when no item has the key]
 AS
 BEGIN
     EXEC Move_SyncQueue_utxTests.FakeQueue;
     EXEC Move_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:00', @Status = 'Pending', @AttemptNum = 0;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50004;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735704;
 
     EXEC dbo.Move_SyncQueue_utx @EnqueuedAt = '2024-01-01T00:00:01', @Action = 'Cancel';
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50007 when the action is unknown]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735707 when the action is unknown]
 AS
 BEGIN
     EXEC Move_SyncQueue_utxTests.FakeQueue;
     EXEC Move_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:00', @Status = 'Pending', @AttemptNum = 0;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@Action%';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@Action%';
 
     EXEC dbo.Move_SyncQueue_utx @EnqueuedAt = '2024-01-01T00:00:00', @Action = 'Delete';
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50007 when Reschedule has no ScheduledFor]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735707 when Reschedule has no ScheduledFor]
 AS
 BEGIN
     EXEC Move_SyncQueue_utxTests.FakeQueue;
     EXEC Move_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:00', @Status = 'Pending', @AttemptNum = 0;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@ScheduledFor%';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@ScheduledFor%';
 
     EXEC dbo.Move_SyncQueue_utx @EnqueuedAt = '2024-01-01T00:00:00', @Action = 'Reschedule';
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50011 and changes nothing when Retry finds the DedupKey on another unfinished item]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735711 and changes nothing when Retry finds the DedupKey on another unfinished item]
 AS
 BEGIN
     -- The failed item left the dedup index when it failed; the same job was
@@ -730,13 +730,13 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50011, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735711, @Actual = @ErrorNumber;
     -- The message names the item that holds the key (style 126 of its key).
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%2024-01-01T00:01:00%', @Actual = @ErrorMessage;
     EXEC Move_SyncQueue_utxTests.AssertNothingChanged;
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50006 and changes nothing when an Error item is retried]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735706 and changes nothing when an Error item is retried]
 AS
 BEGIN
     -- An item in Error still has attempts left: Retry is for a Failed item only.
@@ -772,16 +772,16 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50006, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735706, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%cannot go from Error to Pending%', @Actual = @ErrorMessage;
     EXEC Move_SyncQueue_utxTests.AssertNothingChanged;
 END;
 GO
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50008 and changes nothing when a Paused item is retried]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735708 and changes nothing when a Paused item is retried]
 AS
 BEGIN
     -- A paused item is not editable (dbo.QueueIsEditable_fn): only Resume, Cancel and
-    -- Reschedule may change it, so Retry is refused as 50008 before any transition
+    -- Reschedule may change it, so Retry is refused as 735708 before any transition
     -- is looked at.
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
     DECLARE @ErrorNumber INT;
@@ -815,17 +815,17 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50008, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735708, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%is Paused and can no longer change%', @Actual = @ErrorMessage;
     EXEC Move_SyncQueue_utxTests.AssertNothingChanged;
 END;
 GO
 --[@tSQLt:NoTransaction]('Move_SyncQueue_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 50002 when no transaction is open]
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx raises 735702 when no transaction is open]
 AS
 BEGIN
     EXEC Move_SyncQueue_utxTests.FakeQueue;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735702;
 
     EXEC dbo.Move_SyncQueue_utx @EnqueuedAt = '2024-01-01T00:00:00', @Action = 'Cancel';
 END;

@@ -10,7 +10,7 @@ GO
 -- the fakes hold the committed rows; tSQLt puts the real tables back after the test.
 --
 -- The result set cannot be captured here: INSERT ... EXEC runs the procedure inside
--- the INSERT's transaction, where a _trx refuses (50001). The tests check its columns
+-- the INSERT's transaction, where a _trx refuses (735701). The tests check its columns
 -- with sys.dm_exec_describe_first_result_set and assert on the rows the claim left.
 CREATE PROCEDURE Next_Notification_trxTests.FakeQueue
 AS
@@ -84,11 +84,11 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC Next_Notification_trxTests.FakeQueue;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Next_Notification_trx;
 END;
@@ -237,7 +237,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Next_Notification_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -256,7 +256,7 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
     SELECT @Status = q.[Status]
     FROM dbo.Notification AS q
     WHERE q.EnqueuedAt = @Key;
@@ -281,7 +281,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Next_Notification_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx raises 50007 and claims nothing when WaitMs is out of range]
+CREATE PROCEDURE Next_Notification_trxTests.[test Next_Notification_trx raises 735707 and claims nothing when WaitMs is out of range]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
@@ -301,7 +301,7 @@ BEGIN
     END CATCH;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@WaitMs%', @Actual = @ErrorMessage;
     SELECT @Status = q.[Status]
     FROM dbo.Notification AS q

@@ -123,7 +123,7 @@ BEGIN
     CROSS APPLY OPENJSON (j.[value]) WITH (EnqueuedAt DATETIME2(7)) AS c;
 END;
 GO
--- Calls the claim with a bad @BatchSize and asserts that it raised 50007.
+-- Calls the claim with a bad @BatchSize and asserts that it raised 735707.
 CREATE PROCEDURE Next_Notification_utxTests.AssertBatchSizeRefused
     @BatchSize INT,
     @Case NVARCHAR(200)
@@ -139,7 +139,7 @@ BEGIN
             @ErrorNumber = ERROR_NUMBER(),
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = @Case;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@BatchSize%', @Actual = @ErrorMessage, @Message = @Case;
 END;
 GO
@@ -569,11 +569,11 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Next_Notification_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 50002 when called outside a transaction]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 735702 when called outside a transaction]
 AS
 BEGIN
     EXEC Next_Notification_utxTests.FakeQueue;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735702;
 
     EXEC dbo.Next_Notification_utx;
 END;
@@ -729,7 +729,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Untouched, @Message = N'the abandoned item of the other type';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 50007 and claims nothing when Type is unknown]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 735707 and claims nothing when Type is unknown]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -748,7 +748,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Type%', @Actual = @ErrorMessage;
     SELECT @Status = q.[Status]
     FROM dbo.Notification AS q
@@ -1517,29 +1517,29 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = @Expected, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 50007 when LockedBy is blank]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 735707 when LockedBy is blank]
 AS
 BEGIN
     EXEC Next_Notification_utxTests.FakeQueue;
     EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@LockedBy%';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@LockedBy%';
 
     EXEC dbo.Next_Notification_utx @LockedBy = N'   ';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 50007 when LockedBy is over 128 characters]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 735707 when LockedBy is over 128 characters]
 AS
 BEGIN
     -- The parameter is wider than dbo.WorkerName: a longer name must be refused, not cut.
     DECLARE @LockedBy NVARCHAR(400) = REPLICATE(N'w', 129);
     EXEC Next_Notification_utxTests.FakeQueue;
     EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50007, @ExpectedMessagePattern = N'%@LockedBy%';
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@LockedBy%';
 
     EXEC dbo.Next_Notification_utx @LockedBy = @LockedBy;
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 50007 and claims nothing when BatchSize is out of range]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx raises 735707 and claims nothing when BatchSize is out of range]
 AS
 BEGIN
     DECLARE @Status VARCHAR(20);

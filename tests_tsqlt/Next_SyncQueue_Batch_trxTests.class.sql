@@ -10,7 +10,7 @@ GO
 -- the fakes hold the committed rows; tSQLt puts the real tables back after the test.
 --
 -- The result set cannot be captured here: INSERT ... EXEC runs the procedure inside
--- the INSERT's transaction, where a _trx refuses (50001). The tests check its columns
+-- the INSERT's transaction, where a _trx refuses (735701). The tests check its columns
 -- with sys.dm_exec_describe_first_result_set and assert on the rows the claim left;
 -- the order of the claim, which the rows follow, is dbo.Next_SyncQueue_utx's and is
 -- tested there through @Claimed.
@@ -67,7 +67,7 @@ BEGIN
     );
 END;
 GO
--- Calls the batch claim with a bad @WaitMs and asserts that it raised 50007.
+-- Calls the batch claim with a bad @WaitMs and asserts that it raised 735707.
 -- The check comes before the transaction: nothing is left open.
 CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.AssertWaitMsRefused
     @WaitMs INT,
@@ -87,7 +87,7 @@ BEGIN
     END CATCH;
     SET @TranCount = @@TRANCOUNT;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = @Case;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@WaitMs%', @Actual = @ErrorMessage, @Message = @Case;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = @Case;
 END;
@@ -103,11 +103,11 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC Next_SyncQueue_Batch_trxTests.FakeQueue;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Next_SyncQueue_Batch_trx @LockedBy = N'worker-1', @BatchSize = 5;
 END;
@@ -238,7 +238,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50007 and claims nothing when WaitMs is out of range]
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 735707 and claims nothing when WaitMs is out of range]
 AS
 BEGIN
     DECLARE @Status VARCHAR(20);
@@ -262,7 +262,7 @@ GO
 -- is 1 in it), where a COMMIT would not commit and a ROLLBACK is refused: the _trx
 -- refuses the call, and a caller reads its rows as a result set instead.
 --[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50001 and claims nothing when its rows are captured by INSERT EXEC]
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 735701 and claims nothing when its rows are captured by INSERT EXEC]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -290,13 +290,13 @@ BEGIN
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
     SELECT @Attempts = COUNT(*) FROM dbo.SyncQueueAttempt;
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
 END;
 GO
 --[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50007 and leaves no transaction when BatchSize is out of range]
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 735707 and leaves no transaction when BatchSize is out of range]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -319,7 +319,7 @@ BEGIN
     SELECT @Status = q.[Status]
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT';
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the due item';
 END;
@@ -328,7 +328,7 @@ GO
 -- procedure opens its transaction too (Next_SyncQueue_utx refuses them again
 -- inside it), so a CATCH that takes over at the error finds none open.
 --[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50007 and leaves no transaction when LockedBy or Type is refused]
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 735707 and leaves no transaction when LockedBy or Type is refused]
 AS
 BEGIN
     DECLARE @Case INT = 1;
@@ -361,7 +361,7 @@ BEGIN
             END CATCH;
             SET @TranCount = @@TRANCOUNT;
             IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
-            EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Named;
+            EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = @Named;
             EXEC tSQLt.AssertLike @ExpectedPattern = @Named, @Actual = @ErrorMessage, @Message = @Named;
             EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT';
             SET @Case = @Case + 1;
@@ -444,7 +444,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Next_SyncQueue_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Next_SyncQueue_Batch_trxTests.[test Next_SyncQueue_Batch_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -462,7 +462,7 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
     SELECT @Status = q.[Status]
     FROM dbo.SyncQueue AS q
     WHERE q.EnqueuedAt = '2024-01-01T00:00:01';

@@ -95,8 +95,8 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Actual, @Message = @Message;
 END;
 GO
--- Calls the purge with one bad parameter and asserts that it raised 50007 with a message
--- LIKE @ExpectedMessage: every check raises 50007, so only the message tells which one
+-- Calls the purge with one bad parameter and asserts that it raised 735707 with a message
+-- LIKE @ExpectedMessage: every check raises 735707, so only the message tells which one
 -- refused the call. The other parameters' defaults are valid, so that a case fails only
 -- on what it names.
 CREATE PROCEDURE Purge_SyncQueue_trxTests.AssertRefused
@@ -125,7 +125,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = @Case;
     EXEC tSQLt.AssertLike @ExpectedPattern = @ExpectedMessage, @Actual = @ErrorMessage, @Message = @Case;
 END;
 GO
@@ -138,12 +138,12 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC Purge_SyncQueue_trxTests.FakeQueue;
     EXEC tSQLt.ExpectException
-        @ExpectedErrorNumber = 50001,
+        @ExpectedErrorNumber = 735701,
         @ExpectedMessagePattern = N'dbo.Purge_SyncQueue_trx owns its transaction%';
 
     EXEC dbo.Purge_SyncQueue_trx @OlderThanMinutes = 60;
@@ -419,7 +419,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50007 and removes nothing when the age is missing or out of range]
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 735707 and removes nothing when the age is missing or out of range]
 AS
 BEGIN
     DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
@@ -437,7 +437,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = N'left out';
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = N'left out';
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'%: @OlderThanMinutes is required: 1 to 52560000',
         @Actual = @ErrorMessage,
@@ -455,7 +455,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50007 and removes nothing when BatchSize is out of range]
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 735707 and removes nothing when BatchSize is out of range]
 AS
 BEGIN
     DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
@@ -482,7 +482,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50007 and removes nothing when MaxBatches is below 1 or Archive is NULL]
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 735707 and removes nothing when MaxBatches is below 1 or Archive is NULL]
 AS
 BEGIN
     DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
@@ -669,7 +669,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50007 and removes nothing when Keys is not a list of keys or comes with an age]
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 735707 and removes nothing when Keys is not a list of keys or comes with an age]
 AS
 BEGIN
     DECLARE @Old DATETIME2(7) = DATEADD(HOUR, -2, SYSUTCDATETIME());
@@ -744,7 +744,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Purge_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Purge_SyncQueue_trxTests.[test Purge_SyncQueue_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -763,7 +763,7 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike
         @ExpectedPattern = N'dbo.Purge_SyncQueue_trx owns its transaction%', @Actual = @ErrorMessage;
 END;

@@ -21,7 +21,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Actual, @Message = @Message;
 END;
 GO
--- Calls the purge with a bad @BatchSize and asserts that it raised 50007.
+-- Calls the purge with a bad @BatchSize and asserts that it raised 735707.
 CREATE PROCEDURE Purge_TransportMessage_trxTests.AssertRefused
     @BatchSize INT,
     @Case NVARCHAR(200)
@@ -35,15 +35,15 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = @Case;
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.TransportMessage';
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Purge_TransportMessage_trx;
 END;
@@ -150,7 +150,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx raises 50007 and deletes nothing when BatchSize is out of range]
+CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx raises 735707 and deletes nothing when BatchSize is out of range]
 AS
 BEGIN
     DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -5, SYSUTCDATETIME());
@@ -169,7 +169,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -185,6 +185,6 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO

@@ -27,12 +27,12 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Receive_HeapQueue_trxTests.[test Receive_HeapQueue_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Receive_HeapQueue_trxTests.[test Receive_HeapQueue_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.HeapQueue';
     EXEC Receive_HeapQueue_trxTests.AddThreeMessages;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Receive_HeapQueue_trx @BatchSize = 1;
 END;
@@ -78,7 +78,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Receive_HeapQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Receive_HeapQueue_trxTests.[test Receive_HeapQueue_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Receive_HeapQueue_trxTests.[test Receive_HeapQueue_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -95,6 +95,6 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO

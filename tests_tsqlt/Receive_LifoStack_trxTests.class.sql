@@ -51,11 +51,11 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC Receive_LifoStack_trxTests.FakeStackOfThree;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Receive_LifoStack_trx @BatchSize = 1;
 END;
@@ -94,7 +94,7 @@ END;
 GO
 -- The batch size is checked before the transaction begins, so none is left open.
 --[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx raises 50007 and removes nothing when the batch size is 0]
+CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx raises 735707 and removes nothing when the batch size is 0]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -110,7 +110,7 @@ BEGIN
     END CATCH;
     SET @TranCount = @@TRANCOUNT;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = N'error number';
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = N'error number';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
     SELECT @RowCount = COUNT(*) FROM dbo.LifoStack;
     EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @RowCount, @Message = N'messages left in the stack';
@@ -119,7 +119,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Receive_LifoStack_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Receive_LifoStack_trxTests.[test Receive_LifoStack_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -135,6 +135,6 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO

@@ -21,7 +21,7 @@ BEGIN
     (3, 0x03, '2024-01-01T00:00:03');
 END;
 GO
--- Asserts that @BatchSize is refused with 50007 and that the three messages stay.
+-- Asserts that @BatchSize is refused with 735707 and that the three messages stay.
 CREATE PROCEDURE Receive_LifoStack_utxTests.AssertBatchSizeRefused
     @BatchSize INT
 AS
@@ -36,7 +36,7 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = N'error number';
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = N'error number';
     SELECT @RowCount = COUNT(*) FROM dbo.LifoStack;
     EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @RowCount, @Message = N'messages left in the stack';
 END;
@@ -116,7 +116,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.LifoStack';
 END;
 GO
-CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx raises 50007 and removes nothing when the batch size is NULL]
+CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx raises 735707 and removes nothing when the batch size is NULL]
 AS
 BEGIN
     EXEC Receive_LifoStack_utxTests.FakeStackOfThree;
@@ -124,7 +124,7 @@ BEGIN
     EXEC Receive_LifoStack_utxTests.AssertBatchSizeRefused @BatchSize = NULL;
 END;
 GO
-CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx raises 50007 and removes nothing when the batch size is 0]
+CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx raises 735707 and removes nothing when the batch size is 0]
 AS
 BEGIN
     EXEC Receive_LifoStack_utxTests.FakeStackOfThree;
@@ -132,7 +132,7 @@ BEGIN
     EXEC Receive_LifoStack_utxTests.AssertBatchSizeRefused @BatchSize = 0;
 END;
 GO
-CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx raises 50007 and removes nothing when the batch size is minus 1]
+CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx raises 735707 and removes nothing when the batch size is minus 1]
 AS
 BEGIN
     EXEC Receive_LifoStack_utxTests.FakeStackOfThree;
@@ -140,7 +140,7 @@ BEGIN
     EXEC Receive_LifoStack_utxTests.AssertBatchSizeRefused @BatchSize = -1;
 END;
 GO
-CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx raises 50007 and removes nothing when the batch size is 1001]
+CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx raises 735707 and removes nothing when the batch size is 1001]
 AS
 BEGIN
     EXEC Receive_LifoStack_utxTests.FakeStackOfThree;
@@ -174,11 +174,11 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Receive_LifoStack_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx raises 50002 when no transaction is open]
+CREATE PROCEDURE Receive_LifoStack_utxTests.[test Receive_LifoStack_utx raises 735702 when no transaction is open]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.LifoStack', @Defaults = 1;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735702;
 
     EXEC dbo.Receive_LifoStack_utx @BatchSize = 1;
 END;

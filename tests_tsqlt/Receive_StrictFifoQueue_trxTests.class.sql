@@ -30,12 +30,12 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.[test Receive_StrictFifoQueue_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.[test Receive_StrictFifoQueue_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.StrictFifoQueue';
     EXEC Receive_StrictFifoQueue_trxTests.AddThreeMessages;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Receive_StrictFifoQueue_trx @BatchSize = 1;
 END;
@@ -84,7 +84,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.[test Receive_StrictFifoQueue_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.[test Receive_StrictFifoQueue_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -101,6 +101,6 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO

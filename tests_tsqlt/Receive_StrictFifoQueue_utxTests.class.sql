@@ -37,7 +37,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@BatchSize must be 1 to 1000%', @Actual = @ErrorMessage;
     SELECT @Rows = COUNT(*) FROM dbo.StrictFifoQueue;
     EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @Rows, @Message = N'messages still queued';
@@ -96,7 +96,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.StrictFifoQueue';
 END;
 GO
-CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx raises 50007 and removes nothing when BatchSize is NULL]
+CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx raises 735707 and removes nothing when BatchSize is NULL]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.StrictFifoQueue';
@@ -105,7 +105,7 @@ BEGIN
     EXEC Receive_StrictFifoQueue_utxTests.AssertBatchSizeRefused @BatchSize = NULL;
 END;
 GO
-CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx raises 50007 and removes nothing when BatchSize is 0]
+CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx raises 735707 and removes nothing when BatchSize is 0]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.StrictFifoQueue';
@@ -114,7 +114,7 @@ BEGIN
     EXEC Receive_StrictFifoQueue_utxTests.AssertBatchSizeRefused @BatchSize = 0;
 END;
 GO
-CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx raises 50007 and removes nothing when BatchSize is negative]
+CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx raises 735707 and removes nothing when BatchSize is negative]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.StrictFifoQueue';
@@ -123,7 +123,7 @@ BEGIN
     EXEC Receive_StrictFifoQueue_utxTests.AssertBatchSizeRefused @BatchSize = -1;
 END;
 GO
-CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx raises 50007 and removes nothing when BatchSize is over 1000]
+CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx raises 735707 and removes nothing when BatchSize is over 1000]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.StrictFifoQueue';
@@ -159,7 +159,7 @@ END;
 GO
 -- A NoTransaction test makes no permanent objects, so it counts rows instead of comparing tables.
 --[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx raises 50002 and removes nothing when called outside a transaction]
+CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx raises 735702 and removes nothing when called outside a transaction]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -174,7 +174,7 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50002, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735702, @Actual = @ErrorNumber;
     SELECT @Rows = COUNT(*) FROM dbo.StrictFifoQueue;
     EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @Rows, @Message = N'messages still queued';
 END;

@@ -42,11 +42,11 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC Receive_TransportMessage_trxTests.FakeTransport;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Receive_TransportMessage_trx @Queue = 'Sales';
 END;
@@ -94,7 +94,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx raises 50007 and removes nothing when an argument is bad]
+CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx raises 735707 and removes nothing when an argument is bad]
 AS
 BEGIN
     DECLARE @UnknownQueueError INT;
@@ -116,15 +116,15 @@ BEGIN
     END CATCH;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @UnknownQueueError, @Message = N'unknown queue';
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @BadBatchSizeError, @Message = N'BatchSize 1001';
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @UnknownQueueError, @Message = N'unknown queue';
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @BadBatchSizeError, @Message = N'BatchSize 1001';
     EXEC Receive_TransportMessage_trxTests.AssertRemaining @Expected = '1,2,3,4';
 END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -140,6 +140,6 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO

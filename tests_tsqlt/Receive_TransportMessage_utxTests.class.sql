@@ -43,7 +43,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual', @Message = @Message;
 END;
 GO
--- Receives with one bad argument and asserts that it raised 50007.
+-- Receives with one bad argument and asserts that it raised 735707.
 CREATE PROCEDURE Receive_TransportMessage_utxTests.AssertRefused
     @Queue VARCHAR(400) = 'Sales',
     @BatchSize INT = 1,
@@ -57,7 +57,7 @@ BEGIN
     BEGIN CATCH
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = @Case;
 END;
 GO
 -- Run after the NoTransaction test.
@@ -152,7 +152,7 @@ BEGIN
     EXEC Receive_TransportMessage_utxTests.AssertRemainingAreExpected;
 END;
 GO
-CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx raises 50007 and removes nothing when the queue is unknown]
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx raises 735707 and removes nothing when the queue is unknown]
 AS
 BEGIN
     EXEC Receive_TransportMessage_utxTests.FakeTransport;
@@ -166,7 +166,7 @@ BEGIN
     EXEC Receive_TransportMessage_utxTests.AssertRemainingAreExpected;
 END;
 GO
-CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx raises 50007 and removes nothing when BatchSize is out of range]
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx raises 735707 and removes nothing when BatchSize is out of range]
 AS
 BEGIN
     EXEC Receive_TransportMessage_utxTests.FakeTransport;
@@ -206,7 +206,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Receive_TransportMessage_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx raises 50002 and removes nothing when no transaction is open]
+CREATE PROCEDURE Receive_TransportMessage_utxTests.[test Receive_TransportMessage_utx raises 735702 and removes nothing when no transaction is open]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -221,7 +221,7 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50002, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735702, @Actual = @ErrorNumber;
     SELECT @Rows = COUNT(*) FROM dbo.TransportMessage;
     EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Rows, @Message = N'rows left';
 END;

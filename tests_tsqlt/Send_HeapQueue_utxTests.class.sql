@@ -29,7 +29,7 @@ BEGIN
 END;
 GO
 -- Caught here rather than with ExpectException, to assert afterwards that nothing was written.
-CREATE PROCEDURE Send_HeapQueue_utxTests.[test Send_HeapQueue_utx raises 50007 and writes nothing when Payload is NULL]
+CREATE PROCEDURE Send_HeapQueue_utxTests.[test Send_HeapQueue_utx raises 735707 and writes nothing when Payload is NULL]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -45,7 +45,7 @@ BEGIN
             @ErrorMessage = ERROR_MESSAGE();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike @ExpectedPattern = N'%@Payload is required%', @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.HeapQueue';
 END;
@@ -62,7 +62,7 @@ END;
 GO
 -- A NoTransaction test makes no permanent objects, so it counts rows instead of comparing tables.
 --[@tSQLt:NoTransaction]('Send_HeapQueue_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Send_HeapQueue_utxTests.[test Send_HeapQueue_utx raises 50002 and writes nothing when called outside a transaction]
+CREATE PROCEDURE Send_HeapQueue_utxTests.[test Send_HeapQueue_utx raises 735702 and writes nothing when called outside a transaction]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -76,7 +76,7 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50002, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735702, @Actual = @ErrorNumber;
     SELECT @Rows = COUNT(*) FROM dbo.HeapQueue;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'messages in the queue';
 END;

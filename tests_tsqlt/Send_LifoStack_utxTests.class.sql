@@ -69,7 +69,7 @@ BEGIN
 END;
 GO
 -- Caught here rather than with tSQLt.ExpectException, to assert afterwards that nothing was written.
-CREATE PROCEDURE Send_LifoStack_utxTests.[test Send_LifoStack_utx raises 50007 and writes nothing when the payload is NULL]
+CREATE PROCEDURE Send_LifoStack_utxTests.[test Send_LifoStack_utx raises 735707 and writes nothing when the payload is NULL]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -83,17 +83,17 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = N'error number';
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = N'error number';
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.LifoStack';
 END;
 GO
 --[@tSQLt:NoTransaction]('Send_LifoStack_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Send_LifoStack_utxTests.[test Send_LifoStack_utx raises 50002 when no transaction is open]
+CREATE PROCEDURE Send_LifoStack_utxTests.[test Send_LifoStack_utx raises 735702 when no transaction is open]
 AS
 BEGIN
     DECLARE @Id BIGINT;
     EXEC Send_LifoStack_utxTests.FakeStack;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735702;
 
     EXEC dbo.Send_LifoStack_utx @Payload = 0x01, @Id = @Id OUTPUT;
 END;

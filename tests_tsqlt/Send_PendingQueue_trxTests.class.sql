@@ -22,11 +22,11 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Send_PendingQueue_trxTests.[test Send_PendingQueue_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Send_PendingQueue_trxTests.[test Send_PendingQueue_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC Send_PendingQueue_trxTests.FakeQueue;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Send_PendingQueue_trx @Payload = 0x01;
 END;
@@ -59,7 +59,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Send_PendingQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Send_PendingQueue_trxTests.[test Send_PendingQueue_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Send_PendingQueue_trxTests.[test Send_PendingQueue_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -75,6 +75,6 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO

@@ -94,7 +94,7 @@ BEGIN
 END;
 GO
 -- Caught here rather than with tSQLt.ExpectException, to assert afterwards that nothing was written.
-CREATE PROCEDURE Send_PendingQueue_utxTests.[test Send_PendingQueue_utx raises 50007 and writes nothing when the payload is NULL]
+CREATE PROCEDURE Send_PendingQueue_utxTests.[test Send_PendingQueue_utx raises 735707 and writes nothing when the payload is NULL]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -108,17 +108,17 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = N'error number';
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = N'error number';
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.PendingQueue';
 END;
 GO
 --[@tSQLt:NoTransaction]('Send_PendingQueue_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Send_PendingQueue_utxTests.[test Send_PendingQueue_utx raises 50002 when no transaction is open]
+CREATE PROCEDURE Send_PendingQueue_utxTests.[test Send_PendingQueue_utx raises 735702 when no transaction is open]
 AS
 BEGIN
     DECLARE @Id BIGINT;
     EXEC Send_PendingQueue_utxTests.FakeQueue;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50002;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735702;
 
     EXEC dbo.Send_PendingQueue_utx @Payload = 0x01, @Id = @Id OUTPUT;
 END;

@@ -14,11 +14,11 @@ BEGIN
 END;
 GO
 -- tSQLt runs this test inside its own transaction: exactly what a _trx refuses.
-CREATE PROCEDURE Send_TransportMessage_trxTests.[test Send_TransportMessage_trx raises 50001 when a transaction is open]
+CREATE PROCEDURE Send_TransportMessage_trxTests.[test Send_TransportMessage_trx raises 735701 when a transaction is open]
 AS
 BEGIN
     EXEC Send_TransportMessage_trxTests.FakeTransport;
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 50001;
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
     EXEC dbo.Send_TransportMessage_trx @Queue = 'Sales';
 END;
@@ -75,7 +75,7 @@ GO
 -- The error leaves the procedure at its RAISERROR (tSQLt runs tests inside TRY...CATCH), so the
 -- _trx's own rollback never runs: the test looks inside the transaction left open, then rolls back.
 --[@tSQLt:NoTransaction]('Send_TransportMessage_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Send_TransportMessage_trxTests.[test Send_TransportMessage_trx raises 50007 and sends nothing when the queue is unknown]
+CREATE PROCEDURE Send_TransportMessage_trxTests.[test Send_TransportMessage_trx raises 735707 and sends nothing when the queue is unknown]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -92,7 +92,7 @@ BEGIN
     SELECT @RowsInTransaction = COUNT(*) FROM dbo.TransportMessage;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RowsInTransaction, @Message = N'rows in the transaction';
     SELECT @Rows = COUNT(*) FROM dbo.TransportMessage;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows after the rollback';
@@ -101,7 +101,7 @@ GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Send_TransportMessage_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Send_TransportMessage_trxTests.[test Send_TransportMessage_trx raises 50001 when implicit transactions are on]
+CREATE PROCEDURE Send_TransportMessage_trxTests.[test Send_TransportMessage_trx raises 735701 when implicit transactions are on]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -117,6 +117,6 @@ BEGIN
     SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 50001, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO

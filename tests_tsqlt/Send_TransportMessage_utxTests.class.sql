@@ -22,7 +22,7 @@ BEGIN
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 END;
 GO
--- Sends with one bad argument and asserts that it raised 50007.
+-- Sends with one bad argument and asserts that it raised 735707.
 CREATE PROCEDURE Send_TransportMessage_utxTests.AssertRefused
     @Queue VARCHAR(400) = 'Sales',
     @Expires DATETIME2(7) = NULL,
@@ -47,7 +47,7 @@ BEGIN
     BEGIN CATCH
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
-    EXEC tSQLt.AssertEquals @Expected = 50007, @Actual = @ErrorNumber, @Message = @Case;
+    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber, @Message = @Case;
 END;
 GO
 CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx writes the message as given when every argument is given]
@@ -178,7 +178,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Written;
 END;
 GO
-CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 50007 and writes nothing when the queue is unknown]
+CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 735707 and writes nothing when the queue is unknown]
 AS
 BEGIN
     EXEC Send_TransportMessage_utxTests.FakeTransport;
@@ -191,7 +191,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.TransportMessage';
 END;
 GO
-CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 50007 and writes nothing when Expires has passed]
+CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 735707 and writes nothing when Expires has passed]
 AS
 BEGIN
     DECLARE @Passed DATETIME2(7) = DATEADD(MINUTE, -5, SYSUTCDATETIME());
@@ -202,7 +202,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.TransportMessage';
 END;
 GO
-CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 50007 and writes nothing when the headers are no JSON object]
+CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 735707 and writes nothing when the headers are no JSON object]
 AS
 BEGIN
     EXEC Send_TransportMessage_utxTests.FakeTransport;
@@ -215,7 +215,7 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.TransportMessage';
 END;
 GO
-CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 50007 and writes nothing when an address is over 255 characters]
+CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 735707 and writes nothing when an address is over 255 characters]
 AS
 BEGIN
     DECLARE @Long VARCHAR(400) = REPLICATE('a', 256);
@@ -228,7 +228,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Send_TransportMessage_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 50002 and writes nothing when no transaction is open]
+CREATE PROCEDURE Send_TransportMessage_utxTests.[test Send_TransportMessage_utx raises 735702 and writes nothing when no transaction is open]
 AS
 BEGIN
     DECLARE @ErrorNumber INT;
@@ -245,7 +245,7 @@ BEGIN
         SET @ErrorNumber = ERROR_NUMBER();
     END CATCH;
 
-    EXEC tSQLt.AssertEquals @Expected = 50002, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertEquals @Expected = 735702, @Actual = @ErrorNumber;
     SELECT @Rows = COUNT(*) FROM dbo.TransportMessage;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows written';
 END;

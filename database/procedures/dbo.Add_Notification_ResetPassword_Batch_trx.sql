@@ -7,9 +7,9 @@ GO
    @Items: the notifications (dbo.Notification_ResetPasswordItemList), at most 4,000.
    Returns 0 with one row per item, in ItemNo order (EnqueuedAt, ItemNo,
    IsDuplicate): a duplicate's EnqueuedAt is the key of the unfinished
-   notification that carries its DedupKey; 1 on error: 50001 inside a transaction
+   notification that carries its DedupKey; 1 on error: 735701 inside a transaction
    or with IMPLICIT_TRANSACTIONS ON, and the errors of
-   dbo.Add_Notification_ResetPassword_Batch_utx (50007 names the item). */
+   dbo.Add_Notification_ResetPassword_Batch_utx (735707 names the item). */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_Batch_trx
     @Items dbo.Notification_ResetPasswordItemList READONLY
 AS
@@ -26,7 +26,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Add_Notification_ResetPassword_Batch_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Add_Notification_ResetPassword_Batch_trx');
             GOTO EXIT_ERROR;
         END;
 

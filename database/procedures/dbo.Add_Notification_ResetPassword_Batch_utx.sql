@@ -24,8 +24,8 @@ GO
      1 to 4,000 items: a bigger insert would escalate to a table lock.
    @Enqueued: OUTPUT, every item as a JSON array of {ItemNo, EnqueuedAt,
      IsDuplicate} in ItemNo order.
-   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 an invalid item
-   (named by its ItemNo; nothing is written), 50009 the enqueue lock was not
+   Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid item
+   (named by its ItemNo; nothing is written), 735709 the enqueue lock was not
    granted. On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_Batch_utx
     @Items dbo.Notification_ResetPasswordItemList READONLY,
@@ -58,13 +58,13 @@ BEGIN
     SET @Enqueued = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
-            RAISERROR (50002, 16, 1, N'dbo.Add_Notification_ResetPassword_Batch_utx');
+            RAISERROR (735702, 16, 1, N'dbo.Add_Notification_ResetPassword_Batch_utx');
             GOTO EXIT_ERROR;
         END;
     SELECT @ItemCount = COUNT(*) FROM @Items;
     IF (@ItemCount = 0 OR @ItemCount > @MaxItems)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Items must hold 1 to 4,000 items');
+            RAISERROR (735707, 16, 1, @Proc, N'@Items must hold 1 to 4,000 items');
             GOTO EXIT_ERROR;
         END;
     -- The single-row rules, in its order. LEN and LIKE ignore trailing spaces of VARCHAR:
@@ -106,7 +106,7 @@ BEGIN
     IF (@BadItem IS NOT NULL)
         BEGIN
             SET @Why = N'item ' + CAST(@BadItem AS NVARCHAR(12)) + N': ' + @Why;
-            RAISERROR (50007, 16, 1, @Proc, @Why);
+            RAISERROR (735707, 16, 1, @Proc, @Why);
             GOTO EXIT_ERROR;
         END;
 
@@ -117,7 +117,7 @@ BEGIN
         @LockTimeout = 10000;
     IF (@LockResult < 0)
         BEGIN
-            RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+            RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
             GOTO EXIT_ERROR;
         END;
 
@@ -153,7 +153,7 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> @ItemCount)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, @ItemCount, @RowCnt);
+            RAISERROR (735703, 16, 1, @Proc, @ItemCount, @RowCnt);
             GOTO EXIT_ERROR;
         END;
     SELECT
@@ -216,7 +216,7 @@ BEGIN
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             IF (@RowCnt <> @InsertCount)
                 BEGIN
-                    RAISERROR (50003, 16, 1, @Proc, @InsertCount, @RowCnt);
+                    RAISERROR (735703, 16, 1, @Proc, @InsertCount, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
 
@@ -235,7 +235,7 @@ BEGIN
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             IF (@RowCnt <> @InsertCount)
                 BEGIN
-                    RAISERROR (50003, 16, 1, @Proc, @InsertCount, @RowCnt);
+                    RAISERROR (735703, 16, 1, @Proc, @InsertCount, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
 
@@ -253,7 +253,7 @@ BEGIN
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             IF (@RowCnt <> @EmailCount)
                 BEGIN
-                    RAISERROR (50003, 16, 1, @Proc, @EmailCount, @RowCnt);
+                    RAISERROR (735703, 16, 1, @Proc, @EmailCount, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
 
@@ -270,7 +270,7 @@ BEGIN
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             IF (@RowCnt <> @SmsCount)
                 BEGIN
-                    RAISERROR (50003, 16, 1, @Proc, @SmsCount, @RowCnt);
+                    RAISERROR (735703, 16, 1, @Proc, @SmsCount, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
         END;

@@ -15,7 +15,7 @@ GO
    @GroupKey: an ordered group to join (NULL: none).
    @DedupKey: a deduplication key (NULL: none).
    Returns 0 with one row, the new key (EnqueuedAt), or the key of the
-   unfinished notification that already carries @DedupKey; 1 on error: 50001 inside
+   unfinished notification that already carries @DedupKey; 1 on error: 735701 inside
    a transaction, and the errors of dbo.Add_Notification_ResetPassword_utx. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_trx
     @UserID dbo.DbUserID,
@@ -42,7 +42,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Add_Notification_ResetPassword_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Add_Notification_ResetPassword_trx');
             GOTO EXIT_ERROR;
         END;
 

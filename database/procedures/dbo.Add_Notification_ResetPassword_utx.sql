@@ -24,8 +24,8 @@ GO
    @DedupKey: a deduplication key, at most 200 characters (NULL: none). While an
      unfinished notification carries it, nothing is written and that one's key
      is returned, with no error: enqueueing the same request twice is safe.
-   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 an invalid
-   parameter (nothing is written), 50009 the enqueue lock was not granted.
+   Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid
+   parameter (nothing is written), 735709 the enqueue lock was not granted.
    On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_utx
     @UserID dbo.DbUserID,
@@ -52,17 +52,17 @@ BEGIN
     SET @EnqueuedAt = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
-            RAISERROR (50002, 16, 1, N'dbo.Add_Notification_ResetPassword_utx');
+            RAISERROR (735702, 16, 1, N'dbo.Add_Notification_ResetPassword_utx');
             GOTO EXIT_ERROR;
         END;
     IF (@UserID IS NULL OR @UserID <= 0)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@UserID is required and must be positive');
+            RAISERROR (735707, 16, 1, @Proc, N'@UserID is required and must be positive');
             GOTO EXIT_ERROR;
         END;
     IF (@Username IS NULL OR LTRIM(RTRIM(@Username)) = N'' OR LEN(@Username) > 128)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Username is required, at most 128 characters');
+            RAISERROR (735707, 16, 1, @Proc, N'@Username is required, at most 128 characters');
             GOTO EXIT_ERROR;
         END;
     -- LEN and LIKE ignore trailing spaces of VARCHAR: DATALENGTH does not
@@ -71,22 +71,22 @@ BEGIN
         OR DATALENGTH(@OTP) <> DATALENGTH(RTRIM(@OTP))
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@OTP must be 4 to 10 letters or digits');
+            RAISERROR (735707, 16, 1, @Proc, N'@OTP must be 4 to 10 letters or digits');
             GOTO EXIT_ERROR;
         END;
     IF (@EmailTo IS NULL AND @PhoneNumber IS NULL)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'give @EmailTo, @PhoneNumber or both: a notification needs a channel');
+            RAISERROR (735707, 16, 1, @Proc, N'give @EmailTo, @PhoneNumber or both: a notification needs a channel');
             GOTO EXIT_ERROR;
         END;
     IF (@EmailTo IS NOT NULL AND dbo.EmailIsValid_fn(@EmailTo) = 0)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@EmailTo is not an e-mail address');
+            RAISERROR (735707, 16, 1, @Proc, N'@EmailTo is not an e-mail address');
             GOTO EXIT_ERROR;
         END;
     IF (@PhoneNumber IS NOT NULL AND dbo.PhoneIsValid_fn(@PhoneNumber) = 0)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@PhoneNumber is not an E.164 number such as +14155550123');
+            RAISERROR (735707, 16, 1, @Proc, N'@PhoneNumber is not an E.164 number such as +14155550123');
             GOTO EXIT_ERROR;
         END;
     IF (
@@ -94,22 +94,22 @@ BEGIN
         AND (LEN(@PreferredLanguage) NOT BETWEEN 2 AND 12 OR @PreferredLanguage LIKE N'%[^A-Za-z-]%')
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@PreferredLanguage must be a language tag such as en or en-GB');
+            RAISERROR (735707, 16, 1, @Proc, N'@PreferredLanguage must be a language tag such as en or en-GB');
             GOTO EXIT_ERROR;
         END;
     IF (@Priority NOT BETWEEN -32768 AND 32767)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Priority must be -32768 to 32767');
+            RAISERROR (735707, 16, 1, @Proc, N'@Priority must be -32768 to 32767');
             GOTO EXIT_ERROR;
         END;
     IF (@GroupKey IS NOT NULL AND (LTRIM(RTRIM(@GroupKey)) = N'' OR LEN(@GroupKey) > 100))
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@GroupKey must be 1 to 100 characters, or NULL');
+            RAISERROR (735707, 16, 1, @Proc, N'@GroupKey must be 1 to 100 characters, or NULL');
             GOTO EXIT_ERROR;
         END;
     IF (@DedupKey IS NOT NULL AND (LTRIM(RTRIM(@DedupKey)) = N'' OR LEN(@DedupKey) > 200))
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@DedupKey must be 1 to 200 characters, or NULL');
+            RAISERROR (735707, 16, 1, @Proc, N'@DedupKey must be 1 to 200 characters, or NULL');
             GOTO EXIT_ERROR;
         END;
 
@@ -120,7 +120,7 @@ BEGIN
         @LockTimeout = 10000;
     IF (@LockResult < 0)
         BEGIN
-            RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+            RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
             GOTO EXIT_ERROR;
         END;
     -- Under the enqueue lock, so two producers of the same key cannot both miss it.
@@ -159,7 +159,7 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> 1)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
             GOTO EXIT_ERROR;
         END;
 
@@ -171,7 +171,7 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> 1)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
             GOTO EXIT_ERROR;
         END;
 
@@ -185,7 +185,7 @@ BEGIN
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             IF (@RowCnt <> 1)
                 BEGIN
-                    RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+                    RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
         END;
@@ -200,7 +200,7 @@ BEGIN
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             IF (@RowCnt <> 1)
                 BEGIN
-                    RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+                    RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
         END;

@@ -7,7 +7,7 @@ GO
    Returns 0 with one row per job, in ItemNo order (EnqueuedAt, Type,
    EntityKey, from dbo.Worker_SyncQueue_V, then ItemNo and IsDuplicate): a
    duplicate's row is the unfinished item that carries its DedupKey, with that
-   item's key, Type and EntityKey; 1 on error: 50001 inside a transaction, and
+   item's key, Type and EntityKey; 1 on error: 735701 inside a transaction, and
    the errors of dbo.Add_SyncQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_trx
     @Items dbo.SyncQueueItemList READONLY
@@ -25,7 +25,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Add_SyncQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Add_SyncQueue_trx');
             GOTO EXIT_ERROR;
         END;
 

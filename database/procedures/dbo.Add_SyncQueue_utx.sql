@@ -28,8 +28,8 @@ GO
      under or, for a duplicate, the key of the item that carries its DedupKey
      (read it with OPENJSON ... WITH (ItemNo INT, EnqueuedAt DATETIME2(7),
      IsDuplicate BIT)).
-   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 an invalid
-   item (named by its ItemNo), 50009 the enqueue lock was not granted. On
+   Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid
+   item (named by its ItemNo), 735709 the enqueue lock was not granted. On
    error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_utx
     @Items dbo.SyncQueueItemList READONLY,
@@ -66,13 +66,13 @@ BEGIN
         @Enqueued = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
-            RAISERROR (50002, 16, 1, N'dbo.Add_SyncQueue_utx');
+            RAISERROR (735702, 16, 1, N'dbo.Add_SyncQueue_utx');
             GOTO EXIT_ERROR;
         END;
     SELECT @ItemCount = COUNT(*) FROM @Items;
     IF (@ItemCount = 0 OR @ItemCount > @MaxItems)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Items must hold 1 to 4,000 items');
+            RAISERROR (735707, 16, 1, @Proc, N'@Items must hold 1 to 4,000 items');
             GOTO EXIT_ERROR;
         END;
     -- Lengths and the Priority range are the list type's own: SQL Server refuses a
@@ -100,7 +100,7 @@ BEGIN
     IF (@BadItem IS NOT NULL)
         BEGIN
             SET @Why = N'item ' + CAST(@BadItem AS NVARCHAR(12)) + N': ' + @Why;
-            RAISERROR (50007, 16, 1, @Proc, @Why);
+            RAISERROR (735707, 16, 1, @Proc, @Why);
             GOTO EXIT_ERROR;
         END;
 
@@ -111,7 +111,7 @@ BEGIN
         @LockTimeout = 10000;
     IF (@LockResult < 0)
         BEGIN
-            RAISERROR (50009, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
+            RAISERROR (735709, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
             GOTO EXIT_ERROR;
         END;
 
@@ -148,7 +148,7 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> @ItemCount)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, @ItemCount, @RowCnt);
+            RAISERROR (735703, 16, 1, @Proc, @ItemCount, @RowCnt);
             GOTO EXIT_ERROR;
         END;
     SELECT @InsertCount = COUNT(*) FROM @Plan AS p
@@ -214,7 +214,7 @@ BEGIN
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             IF (@RowCnt <> @InsertCount)
                 BEGIN
-                    RAISERROR (50003, 16, 1, @Proc, @InsertCount, @RowCnt);
+                    RAISERROR (735703, 16, 1, @Proc, @InsertCount, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
         END;

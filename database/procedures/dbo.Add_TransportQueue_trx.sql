@@ -5,7 +5,7 @@ GO
    its own; the rules are dbo.Add_TransportQueue_utx's.
    @Endpoint: the endpoint's name.
    @Machine: the instance's machine name; NULL for the primary queue.
-   Returns 0 with one row, the queue's address (Queue); 1 on error: 50001
+   Returns 0 with one row, the queue's address (Queue); 1 on error: 735701
    inside a transaction, and the errors of dbo.Add_TransportQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Add_TransportQueue_trx
     @Endpoint VARCHAR(400),
@@ -22,7 +22,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Add_TransportQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Add_TransportQueue_trx');
             GOTO EXIT_ERROR;
         END;
 

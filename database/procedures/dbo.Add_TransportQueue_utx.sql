@@ -9,7 +9,7 @@ GO
    @Endpoint: the endpoint's name: letters, digits, _ and -; at most 255 characters.
    @Machine: the instance's machine name, likewise; NULL for the primary.
    @Queue: OUTPUT, the queue's address.
-   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 a bad name
+   Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 a bad name
    or a secondary queue whose primary is not declared. The text parameters are
    wider than dbo.QueueAddress so that an over-long name is refused, not cut. */
 CREATE OR ALTER PROCEDURE dbo.Add_TransportQueue_utx
@@ -26,7 +26,7 @@ BEGIN
     SET @Queue = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
-            RAISERROR (50002, 16, 1, N'dbo.Add_TransportQueue_utx');
+            RAISERROR (735702, 16, 1, N'dbo.Add_TransportQueue_utx');
             GOTO EXIT_ERROR;
         END;
     -- Names are identifiers: SQL Server ignores trailing spaces when it compares text, so
@@ -37,7 +37,7 @@ BEGIN
         OR DATALENGTH(@Endpoint) <> DATALENGTH(RTRIM(@Endpoint))
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Endpoint is required: letters, digits, _ and - only');
+            RAISERROR (735707, 16, 1, @Proc, N'@Endpoint is required: letters, digits, _ and - only');
             GOTO EXIT_ERROR;
         END;
     IF (
@@ -48,12 +48,12 @@ BEGIN
         )
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Machine must be letters, digits, _ and - only, or NULL');
+            RAISERROR (735707, 16, 1, @Proc, N'@Machine must be letters, digits, _ and - only, or NULL');
             GOTO EXIT_ERROR;
         END;
     IF (LEN(@Endpoint) + ISNULL(1 + LEN(@Machine), 0) > 255)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'the queue address would be longer than 255 characters');
+            RAISERROR (735707, 16, 1, @Proc, N'the queue address would be longer than 255 characters');
             GOTO EXIT_ERROR;
         END;
     IF (
@@ -64,7 +64,7 @@ BEGIN
         )
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'declare the primary queue of the endpoint first');
+            RAISERROR (735707, 16, 1, @Proc, N'declare the primary queue of the endpoint first');
             GOTO EXIT_ERROR;
         END;
 
@@ -82,7 +82,7 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> 1)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
             GOTO EXIT_ERROR;
         END;
     RETURN 0;

@@ -42,14 +42,14 @@ GO
    2812, caught like the job's own errors), is the deployment's fault, not the
    item's: the drain gives the item back unworked as a worker shutting down does
    (reported Pending: the attempt is returned, the item due again at once, the
-   reason in its Error and its attempt's) and ends with 50007.
+   reason in its Error and its attempt's) and ends with 735707.
    Returns 0 with one row (Claimed, Completed, Failed, TakenOver): how many items
    it claimed, how many completed, how many ended in Error or Failed, and how
-   many someone else changed meanwhile; 1 on error: 50001 inside a transaction,
-   50007 an unknown @Type, a blank @LockedBy, a bad @MaxItems or a job procedure
+   many someone else changed meanwhile; 1 on error: 735701 inside a transaction,
+   735707 an unknown @Type, a blank @LockedBy, a bad @MaxItems or a job procedure
    that does not exist, and the errors of dbo.Next_SyncQueue_utx. An Error
-   report refused for another reason than a change by someone else (50005,
-   50008, 50010) ends the drain with that error. */
+   report refused for another reason than a change by someone else (735705,
+   735708, 735710) ends the drain with that error. */
 CREATE OR ALTER PROCEDURE dbo.Drain_SyncQueue_trx
     @Type VARCHAR(400),
     @LockedBy NVARCHAR(400),
@@ -83,7 +83,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Drain_SyncQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Drain_SyncQueue_trx');
             GOTO EXIT_ERROR;
         END;
     SELECT @JobProcedure = p.JobProcedure
@@ -91,17 +91,17 @@ BEGIN
     WHERE p.[Type] = @Type;
     IF (@JobProcedure IS NULL)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Type must be a job type of dbo.SyncQueueTypeProcedure');
+            RAISERROR (735707, 16, 1, @Proc, N'@Type must be a job type of dbo.SyncQueueTypeProcedure');
             GOTO EXIT_ERROR;
         END;
     IF (@LockedBy IS NULL OR LTRIM(RTRIM(@LockedBy)) = N'')
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@LockedBy must name this worker');
+            RAISERROR (735707, 16, 1, @Proc, N'@LockedBy must name this worker');
             GOTO EXIT_ERROR;
         END;
     IF (@MaxItems IS NULL OR @MaxItems NOT BETWEEN 1 AND 100000)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@MaxItems must be 1 to 100000');
+            RAISERROR (735707, 16, 1, @Proc, N'@MaxItems must be 1 to 100000');
             GOTO EXIT_ERROR;
         END;
 
@@ -137,7 +137,7 @@ BEGIN
                     @Payload = @Payload,
                     @Response = @Response OUTPUT;
                 IF (@JobRetCode = 0)
-                    -- Its errors (a takeover: 50010) land in the CATCH like the job's.
+                    -- Its errors (a takeover: 735710) land in the CATCH like the job's.
                     EXEC dbo.Modify_SyncQueue_utx
                         @EnqueuedAt = @EnqueuedAt,
                         @UpdatedAt = @UpdatedAt,
@@ -170,7 +170,7 @@ BEGIN
                         @Why = N'the job procedure ' + @JobProcedure + N' of dbo.SyncQueueTypeProcedure, '
                         + N'or one it calls, does not exist (' + @JobError + N'); its item was given back';
                     -- Give the claim back. Should even that report be refused (the item
-                    -- changed hands meanwhile, or 50009), the rollback below undoes it,
+                    -- changed hands meanwhile, or 735709), the rollback below undoes it,
                     -- and the item comes back when its lease runs out.
                     BEGIN TRANSACTION Drain_SyncQueue;
                     EXEC @RetCode = dbo.Modify_SyncQueue_utx
@@ -180,10 +180,10 @@ BEGIN
                         @Error = @Why;
                     SELECT @ErrNo = @@ERROR;
                     IF (@ErrNo = 0 AND @RetCode = 0) COMMIT TRANSACTION Drain_SyncQueue;
-                    RAISERROR (50007, 16, 1, @Proc, @Why);
+                    RAISERROR (735707, 16, 1, @Proc, @Why);
                     GOTO EXIT_TRANSACTION;
                 END;
-            IF (@CaughtNo IN (50005, 50008, 50010))
+            IF (@CaughtNo IN (735705, 735708, 735710))
                 SET @TakenOver = @TakenOver + 1;  -- the item is someone else's now
             ELSE IF (@JobError IS NULL)
                 SET @Completed = @Completed + 1;
@@ -201,7 +201,7 @@ BEGIN
                     END TRY
                     BEGIN CATCH
                         IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Drain_SyncQueue;
-                        IF (ERROR_NUMBER() NOT IN (50005, 50008, 50010)) THROW;
+                        IF (ERROR_NUMBER() NOT IN (735705, 735708, 735710)) THROW;
                         SET @TakenOver = @TakenOver + 1;
                     END CATCH;
                 END;

@@ -10,9 +10,9 @@ GO
    @EnqueuedAt: the item's key.
    @UpdatedAt: the caller's current token for it (from Next_, Modify_ or Extend_).
    @LeaseSeconds: the new lease, 1 to 86400 s; NULL: 'syncqueue.leaseSeconds'.
-   Returns 0 with one row (EnqueuedAt, UpdatedAt, LeaseUntil); 1 on error: 50001
-   inside a transaction, 50003, 50004 no such item, 50005 a stale token, 50006
-   the item is not in Processing, 50007 a missing or invalid parameter, 50010 the
+   Returns 0 with one row (EnqueuedAt, UpdatedAt, LeaseUntil); 1 on error: 735701
+   inside a transaction, 735703, 735704 no such item, 735705 a stale token, 735706
+   the item is not in Processing, 735707 a missing or invalid parameter, 735710 the
    item was claimed again since the caller's token. */
 CREATE OR ALTER PROCEDURE dbo.Extend_SyncQueue_trx
     @EnqueuedAt dbo.[_Timestamp],
@@ -40,18 +40,18 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Extend_SyncQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Extend_SyncQueue_trx');
             GOTO EXIT_ERROR;
         END;
     IF (@EnqueuedAt IS NULL OR @UpdatedAt IS NULL)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@EnqueuedAt and @UpdatedAt (the token read with the item) are required');
+            RAISERROR (735707, 16, 1, @Proc, N'@EnqueuedAt and @UpdatedAt (the token read with the item) are required');
             GOTO EXIT_ERROR;
         END;
     SET @LeaseSeconds = ISNULL(@LeaseSeconds, dbo.AppSettingInt_fn('syncqueue.leaseSeconds'));
     IF (@LeaseSeconds IS NULL OR @LeaseSeconds NOT BETWEEN 1 AND 86400)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@LeaseSeconds must be 1 to 86400');
+            RAISERROR (735707, 16, 1, @Proc, N'@LeaseSeconds must be 1 to 86400');
             GOTO EXIT_ERROR;
         END;
 
@@ -63,7 +63,7 @@ BEGIN
     WHERE q.EnqueuedAt = @EnqueuedAt;
     IF (@Current IS NULL)
         BEGIN
-            RAISERROR (50004, 16, 1, @Proc, @Key);
+            RAISERROR (735704, 16, 1, @Proc, @Key);
             GOTO EXIT_TRANSACTION;
         END;
     IF (@CurrentToken <> @UpdatedAt)
@@ -77,15 +77,15 @@ BEGIN
             IF (@ClaimedAgainAt IS NOT NULL)
                 BEGIN
                     SET @ClaimedText = CONVERT(NVARCHAR(40), @ClaimedAgainAt, 126);
-                    RAISERROR (50010, 16, 1, @Proc, @Key, @ClaimedText, @ClaimedBy);
+                    RAISERROR (735710, 16, 1, @Proc, @Key, @ClaimedText, @ClaimedBy);
                     GOTO EXIT_TRANSACTION;
                 END;
-            RAISERROR (50005, 16, 1, @Proc, @Key, @TokenText);
+            RAISERROR (735705, 16, 1, @Proc, @Key, @TokenText);
             GOTO EXIT_TRANSACTION;
         END;
     IF (@Current <> 'Processing')
         BEGIN
-            RAISERROR (50006, 16, 1, @Proc, @Key, @Current, N'Processing');
+            RAISERROR (735706, 16, 1, @Proc, @Key, @Current, N'Processing');
             GOTO EXIT_TRANSACTION;
         END;
 
@@ -101,7 +101,7 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
     IF (@RowCnt <> 1)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
             GOTO EXIT_TRANSACTION;
         END;
     COMMIT TRANSACTION Extend_SyncQueue;

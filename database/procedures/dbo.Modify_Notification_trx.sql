@@ -14,7 +14,7 @@ GO
    @SmsResponse, @SmsError: the Sms channel's own result, when given.
    Returns 0 with the updated item from dbo.Worker_Notification_V (its new UpdatedAt
    is the next token, LeaseUntil its lease while in Processing); 1 on error:
-   50001 inside a transaction, and the errors of dbo.Modify_Notification_utx. */
+   735701 inside a transaction, and the errors of dbo.Modify_Notification_utx. */
 CREATE OR ALTER PROCEDURE dbo.Modify_Notification_trx
     @EnqueuedAt dbo.[_Timestamp],
     @UpdatedAt dbo.[_Timestamp],
@@ -40,7 +40,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Modify_Notification_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Modify_Notification_trx');
             GOTO EXIT_ERROR;
         END;
 

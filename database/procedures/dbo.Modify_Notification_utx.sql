@@ -3,10 +3,10 @@ SET QUOTED_IDENTIFIER ON;
 GO
 /* dbo.Modify_Notification_utx: a worker reports on a Notification item it claimed, inside
    the caller's transaction (seed 000's Modify_):
-   - the item must exist (50004), carry the caller's token and still be editable
-     (50008, dbo.QueueIsEditable_fn). A stale token is 50010 when the item was
+   - the item must exist (735704), carry the caller's token and still be editable
+     (735708, dbo.QueueIsEditable_fn). A stale token is 735710 when the item was
      claimed again since (the caller's lease expired, or its worker restarted,
-     and another attempt now owns the item), 50005 otherwise. A late report on
+     and another attempt now owns the item), 735705 otherwise. A late report on
      an expired lease that nobody took over is accepted: the item is still the
      caller's;
    - an Error outcome when the attempts are spent ('notification.maxAttempts',
@@ -14,7 +14,7 @@ GO
      Completed; here only an outcome that asks for another attempt does, so a
      step advance (Processing) on the last attempt and the other terminal
      outcomes keep their meaning;
-   - the move must be a row of dbo.QueueTransition (50006);
+   - the move must be a row of dbo.QueueTransition (735706);
    - an attempt ends when the item leaves Processing: Duration is set, the lease
      cleared, and the attempt's row in dbo.NotificationAttempt gets the outcome,
      Duration, Step, Response and Error. A step advance (Processing to
@@ -24,11 +24,11 @@ GO
      the attempt is given back (AttemptNum - 1), the attempt row ends as
      Pending, and the item is due again at once (or at @ScheduledFor);
    - only a claim (Next_) moves an item into Processing: from any other state
-     than Processing (a step advance) that move is refused here (50006);
+     than Processing (a step advance) that move is refused here (735706);
    - Failed -> Pending is a retry by hand, done as dbo.Move_Notification_utx's Retry
-     does it: a fresh attempt budget, due at @ScheduledFor or now, and 50011 if
+     does it: a fresh attempt budget, due at @ScheduledFor or now, and 735711 if
      an unfinished item has taken its DedupKey meanwhile; it takes no other
-     argument than @ScheduledFor (50007);
+     argument than @ScheduledFor (735707);
    - Step, Response and Error are kept unless given; an Error outcome is due
      again at @ScheduledFor, by default after the queue's backoff
      (dbo.QueueBackoffMs_fn 'notification': 1 s, doubling, at most 1 h, +-10%).
@@ -46,9 +46,9 @@ GO
    @EmailResponse, @EmailError: the Email channel's own result, when given.
    @SmsResponse, @SmsError: the Sms channel's own result, when given.
    @NewUpdatedAt: OUTPUT, the item's new token.
-   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50004, 50005,
-   50006, 50007 a missing or invalid parameter, 50008, 50009 the enqueue lock
-   (taken for Pending) was not granted, 50010, 50011. On error the caller
+   Returns 0; 1 on error: 735702 outside a transaction, 735703, 735704, 735705,
+   735706, 735707 a missing or invalid parameter, 735708, 735709 the enqueue lock
+   (taken for Pending) was not granted, 735710, 735711. On error the caller
    rolls back; nothing is written before the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Modify_Notification_utx
     @EnqueuedAt dbo.[_Timestamp],
@@ -90,12 +90,12 @@ BEGIN
     SET @NewUpdatedAt = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
-            RAISERROR (50002, 16, 1, N'dbo.Modify_Notification_utx');
+            RAISERROR (735702, 16, 1, N'dbo.Modify_Notification_utx');
             GOTO EXIT_ERROR;
         END;
     IF (@EnqueuedAt IS NULL OR @UpdatedAt IS NULL)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@EnqueuedAt and @UpdatedAt (the token read with the item) are required');
+            RAISERROR (735707, 16, 1, @Proc, N'@EnqueuedAt and @UpdatedAt (the token read with the item) are required');
             GOTO EXIT_ERROR;
         END;
     IF (@Status IS NULL OR NOT EXISTS (
@@ -103,12 +103,12 @@ BEGIN
         WHERE s.[Status] = @Status
     ))
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Status must be one of the states in dbo.QueueStatus');
+            RAISERROR (735707, 16, 1, @Proc, N'@Status must be one of the states in dbo.QueueStatus');
             GOTO EXIT_ERROR;
         END;
     IF (@Step IS NOT NULL AND (LTRIM(RTRIM(@Step)) = '' OR LEN(@Step) > 50))
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Step must be 1 to 50 characters: pass NULL to keep the recorded step');
+            RAISERROR (735707, 16, 1, @Proc, N'@Step must be 1 to 50 characters: pass NULL to keep the recorded step');
             GOTO EXIT_ERROR;
         END;
 
@@ -123,7 +123,7 @@ BEGIN
                 @LockTimeout = 10000;
             IF (@LockResult < 0)
                 BEGIN
-                    RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+                    RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
                     GOTO EXIT_ERROR;
                 END;
         END;
@@ -137,7 +137,7 @@ BEGIN
     WHERE n.EnqueuedAt = @EnqueuedAt;
     IF (@Current IS NULL)
         BEGIN
-            RAISERROR (50004, 16, 1, @Proc, @Key);
+            RAISERROR (735704, 16, 1, @Proc, @Key);
             GOTO EXIT_ERROR;
         END;
     IF (@CurrentToken <> @UpdatedAt)
@@ -153,15 +153,15 @@ BEGIN
             IF (@ClaimedAgainAt IS NOT NULL)
                 BEGIN
                     SET @ClaimedText = CONVERT(NVARCHAR(40), @ClaimedAgainAt, 126);
-                    RAISERROR (50010, 16, 1, @Proc, @Key, @ClaimedText, @ClaimedBy);
+                    RAISERROR (735710, 16, 1, @Proc, @Key, @ClaimedText, @ClaimedBy);
                     GOTO EXIT_ERROR;
                 END;
-            RAISERROR (50005, 16, 1, @Proc, @Key, @TokenText);
+            RAISERROR (735705, 16, 1, @Proc, @Key, @TokenText);
             GOTO EXIT_ERROR;
         END;
     IF (dbo.QueueIsEditable_fn(@Current) = 0)
         BEGIN
-            RAISERROR (50008, 16, 1, @Proc, @Key, @Current);
+            RAISERROR (735708, 16, 1, @Proc, @Key, @Current);
             GOTO EXIT_ERROR;
         END;
     IF (@Status = 'Error' AND @AttemptNum >= @MaxAttempts) SET @Status = 'Failed';
@@ -170,7 +170,7 @@ BEGIN
         OR (@Status = 'Processing' AND @Current <> 'Processing')
     )
         BEGIN
-            RAISERROR (50006, 16, 1, @Proc, @Key, @Current, @Status);
+            RAISERROR (735706, 16, 1, @Proc, @Key, @Current, @Status);
             GOTO EXIT_ERROR;
         END;
     IF (@Current = 'Failed' AND @Status = 'Pending')
@@ -181,7 +181,7 @@ BEGIN
                 OR @SmsResponse IS NOT NULL OR @SmsError IS NOT NULL
             )
                 BEGIN
-                    RAISERROR (50007, 16, 1, @Proc, N'a retry by hand (Failed to Pending) takes only @ScheduledFor');
+                    RAISERROR (735707, 16, 1, @Proc, N'a retry by hand (Failed to Pending) takes only @ScheduledFor');
                     GOTO EXIT_ERROR;
                 END;
             EXEC @RetCode = dbo.Move_Notification_utx
@@ -202,7 +202,7 @@ BEGIN
         )
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'the notification has no Email channel to report on');
+            RAISERROR (735707, 16, 1, @Proc, N'the notification has no Email channel to report on');
             GOTO EXIT_ERROR;
         END;
     IF (
@@ -213,7 +213,7 @@ BEGIN
         )
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'the notification has no Sms channel to report on');
+            RAISERROR (735707, 16, 1, @Proc, N'the notification has no Sms channel to report on');
             GOTO EXIT_ERROR;
         END;
 
@@ -254,7 +254,7 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> 1)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
             GOTO EXIT_ERROR;
         END;
     IF (@Current = 'Processing')
@@ -287,7 +287,7 @@ BEGIN
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             IF (@RowCnt <> 1)
                 BEGIN
-                    RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+                    RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
         END;
@@ -304,7 +304,7 @@ BEGIN
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             IF (@RowCnt <> 1)
                 BEGIN
-                    RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+                    RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
         END;

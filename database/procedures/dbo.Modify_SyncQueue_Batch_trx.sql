@@ -10,12 +10,12 @@ GO
    enqueues of dbo.SyncQueue waiting until it commits.
    All or nothing: the first refused outcome (an item taken over, a stale token,
    an illegal move) rolls the whole batch back and raises that outcome's error
-   (which names the item, but for a bad parameter, 50007); the caller may then
+   (which names the item, but for a bad parameter, 735707); the caller may then
    report the others one by one.
    @Outcomes: the reports, 1 to 1000 rows (dbo.SyncQueueOutcomeList).
    Returns 0 with one row per item (EnqueuedAt, UpdatedAt, Status, ScheduledFor)
-   from dbo.Worker_SyncQueue_V, in key order; 1 on error: 50001 inside a
-   transaction, 50007 an empty or too big batch, 50009 the enqueue lock not
+   from dbo.Worker_SyncQueue_V, in key order; 1 on error: 735701 inside a
+   transaction, 735707 an empty or too big batch, 735709 the enqueue lock not
    granted within 10 s, and the errors of
    dbo.Modify_SyncQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Modify_SyncQueue_Batch_trx
@@ -43,13 +43,13 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Modify_SyncQueue_Batch_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Modify_SyncQueue_Batch_trx');
             GOTO EXIT_ERROR;
         END;
     SELECT @Count = COUNT(*) FROM @Outcomes;
     IF (@Count = 0 OR @Count > 1000)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Outcomes must hold 1 to 1,000 reports');
+            RAISERROR (735707, 16, 1, @Proc, N'@Outcomes must hold 1 to 1,000 reports');
             GOTO EXIT_ERROR;
         END;
 
@@ -67,7 +67,7 @@ BEGIN
                 @LockTimeout = 10000;
             IF (@LockResult < 0)
                 BEGIN
-                    RAISERROR (50009, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
+                    RAISERROR (735709, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
                     GOTO EXIT_TRANSACTION;
                 END;
         END;

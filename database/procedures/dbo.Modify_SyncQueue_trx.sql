@@ -12,7 +12,7 @@ GO
    @ScheduledFor: for an Error outcome, when to try again; NULL: after the backoff.
    Returns 0 with the updated item from dbo.Worker_SyncQueue_V (its new UpdatedAt
    is the next token, LeaseUntil its lease while in Processing); 1 on error:
-   50001 inside a transaction, and the errors of dbo.Modify_SyncQueue_utx. */
+   735701 inside a transaction, and the errors of dbo.Modify_SyncQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Modify_SyncQueue_trx
     @EnqueuedAt dbo.[_Timestamp],
     @UpdatedAt dbo.[_Timestamp],
@@ -34,7 +34,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Modify_SyncQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Modify_SyncQueue_trx');
             GOTO EXIT_ERROR;
         END;
 

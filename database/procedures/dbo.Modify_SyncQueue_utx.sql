@@ -3,10 +3,10 @@ SET QUOTED_IDENTIFIER ON;
 GO
 /* dbo.Modify_SyncQueue_utx: a worker reports on a SyncQueue item it claimed, inside
    the caller's transaction (seed 000's Modify_):
-   - the item must exist (50004), carry the caller's token and still be editable
-     (50008, dbo.QueueIsEditable_fn). A stale token is 50010 when the item was
+   - the item must exist (735704), carry the caller's token and still be editable
+     (735708, dbo.QueueIsEditable_fn). A stale token is 735710 when the item was
      claimed again since (the caller's lease expired, or its worker restarted,
-     and another attempt now owns the item), 50005 otherwise. A late report on
+     and another attempt now owns the item), 735705 otherwise. A late report on
      an expired lease that nobody took over is accepted: the item is still the
      caller's;
    - an Error outcome when the attempts are spent ('syncqueue.maxAttempts',
@@ -14,7 +14,7 @@ GO
      Completed; here only an outcome that asks for another attempt does, so a
      step advance (Processing) on the last attempt and the other terminal
      outcomes keep their meaning;
-   - the move must be a row of dbo.QueueTransition (50006);
+   - the move must be a row of dbo.QueueTransition (735706);
    - an attempt ends when the item leaves Processing: Duration is set, the lease
      cleared, and the attempt's row in dbo.SyncQueueAttempt gets the outcome,
      Duration, Step, Response and Error. A step advance (Processing to
@@ -24,11 +24,11 @@ GO
      the attempt is given back (AttemptNum - 1), the attempt row ends as
      Pending, and the item is due again at once (or at @ScheduledFor);
    - only a claim (Next_) moves an item into Processing: from any other state
-     than Processing (a step advance) that move is refused here (50006);
+     than Processing (a step advance) that move is refused here (735706);
    - Failed -> Pending is a retry by hand, done as dbo.Move_SyncQueue_utx's Retry
-     does it: a fresh attempt budget, due at @ScheduledFor or now, and 50011 if
+     does it: a fresh attempt budget, due at @ScheduledFor or now, and 735711 if
      an unfinished item has taken its DedupKey meanwhile; it takes no other
-     argument than @ScheduledFor (50007);
+     argument than @ScheduledFor (735707);
    - Step, Response and Error are kept unless given; an Error outcome is due
      again at @ScheduledFor, by default after the queue's backoff
      (dbo.QueueBackoffMs_fn 'syncqueue': 1 s, doubling, at most 1 h, +-10%).
@@ -44,9 +44,9 @@ GO
      backoff. For a retry by hand, when it is due; NULL: now. For a release,
      when it is due; NULL: as it was.
    @NewUpdatedAt: OUTPUT, the item's new token.
-   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50004, 50005,
-   50006, 50007 a missing or invalid parameter, 50008, 50009 the enqueue lock
-   (taken for Pending) was not granted, 50010, 50011. On error the caller
+   Returns 0; 1 on error: 735702 outside a transaction, 735703, 735704, 735705,
+   735706, 735707 a missing or invalid parameter, 735708, 735709 the enqueue lock
+   (taken for Pending) was not granted, 735710, 735711. On error the caller
    rolls back; nothing is written before the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Modify_SyncQueue_utx
     @EnqueuedAt dbo.[_Timestamp],
@@ -84,12 +84,12 @@ BEGIN
     SET @NewUpdatedAt = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
-            RAISERROR (50002, 16, 1, N'dbo.Modify_SyncQueue_utx');
+            RAISERROR (735702, 16, 1, N'dbo.Modify_SyncQueue_utx');
             GOTO EXIT_ERROR;
         END;
     IF (@EnqueuedAt IS NULL OR @UpdatedAt IS NULL)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@EnqueuedAt and @UpdatedAt (the token read with the item) are required');
+            RAISERROR (735707, 16, 1, @Proc, N'@EnqueuedAt and @UpdatedAt (the token read with the item) are required');
             GOTO EXIT_ERROR;
         END;
     IF (@Status IS NULL OR NOT EXISTS (
@@ -97,12 +97,12 @@ BEGIN
         WHERE s.[Status] = @Status
     ))
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Status must be one of the states in dbo.QueueStatus');
+            RAISERROR (735707, 16, 1, @Proc, N'@Status must be one of the states in dbo.QueueStatus');
             GOTO EXIT_ERROR;
         END;
     IF (@Step IS NOT NULL AND (LTRIM(RTRIM(@Step)) = '' OR LEN(@Step) > 50))
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Step must be 1 to 50 characters: pass NULL to keep the recorded step');
+            RAISERROR (735707, 16, 1, @Proc, N'@Step must be 1 to 50 characters: pass NULL to keep the recorded step');
             GOTO EXIT_ERROR;
         END;
 
@@ -117,7 +117,7 @@ BEGIN
                 @LockTimeout = 10000;
             IF (@LockResult < 0)
                 BEGIN
-                    RAISERROR (50009, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
+                    RAISERROR (735709, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
                     GOTO EXIT_ERROR;
                 END;
         END;
@@ -131,7 +131,7 @@ BEGIN
     WHERE q.EnqueuedAt = @EnqueuedAt;
     IF (@Current IS NULL)
         BEGIN
-            RAISERROR (50004, 16, 1, @Proc, @Key);
+            RAISERROR (735704, 16, 1, @Proc, @Key);
             GOTO EXIT_ERROR;
         END;
     IF (@CurrentToken <> @UpdatedAt)
@@ -147,15 +147,15 @@ BEGIN
             IF (@ClaimedAgainAt IS NOT NULL)
                 BEGIN
                     SET @ClaimedText = CONVERT(NVARCHAR(40), @ClaimedAgainAt, 126);
-                    RAISERROR (50010, 16, 1, @Proc, @Key, @ClaimedText, @ClaimedBy);
+                    RAISERROR (735710, 16, 1, @Proc, @Key, @ClaimedText, @ClaimedBy);
                     GOTO EXIT_ERROR;
                 END;
-            RAISERROR (50005, 16, 1, @Proc, @Key, @TokenText);
+            RAISERROR (735705, 16, 1, @Proc, @Key, @TokenText);
             GOTO EXIT_ERROR;
         END;
     IF (dbo.QueueIsEditable_fn(@Current) = 0)
         BEGIN
-            RAISERROR (50008, 16, 1, @Proc, @Key, @Current);
+            RAISERROR (735708, 16, 1, @Proc, @Key, @Current);
             GOTO EXIT_ERROR;
         END;
     IF (@Status = 'Error' AND @AttemptNum >= @MaxAttempts) SET @Status = 'Failed';
@@ -164,7 +164,7 @@ BEGIN
         OR (@Status = 'Processing' AND @Current <> 'Processing')
     )
         BEGIN
-            RAISERROR (50006, 16, 1, @Proc, @Key, @Current, @Status);
+            RAISERROR (735706, 16, 1, @Proc, @Key, @Current, @Status);
             GOTO EXIT_ERROR;
         END;
     IF (@Current = 'Failed' AND @Status = 'Pending')
@@ -173,7 +173,7 @@ BEGIN
                 @Step IS NOT NULL OR @Response IS NOT NULL OR @Error IS NOT NULL
             )
                 BEGIN
-                    RAISERROR (50007, 16, 1, @Proc, N'a retry by hand (Failed to Pending) takes only @ScheduledFor');
+                    RAISERROR (735707, 16, 1, @Proc, N'a retry by hand (Failed to Pending) takes only @ScheduledFor');
                     GOTO EXIT_ERROR;
                 END;
             EXEC @RetCode = dbo.Move_SyncQueue_utx
@@ -224,7 +224,7 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> 1)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
             GOTO EXIT_ERROR;
         END;
     IF (@Current = 'Processing')

@@ -4,28 +4,28 @@ GO
 /* dbo.Move_Notification_utx: the item-level controls of a Notification item, for
    operators and applications rather than workers, inside the caller's
    transaction. Each is a move the lifecycle allows (dbo.QueueTransition, else
-   50006) from a state a control may change (dbo.QueueIsEditable_fn, else 50008;
+   735706) from a state a control may change (dbo.QueueIsEditable_fn, else 735708;
    Paused, which workers may not touch, is what Resume and Cancel are for):
      Cancel      Pending, Processing, Error or Paused -> Cancelled
      Pause       Pending or Error -> Paused: no worker claims it until resumed
      Resume      Paused -> Pending, due at @ScheduledFor if given
      Terminate   Processing -> Terminated: stop a running attempt for good
      Retry       Failed -> Pending with a fresh attempt budget, due at
-                 @ScheduledFor (default now); 50011 when an unfinished item has
+                 @ScheduledFor (default now); 735711 when an unfinished item has
                  taken its DedupKey meanwhile
      Reschedule  a Pending, Error or Paused item is due at @ScheduledFor instead
    Cancelling or terminating an item in Processing ends its attempt in
    dbo.NotificationAttempt with that outcome; the worker's later report is refused
-   (50005: its token is stale, and reading the item again shows why).
+   (735705: its token is stale, and reading the item again shows why).
    @EnqueuedAt: the item's key.
-   @UpdatedAt: the token the caller read, checked when given (50005 when stale);
+   @UpdatedAt: the token the caller read, checked when given (735705 when stale);
      NULL acts on the item as it is now, as an operator usually does.
    @Action: Cancel, Pause, Resume, Terminate, Retry or Reschedule.
    @ScheduledFor: the new due time (UTC) for Resume, Retry and Reschedule.
    @NewUpdatedAt: OUTPUT, the item's new token.
-   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50004 no such
-   item, 50005, 50006, 50007 a missing or invalid parameter, 50008, 50009 the
-   enqueue lock (taken to check a retried DedupKey) was not granted, 50011. On
+   Returns 0; 1 on error: 735702 outside a transaction, 735703, 735704 no such
+   item, 735705, 735706, 735707 a missing or invalid parameter, 735708, 735709 the
+   enqueue lock (taken to check a retried DedupKey) was not granted, 735711. On
    error the caller rolls back; nothing is written before the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Move_Notification_utx
     @EnqueuedAt dbo.[_Timestamp],
@@ -56,12 +56,12 @@ BEGIN
     SET @NewUpdatedAt = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
-            RAISERROR (50002, 16, 1, N'dbo.Move_Notification_utx');
+            RAISERROR (735702, 16, 1, N'dbo.Move_Notification_utx');
             GOTO EXIT_ERROR;
         END;
     IF (@EnqueuedAt IS NULL)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@EnqueuedAt is required');
+            RAISERROR (735707, 16, 1, @Proc, N'@EnqueuedAt is required');
             GOTO EXIT_ERROR;
         END;
     SET @Target = CASE @Action
@@ -73,17 +73,17 @@ BEGIN
     END;
     IF (@Target IS NULL AND ISNULL(@Action, '') <> 'Reschedule')
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Action must be Cancel, Pause, Resume, Terminate, Retry or Reschedule');
+            RAISERROR (735707, 16, 1, @Proc, N'@Action must be Cancel, Pause, Resume, Terminate, Retry or Reschedule');
             GOTO EXIT_ERROR;
         END;
     IF (@ScheduledFor IS NOT NULL AND @Action IN ('Cancel', 'Pause', 'Terminate'))
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@ScheduledFor goes with Resume, Retry and Reschedule only');
+            RAISERROR (735707, 16, 1, @Proc, N'@ScheduledFor goes with Resume, Retry and Reschedule only');
             GOTO EXIT_ERROR;
         END;
     IF (@Action = 'Reschedule' AND @ScheduledFor IS NULL)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@ScheduledFor is required to reschedule');
+            RAISERROR (735707, 16, 1, @Proc, N'@ScheduledFor is required to reschedule');
             GOTO EXIT_ERROR;
         END;
 
@@ -99,7 +99,7 @@ BEGIN
                 @LockTimeout = 10000;
             IF (@LockResult < 0)
                 BEGIN
-                    RAISERROR (50009, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+                    RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
                     GOTO EXIT_ERROR;
                 END;
         END;
@@ -113,12 +113,12 @@ BEGIN
     WHERE n.EnqueuedAt = @EnqueuedAt;
     IF (@Current IS NULL)
         BEGIN
-            RAISERROR (50004, 16, 1, @Proc, @Key);
+            RAISERROR (735704, 16, 1, @Proc, @Key);
             GOTO EXIT_ERROR;
         END;
     IF (@UpdatedAt IS NOT NULL AND @CurrentToken <> @UpdatedAt)
         BEGIN
-            RAISERROR (50005, 16, 1, @Proc, @Key, @TokenText);
+            RAISERROR (735705, 16, 1, @Proc, @Key, @TokenText);
             GOTO EXIT_ERROR;
         END;
     IF (
@@ -126,12 +126,12 @@ BEGIN
         AND NOT (@Current = 'Paused' AND @Action IN ('Resume', 'Cancel', 'Reschedule'))
     )
         BEGIN
-            RAISERROR (50008, 16, 1, @Proc, @Key, @Current);
+            RAISERROR (735708, 16, 1, @Proc, @Key, @Current);
             GOTO EXIT_ERROR;
         END;
     IF (@Action = 'Reschedule' AND dbo.QueueIsProcessable_fn(@Current) = 0)
         BEGIN
-            RAISERROR (50008, 16, 1, @Proc, @Key, @Current);
+            RAISERROR (735708, 16, 1, @Proc, @Key, @Current);
             GOTO EXIT_ERROR;
         END;
     -- Failed -> Pending is Retry's move, Paused -> Pending Resume's: the transitions
@@ -142,7 +142,7 @@ BEGIN
         OR (@Action = 'Retry' AND @Current <> 'Failed')
     )
         BEGIN
-            RAISERROR (50006, 16, 1, @Proc, @Key, @Current, @Target);
+            RAISERROR (735706, 16, 1, @Proc, @Key, @Current, @Target);
             GOTO EXIT_ERROR;
         END;
     IF (@Action = 'Retry' AND @DedupKey IS NOT NULL)
@@ -156,7 +156,7 @@ BEGIN
             IF (@DedupHolder IS NOT NULL)
                 BEGIN
                     SET @DedupHolderText = CONVERT(NVARCHAR(40), @DedupHolder, 126);
-                    RAISERROR (50011, 16, 1, @Proc, @Key, @DedupHolderText);
+                    RAISERROR (735711, 16, 1, @Proc, @Key, @DedupHolderText);
                     GOTO EXIT_ERROR;
                 END;
         END;
@@ -182,7 +182,7 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> 1)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
             GOTO EXIT_ERROR;
         END;
 

@@ -6,7 +6,7 @@ GO
    1. Items in Processing whose lease ran out (their worker died) or that
       @LockedBy itself holds (it restarted) are claimed again, while attempts are
       left ('notification.maxAttempts', default 3). Their open attempt ends as an
-      Error saying who abandoned it; the late worker's report is then refused (50010).
+      Error saying who abandoned it; the late worker's report is then refused (735710).
    2. The rest of the batch: Pending and Error items that are due, highest
       Priority first, then earliest ScheduledFor, then enqueue order.
    3. Such abandoned items on their last attempt become Failed instead (at most
@@ -43,8 +43,8 @@ GO
    @Type: claim only items of this job type (a row of dbo.NotificationType), for a
      worker that knows one type only; NULL
      (the default): any type. Step 3 fails the dead items of every type.
-   Returns 0, also when nothing is due; 1 on error: 50002 outside a transaction,
-   50007 a blank or over-long @LockedBy, a bad @BatchSize or an unknown @Type.
+   Returns 0, also when nothing is due; 1 on error: 735702 outside a transaction,
+   735707 a blank or over-long @LockedBy, a bad @BatchSize or an unknown @Type.
    On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Next_Notification_utx
     @LockedBy NVARCHAR(400) = NULL,
@@ -96,17 +96,17 @@ BEGIN
         @Claimed = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
-            RAISERROR (50002, 16, 1, N'dbo.Next_Notification_utx');
+            RAISERROR (735702, 16, 1, N'dbo.Next_Notification_utx');
             GOTO EXIT_ERROR;
         END;
     IF (LTRIM(RTRIM(@LockedBy)) = N'' OR DATALENGTH(@LockedBy) > 256)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@LockedBy must name the worker slot in 1 to 128 characters');
+            RAISERROR (735707, 16, 1, @Proc, N'@LockedBy must name the worker slot in 1 to 128 characters');
             GOTO EXIT_ERROR;
         END;
     IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 1000)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
+            RAISERROR (735707, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
             GOTO EXIT_ERROR;
         END;
     IF (
@@ -117,7 +117,7 @@ BEGIN
         )
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Type must be a job type of dbo.NotificationType, or NULL for any');
+            RAISERROR (735707, 16, 1, @Proc, N'@Type must be a job type of dbo.NotificationType, or NULL for any');
             GOTO EXIT_ERROR;
         END;
 

@@ -13,7 +13,7 @@ GO
    @Type: claim only items of this job type; NULL (the default): any.
    Returns 0 with one row per claimed item (EnqueuedAt, UpdatedAt, LeaseUntil,
    AttemptNum, from dbo.Worker_SyncQueue_V) in claim order, none when nothing
-   came due in time; 1 on error: 50001 inside a transaction, 50007 a bad @LockedBy,
+   came due in time; 1 on error: 735701 inside a transaction, 735707 a bad @LockedBy,
    @BatchSize, @WaitMs or @Type, and the errors of dbo.Next_SyncQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Next_SyncQueue_Batch_trx
     @LockedBy NVARCHAR(400) = NULL,
@@ -38,14 +38,14 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Next_SyncQueue_Batch_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Next_SyncQueue_Batch_trx');
             GOTO EXIT_ERROR;
         END;
     -- Checked here too, before the transaction: a caller whose TRY...CATCH takes
     -- over at the _utx's error would find the transaction still open.
     IF (LTRIM(RTRIM(@LockedBy)) = N'' OR DATALENGTH(@LockedBy) > 256)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@LockedBy must name the worker slot in 1 to 128 characters');
+            RAISERROR (735707, 16, 1, @Proc, N'@LockedBy must name the worker slot in 1 to 128 characters');
             GOTO EXIT_ERROR;
         END;
     IF (
@@ -56,17 +56,17 @@ BEGIN
         )
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Type must be a job type of dbo.SyncQueueType, or NULL for any');
+            RAISERROR (735707, 16, 1, @Proc, N'@Type must be a job type of dbo.SyncQueueType, or NULL for any');
             GOTO EXIT_ERROR;
         END;
     IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 1000)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
+            RAISERROR (735707, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
             GOTO EXIT_ERROR;
         END;
     IF (@WaitMs IS NULL OR @WaitMs < 0 OR @WaitMs > 60000)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@WaitMs must be 0 to 60000');
+            RAISERROR (735707, 16, 1, @Proc, N'@WaitMs must be 0 to 60000');
             GOTO EXIT_ERROR;
         END;
     SET @Deadline = DATEADD(MILLISECOND, @WaitMs, SYSUTCDATETIME());

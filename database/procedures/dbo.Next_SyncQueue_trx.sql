@@ -7,7 +7,7 @@ GO
    @WaitMs: how long to wait for a due item, 0 to 60000 ms (default 0).
    @Type: claim only items of this job type; NULL (the default): any.
    Returns 0 with one row (EnqueuedAt, UpdatedAt, LeaseUntil, AttemptNum), or no
-   row when nothing is due; 1 on error: 50001 inside a transaction, and the
+   row when nothing is due; 1 on error: 735701 inside a transaction, and the
    errors of dbo.Next_SyncQueue_Batch_trx. */
 CREATE OR ALTER PROCEDURE dbo.Next_SyncQueue_trx
     @LockedBy NVARCHAR(400) = NULL,
@@ -20,7 +20,7 @@ BEGIN
 
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Next_SyncQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Next_SyncQueue_trx');
             GOTO EXIT_ERROR;
         END;
 

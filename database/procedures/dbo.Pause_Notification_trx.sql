@@ -7,7 +7,7 @@ GO
    @EnqueuedAt: the item's key.
    @UpdatedAt: the token the caller read, checked when given; NULL: the item as it is now.
    Returns 0 with the item (EnqueuedAt, UpdatedAt, Status, ScheduledFor) from
-   dbo.Worker_Notification_V; 1 on error: 50001 inside a transaction, and the
+   dbo.Worker_Notification_V; 1 on error: 735701 inside a transaction, and the
    errors of dbo.Move_Notification_utx. */
 CREATE OR ALTER PROCEDURE dbo.Pause_Notification_trx
     @EnqueuedAt dbo.[_Timestamp],
@@ -24,7 +24,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Pause_Notification_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Pause_Notification_trx');
             GOTO EXIT_ERROR;
         END;
 

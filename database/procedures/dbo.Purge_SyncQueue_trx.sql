@@ -46,11 +46,11 @@ GO
      (FreeTDS before 1.4 and jTDS cannot send a TVP) and the age mode's callers
      need not change.
    Returns 0 with one row (Removed, Archived): how many items it deleted and how
-   many of them it archived; 1 on error: 50001 inside a transaction or with
-   IMPLICIT_TRANSACTIONS ON, 50007 a bad parameter (its message names it; for
+   many of them it archived; 1 on error: 735701 inside a transaction or with
+   IMPLICIT_TRANSACTIONS ON, 735707 a bad parameter (its message names it; for
    @Keys: not JSON, not an array, or the first bad entry, counted from 1: not an
    object, a time missing, with an offset or not ISO 8601, an item listed again),
-   50003 an item that vanished between its pick and its delete (nothing of that
+   735703 an item that vanished between its pick and its delete (nothing of that
    batch is kept). */
 CREATE OR ALTER PROCEDURE dbo.Purge_SyncQueue_trx
     @OlderThanMinutes INT = NULL,
@@ -102,48 +102,48 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Purge_SyncQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Purge_SyncQueue_trx');
             GOTO EXIT_ERROR;
         END;
     IF (@Keys IS NOT NULL AND @OlderThanMinutes IS NOT NULL)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'give @OlderThanMinutes or @Keys, not both');
+            RAISERROR (735707, 16, 1, @Proc, N'give @OlderThanMinutes or @Keys, not both');
             GOTO EXIT_ERROR;
         END;
     IF (@Keys IS NULL AND (@OlderThanMinutes IS NULL OR @OlderThanMinutes NOT BETWEEN 1 AND 52560000))
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@OlderThanMinutes is required: 1 to 52560000');
+            RAISERROR (735707, 16, 1, @Proc, N'@OlderThanMinutes is required: 1 to 52560000');
             GOTO EXIT_ERROR;
         END;
     IF (@BatchSize IS NULL OR @BatchSize NOT BETWEEN 1 AND 1500)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1500');
+            RAISERROR (735707, 16, 1, @Proc, N'@BatchSize must be 1 to 1500');
             GOTO EXIT_ERROR;
         END;
     IF (@Archive IS NULL)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Archive must be 0 or 1');
+            RAISERROR (735707, 16, 1, @Proc, N'@Archive must be 0 or 1');
             GOTO EXIT_ERROR;
         END;
     IF (@MaxBatches < 1)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@MaxBatches must be 1 or more, or NULL for no limit');
+            RAISERROR (735707, 16, 1, @Proc, N'@MaxBatches must be 1 or more, or NULL for no limit');
             GOTO EXIT_ERROR;
         END;
     IF (@Keys IS NOT NULL AND ISJSON(@Keys) = 0)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Keys must be JSON: an array of {EnqueuedAt, UpdatedAt}');
+            RAISERROR (735707, 16, 1, @Proc, N'@Keys must be JSON: an array of {EnqueuedAt, UpdatedAt}');
             GOTO EXIT_ERROR;
         END;
     -- ISJSON takes an object as well. Wrapped in [ ], any JSON text is one element, whose type
     -- tells an array (4) from an object (5), whatever white space comes before it.
     IF (@Keys IS NOT NULL AND (SELECT j.[type] FROM OPENJSON(N'[' + @Keys + N']') AS j) <> 4)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Keys must be an array of {EnqueuedAt, UpdatedAt}, not an object');
+            RAISERROR (735707, 16, 1, @Proc, N'@Keys must be an array of {EnqueuedAt, UpdatedAt}, not an object');
             GOTO EXIT_ERROR;
         END;
     -- The first bad entry, if any, before @Listed takes one: its key would refuse an item
-    -- listed twice with error 2627, not 50007. An entry is an object (OPENJSON's type 5) with
+    -- listed twice with error 2627, not 735707. An entry is an object (OPENJSON's type 5) with
     -- both times in ISO 8601 (style 126) and no offset or Z, each item once.
     IF (@Keys IS NOT NULL)
         BEGIN
@@ -179,7 +179,7 @@ BEGIN
             ORDER BY k.EntryNo ASC;
             IF (@Problem IS NOT NULL)
                 BEGIN
-                    RAISERROR (50007, 16, 1, @Proc, @Problem);
+                    RAISERROR (735707, 16, 1, @Proc, @Problem);
                     GOTO EXIT_ERROR;
                 END;
             INSERT INTO @Listed (EnqueuedAt, UpdatedAt)
@@ -337,7 +337,7 @@ BEGIN
                     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
                     IF (@RowCnt <> @Locked)
                         BEGIN
-                            RAISERROR (50003, 16, 1, @Proc, @Locked, @RowCnt);
+                            RAISERROR (735703, 16, 1, @Proc, @Locked, @RowCnt);
                             GOTO EXIT_TRANSACTION;
                         END;
                     SET @BatchArchived = @RowCnt;
@@ -366,7 +366,7 @@ BEGIN
             IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
             IF (@RowCnt <> @Locked)
                 BEGIN
-                    RAISERROR (50003, 16, 1, @Proc, @Locked, @RowCnt);
+                    RAISERROR (735703, 16, 1, @Proc, @Locked, @RowCnt);
                     GOTO EXIT_TRANSACTION;
                 END;
             COMMIT TRANSACTION Purge_SyncQueue;

@@ -8,7 +8,7 @@ GO
    @BatchSize: rows per transaction, 1 to 4000 (default 1000): below SQL
      Server's lock-escalation threshold of 5,000 locks on one table or index.
    Returns 0 with one row, how many messages it deleted (Purged); 1 on error:
-   50001 inside a transaction, 50007 a bad @BatchSize. */
+   735701 inside a transaction, 735707 a bad @BatchSize. */
 CREATE OR ALTER PROCEDURE dbo.Purge_TransportMessage_trx
     @BatchSize INT = 1000
 AS
@@ -26,12 +26,12 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Purge_TransportMessage_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Purge_TransportMessage_trx');
             GOTO EXIT_ERROR;
         END;
     IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 4000)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 4000');
+            RAISERROR (735707, 16, 1, @Proc, N'@BatchSize must be 1 to 4000');
             GOTO EXIT_ERROR;
         END;
 

@@ -9,7 +9,7 @@ GO
    work).
    @BatchSize: how many messages at most, 1 to 1000 (default 1).
    Returns 0 with one row per message (Id, Payload, EnqueuedAt), none when the queue is
-   empty; 1 on error: 50002 outside a transaction, 50007 a bad @BatchSize. */
+   empty; 1 on error: 735702 outside a transaction, 735707 a bad @BatchSize. */
 CREATE OR ALTER PROCEDURE dbo.Receive_LifoStack_utx
     @BatchSize INT = 1
 AS
@@ -22,12 +22,12 @@ BEGIN
 
     IF (@@TRANCOUNT = 0)
         BEGIN
-            RAISERROR (50002, 16, 1, N'dbo.Receive_LifoStack_utx');
+            RAISERROR (735702, 16, 1, N'dbo.Receive_LifoStack_utx');
             GOTO EXIT_ERROR;
         END;
     IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 1000)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
+            RAISERROR (735707, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
             GOTO EXIT_ERROR;
         END;
 

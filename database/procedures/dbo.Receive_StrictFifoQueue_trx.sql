@@ -9,7 +9,7 @@ GO
    waits for the first to commit or roll back.
    @BatchSize: how many messages at most, 1 to 1000 (default 1).
    Returns 0 with one row per message (Id, Payload, EnqueuedAt), none when the queue is
-   empty; 1 on error: 50001 inside a transaction, 50007 a bad @BatchSize. */
+   empty; 1 on error: 735701 inside a transaction, 735707 a bad @BatchSize. */
 CREATE OR ALTER PROCEDURE dbo.Receive_StrictFifoQueue_trx
     @BatchSize INT = 1
 AS
@@ -31,12 +31,12 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Receive_StrictFifoQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Receive_StrictFifoQueue_trx');
             GOTO EXIT_ERROR;
         END;
     IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 1000)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
+            RAISERROR (735707, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
             GOTO EXIT_ERROR;
         END;
 

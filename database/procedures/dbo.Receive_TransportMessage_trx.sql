@@ -10,7 +10,7 @@ GO
    @BatchSize: how many messages at most, 1 to 1000 (default 1).
    Returns 0 with one row per message, oldest first (Id, CorrelationId,
    ReplyToAddress, Recoverable, Expires, Headers, Body, RowVersion), none when
-   nothing is deliverable; 1 on error: 50001 inside a transaction, 50007 an
+   nothing is deliverable; 1 on error: 735701 inside a transaction, 735707 an
    unknown queue or a bad @BatchSize. */
 CREATE OR ALTER PROCEDURE dbo.Receive_TransportMessage_trx
     @Queue VARCHAR(400),
@@ -40,7 +40,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Receive_TransportMessage_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Receive_TransportMessage_trx');
             GOTO EXIT_ERROR;
         END;
     IF (@Queue IS NULL OR NOT EXISTS (
@@ -48,12 +48,12 @@ BEGIN
         WHERE q.Queue = @Queue
     ))
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Queue names no declared transport queue (dbo.Add_TransportQueue_trx)');
+            RAISERROR (735707, 16, 1, @Proc, N'@Queue names no declared transport queue (dbo.Add_TransportQueue_trx)');
             GOTO EXIT_ERROR;
         END;
     IF (@BatchSize IS NULL OR @BatchSize < 1 OR @BatchSize > 1000)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
+            RAISERROR (735707, 16, 1, @Proc, N'@BatchSize must be 1 to 1000');
             GOTO EXIT_ERROR;
         END;
 

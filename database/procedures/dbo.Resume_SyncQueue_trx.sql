@@ -8,7 +8,7 @@ GO
    @UpdatedAt: the token the caller read, checked when given; NULL: the item as it is now.
    @ScheduledFor: the new due time, UTC; NULL: keep the recorded one.
    Returns 0 with the item (EnqueuedAt, UpdatedAt, Status, ScheduledFor) from
-   dbo.Worker_SyncQueue_V; 1 on error: 50001 inside a transaction, and the
+   dbo.Worker_SyncQueue_V; 1 on error: 735701 inside a transaction, and the
    errors of dbo.Move_SyncQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Resume_SyncQueue_trx
     @EnqueuedAt dbo.[_Timestamp],
@@ -26,7 +26,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Resume_SyncQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Resume_SyncQueue_trx');
             GOTO EXIT_ERROR;
         END;
 

@@ -4,7 +4,7 @@ GO
 /* dbo.Send_HeapQueue_trx: sends a message to dbo.HeapQueue in a transaction of its own;
    the rules are dbo.Send_HeapQueue_utx's.
    @Payload: the message.
-   Returns 0; 1 on error: 50001 inside a transaction, and the errors of
+   Returns 0; 1 on error: 735701 inside a transaction, and the errors of
    dbo.Send_HeapQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Send_HeapQueue_trx
     @Payload dbo.MessageBody
@@ -19,7 +19,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Send_HeapQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Send_HeapQueue_trx');
             GOTO EXIT_ERROR;
         END;
 

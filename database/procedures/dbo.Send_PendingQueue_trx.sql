@@ -5,7 +5,7 @@ GO
    its own; the rules are dbo.Send_PendingQueue_utx's.
    @Payload: the message.
    @DueAt: when it becomes due, UTC (default: now).
-   Returns 0 with one row, the new message's Id; 1 on error: 50001 inside a transaction,
+   Returns 0 with one row, the new message's Id; 1 on error: 735701 inside a transaction,
    and the errors of dbo.Send_PendingQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Send_PendingQueue_trx
     @Payload dbo.MessageBody,
@@ -22,7 +22,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Send_PendingQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Send_PendingQueue_trx');
             GOTO EXIT_ERROR;
         END;
 

@@ -6,7 +6,7 @@ GO
    @Payload: the message; required.
    @DueAt: when it becomes due, UTC (default: now).
    @Id: OUTPUT, the new message's Id.
-   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 a NULL payload. */
+   Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 a NULL payload. */
 CREATE OR ALTER PROCEDURE dbo.Send_PendingQueue_utx
     @Payload dbo.MessageBody,
     @DueAt dbo.[_Timestamp] = NULL,
@@ -20,12 +20,12 @@ BEGIN
     SET @Id = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
-            RAISERROR (50002, 16, 1, N'dbo.Send_PendingQueue_utx');
+            RAISERROR (735702, 16, 1, N'dbo.Send_PendingQueue_utx');
             GOTO EXIT_ERROR;
         END;
     IF (@Payload IS NULL)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Payload is required: a message has a body');
+            RAISERROR (735707, 16, 1, @Proc, N'@Payload is required: a message has a body');
             GOTO EXIT_ERROR;
         END;
 
@@ -36,7 +36,7 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> 1)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
             GOTO EXIT_ERROR;
         END;
     SET @Id = SCOPE_IDENTITY();

@@ -4,7 +4,7 @@ GO
 /* dbo.Send_StrictFifoQueue_trx: sends a message to dbo.StrictFifoQueue in a transaction
    of its own; the rules are dbo.Send_StrictFifoQueue_utx's.
    @Payload: the message.
-   Returns 0 with one row, the new message's Id; 1 on error: 50001 inside a transaction,
+   Returns 0 with one row, the new message's Id; 1 on error: 735701 inside a transaction,
    and the errors of dbo.Send_StrictFifoQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Send_StrictFifoQueue_trx
     @Payload dbo.MessageBody
@@ -20,7 +20,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Send_StrictFifoQueue_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Send_StrictFifoQueue_trx');
             GOTO EXIT_ERROR;
         END;
 

@@ -12,7 +12,7 @@ GO
    @Expires: when it stops being deliverable, UTC; NULL: never.
    @Headers: a JSON object (default {}).
    @Body: the message's bytes, or NULL.
-   Returns 0 with one row, the message's Id; 1 on error: 50001 inside a
+   Returns 0 with one row, the message's Id; 1 on error: 735701 inside a
    transaction, and the errors of dbo.Send_TransportMessage_utx. */
 CREATE OR ALTER PROCEDURE dbo.Send_TransportMessage_trx
     @Queue VARCHAR(400),
@@ -35,7 +35,7 @@ BEGIN
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
     IF (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
         BEGIN
-            RAISERROR (50001, 16, 1, N'dbo.Send_TransportMessage_trx');
+            RAISERROR (735701, 16, 1, N'dbo.Send_TransportMessage_trx');
             GOTO EXIT_ERROR;
         END;
 

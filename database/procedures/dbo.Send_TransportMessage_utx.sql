@@ -14,7 +14,7 @@ GO
    @Headers: a JSON object (default {}).
    @Body: the message's bytes, or NULL.
    @MessageId: OUTPUT, the message's id.
-   Returns 0; 1 on error: 50002 outside a transaction, 50003, 50007 an unknown
+   Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an unknown
    queue, expired on arrival, headers that are not a JSON object, or an over-long
    @CorrelationId or @ReplyToAddress. */
 CREATE OR ALTER PROCEDURE dbo.Send_TransportMessage_utx
@@ -37,7 +37,7 @@ BEGIN
     SET @MessageId = NULL;
     IF (@@TRANCOUNT = 0)
         BEGIN
-            RAISERROR (50002, 16, 1, N'dbo.Send_TransportMessage_utx');
+            RAISERROR (735702, 16, 1, N'dbo.Send_TransportMessage_utx');
             GOTO EXIT_ERROR;
         END;
     IF (@Queue IS NULL OR NOT EXISTS (
@@ -45,17 +45,17 @@ BEGIN
         WHERE q.Queue = @Queue
     ))
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Queue names no declared transport queue (dbo.Add_TransportQueue_trx)');
+            RAISERROR (735707, 16, 1, @Proc, N'@Queue names no declared transport queue (dbo.Add_TransportQueue_trx)');
             GOTO EXIT_ERROR;
         END;
     IF (LEN(@CorrelationId) > 255 OR LEN(@ReplyToAddress) > 255)
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@CorrelationId and @ReplyToAddress are at most 255 characters');
+            RAISERROR (735707, 16, 1, @Proc, N'@CorrelationId and @ReplyToAddress are at most 255 characters');
             GOTO EXIT_ERROR;
         END;
     IF (@Expires IS NOT NULL AND @Expires <= SYSUTCDATETIME())
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Expires has passed: the message could never be received');
+            RAISERROR (735707, 16, 1, @Proc, N'@Expires has passed: the message could never be received');
             GOTO EXIT_ERROR;
         END;
     -- An object, not an array: its first character after any white space is {.
@@ -65,7 +65,7 @@ BEGIN
         OR LEFT(LTRIM(TRANSLATE(@Headers, NCHAR(9) + NCHAR(10) + NCHAR(13), N'   ')), 1) <> N'{'
     )
         BEGIN
-            RAISERROR (50007, 16, 1, @Proc, N'@Headers must be a JSON object');
+            RAISERROR (735707, 16, 1, @Proc, N'@Headers must be a JSON object');
             GOTO EXIT_ERROR;
         END;
 
@@ -80,7 +80,7 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> 1)
         BEGIN
-            RAISERROR (50003, 16, 1, @Proc, 1, @RowCnt);
+            RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
             GOTO EXIT_ERROR;
         END;
     RETURN 0;

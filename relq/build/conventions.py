@@ -150,7 +150,7 @@ def _file_name(ctx: FileContext) -> Iterator[Finding]:
         number = src.stem.split(".", 1)[0]
         if len(numbers) != 1 or numbers[0].name != number or "." not in src.stem:
             yield _finding(1, "a message file registers exactly one message and is named "
-                              "<number>.<Meaning>.sql, for example 50001.InsideTransaction.sql")
+                              "<number>.<Meaning>.sql, for example 735701.InsideTransaction.sql")
         return
     if src.folder == "data":
         for d in defs:

@@ -17,7 +17,7 @@ dbo.Add_Notification_ResetPassword_Batch_trx).
    one statement per call; the limit is the procedure's own). The partitions
    overlap validation, conversion and network I/O, not the inserts: each call
    takes the queue's exclusive enqueue lock, so calls of one queue insert one
-   after another. A call that waited too long for that lock (50009) or lost a
+   after another. A call that waited too long for that lock (735709) or lost a
    deadlock (1205) wrote nothing and is sent again (relq.pipeline.store).
    Notifications are sent from the driver instead (see below).
 

@@ -114,7 +114,7 @@ class Held:
         has begun or is no longer held: its own report, if any, ends it."""
         with self._lock:
             if key in self._started:
-                raise Lost(key, 50005, "its handler has begun: its own report ends it")
+                raise Lost(key, 735705, "its handler has begun: its own report ends it")
             claim = self._held(key)
             try:
                 self.procedures.report(claim, "Pending", error=f"released: {why}")
@@ -145,7 +145,7 @@ class Held:
     def _held(self, key: datetime) -> Claim:
         claim = None if self._closed else self._claims.get(key)
         if claim is None:
-            raise Lost(key, 50005, self.lost.get(key, "the item is no longer held by this worker"))
+            raise Lost(key, 735705, self.lost.get(key, "the item is no longer held by this worker"))
         return claim
 
     def _interval(self) -> float:

@@ -17,7 +17,7 @@ GOOD = Facts(database="orders", engine_edition=3, product_version="16.0.4135.4",
              server_collation="SQL_Latin1_General_CP1_CI_AS", exists=True, compatibility_level=160,
              read_committed_snapshot=False, database_collation="Latin1_General_100_CI_AS_SC",
              sysadmin=True, serveradmin=False, login="deployer")
-OURS = {50001: Message(16, "relq: %s owns its transaction"), 50002: Message(16, "relq: %s: %s")}
+OURS = {735701: Message(16, "relq: %s owns its transaction"), 735702: Message(16, "relq: %s: %s")}
 
 
 def problems(facts: Facts, messages: dict[int, Message] = OURS) -> list[str]:
@@ -79,13 +79,13 @@ def test_a_system_database_is_refused() -> None:
 
 
 def test_a_number_holding_another_applications_text_is_named_with_the_text_found() -> None:
-    found = problems(replace(GOOD, messages={50002: Message(16, "Order %d is locked")}))
-    assert found == ["message 50002 holds another application's text, which relq never overwrites: "
+    found = problems(replace(GOOD, messages={735702: Message(16, "Order %d is locked")}))
+    assert found == ["message 735702 holds another application's text, which relq never overwrites: "
                      "'Order %d is locked'; free the number or ask relq's maintainers about its range"]
 
 
 def test_relq_texts_of_another_version_are_relqs_own_and_are_replaced() -> None:
-    older = {50001: Message(16, "relq: %s owns it"), 50002: Message(16, "relq: %s: %s")}
+    older = {735701: Message(16, "relq: %s owns it"), 735702: Message(16, "relq: %s: %s")}
     verdict = judge(replace(GOOD, messages=older), OURS)
     assert verdict.ok
     assert verdict.notes[-1] == "messages: 1 of 2 registered as the project has them, 1 to register"
@@ -95,11 +95,11 @@ def test_a_login_without_serveradmin_is_refused_only_when_a_message_must_be_writ
     plain = replace(GOOD, sysadmin=False, serveradmin=False)
     (problem,) = problems(plain)
     assert problem == ("login deployer may not register messages (sp_addmessage needs sysadmin or "
-                       "serveradmin), and 2 of relq's 2 messages are missing or differ (50001, 50002): "
+                       "serveradmin), and 2 of relq's 2 messages are missing or differ (735701, 735702): "
                        "ALTER SERVER ROLE serveradmin ADD MEMBER [deployer], or have a sysadmin deploy once")
     assert problems(replace(plain, messages=dict(OURS))) == []  # all registered: nothing to write
     assert judge(replace(plain, messages=dict(OURS)), OURS).to_register == []
-    assert judge(replace(GOOD, messages={50001: OURS[50001]}), OURS).to_register == [50002]
+    assert judge(replace(GOOD, messages={735701: OURS[735701]}), OURS).to_register == [735702]
     assert problems(replace(plain, sysadmin=None, serveradmin=True)) == []
 
 
@@ -109,7 +109,7 @@ def test_a_login_whose_roles_the_server_will_not_show_counts_as_without_them() -
 
 def test_every_problem_is_its_own_line() -> None:
     bad = replace(GOOD, engine_edition=5, compatibility_level=100, sysadmin=False,
-                  messages={50001: Message(10, "Someone else's")})
+                  messages={735701: Message(10, "Someone else's")})
     verdict = judge(bad, OURS)
     assert len(verdict.problems) == 4
     assert all("\n" not in p for p in verdict.problems)
@@ -117,8 +117,8 @@ def test_every_problem_is_its_own_line() -> None:
 
 
 def test_the_registration_parses_as_tsql_and_compares_the_text_byte_for_byte() -> None:
-    sql = register_sql(Definition("message", "50005", 1, severity=16, text="relq: it's %s"))
+    sql = register_sql(Definition("message", "735705", 1, severity=16, text="relq: it's %s"))
     sqlfluff.parse(sql, dialect="tsql")  # raises on a parse error
-    assert "m.message_id = 50005 AND m.language_id = 1033" in sql
+    assert "m.message_id = 735705 AND m.language_id = 1033" in sql
     assert "@FoundSeverity <> 16 OR @Found <> N'relq: it''s %s' COLLATE Latin1_General_BIN2" in sql
     assert "IF (@Found NOT LIKE N'relq: %')" in sql

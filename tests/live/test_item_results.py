@@ -182,11 +182,11 @@ def test_a_terminate_ends_a_running_notification_and_refuses_its_workers_report(
     history = "SELECT AttemptNum, Outcome, LockedBy FROM dbo.NotificationAttempt WHERE EnqueuedAt = ?;"
     assert db.query(cursor, history, key) == [(1, "Terminated", "results/4")]
     # The worker, still at work on it, reports with the token of its claim: refused, nothing changes.
-    refused(50005, conn, "dbo.Modify_Notification_trx", EnqueuedAt=key, UpdatedAt=token, Status="Completed")
+    refused(735705, conn, "dbo.Modify_Notification_trx", EnqueuedAt=key, UpdatedAt=token, Status="Completed")
     state = "SELECT [Status], UpdatedAt FROM dbo.Worker_Notification_V WHERE EnqueuedAt = ?;"
     assert db.query(cursor, state, key) == [("Terminated", after)]
     assert db.query(cursor, history, key) == [(1, "Terminated", "results/4")]
-    refused(50008, conn, "dbo.Terminate_Notification_trx", EnqueuedAt=key)  # finished: no control moves it
+    refused(735708, conn, "dbo.Terminate_Notification_trx", EnqueuedAt=key)  # finished: no control moves it
 
 
 NOTIFICATION_TABLES = """
@@ -324,12 +324,12 @@ def test_an_extend_renews_the_lease_of_a_held_job_and_retires_its_old_token(conn
     assert until - lease > timedelta(minutes=50)  # the claim's 300 s, against 3,600 s from now
     assert job(conn, key)[:4] == ("Processing", attempt, renewed, until)  # the same attempt, held longer
 
-    refused(50005, conn, "dbo.Extend_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token)
-    refused(50005, conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token, Status="Completed")
+    refused(735705, conn, "dbo.Extend_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token)
+    refused(735705, conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token, Status="Completed")
     assert job(conn, key)[:4] == ("Processing", attempt, renewed, until)
     report(conn, key, renewed)
     assert attempts(conn, key) == [(1, "Completed", None)]
-    refused(50006, conn, "dbo.Extend_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=job(conn, key)[2])
+    refused(735706, conn, "dbo.Extend_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=job(conn, key)[2])
 
 
 def test_a_terminate_ends_the_running_attempt_and_refuses_the_workers_report(conn) -> None:
@@ -342,10 +342,10 @@ def test_a_terminate_ends_the_running_attempt_and_refuses_the_workers_report(con
     assert (moved, status) == (running, "Terminated") and after > token
     assert attempts(conn, running) == [(1, "Terminated", None)]
 
-    refused(50005, conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=running, UpdatedAt=token, Status="Completed")
+    refused(735705, conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=running, UpdatedAt=token, Status="Completed")
     assert job(conn, running)[:3] == ("Terminated", 1, after)  # the late report changed nothing
     assert attempts(conn, running) == [(1, "Terminated", None)]
-    refused(50006, conn, "dbo.Terminate_SyncQueue_trx", EnqueuedAt=waiting)  # Processing only
+    refused(735706, conn, "dbo.Terminate_SyncQueue_trx", EnqueuedAt=waiting)  # Processing only
     assert job(conn, waiting)[:2] == ("Pending", 0)
 
 
@@ -353,7 +353,7 @@ def test_a_failed_job_is_retried_with_a_fresh_budget_and_rescheduled(conn) -> No
     (key,) = add_jobs(conn, "retry")
     ((_, token, _, _),) = claim(conn, "results/retry")
     report(conn, key, token, "Failed", Error="planted failure")
-    refused(50008, conn, "dbo.Reschedule_SyncQueue_trx", EnqueuedAt=key, ScheduledFor=utc(days=1))
+    refused(735708, conn, "dbo.Reschedule_SyncQueue_trx", EnqueuedAt=key, ScheduledFor=utc(days=1))
 
     later = utc(days=1)
     retried = db.call(conn, "dbo.Retry_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=job(conn, key)[2],
@@ -371,20 +371,20 @@ def test_a_failed_job_is_retried_with_a_fresh_budget_and_rescheduled(conn) -> No
     ((claimed, token, _, attempt),) = claim(conn, "results/retry")
     assert (claimed, attempt) == (key, 1)
     assert attempts(conn, key) == [(1, "Failed", "planted failure"), (1, None, None)]
-    refused(50006, conn, "dbo.Retry_SyncQueue_trx", EnqueuedAt=key)  # Failed only
-    refused(50008, conn, "dbo.Reschedule_SyncQueue_trx", EnqueuedAt=key, ScheduledFor=later)  # not running
+    refused(735706, conn, "dbo.Retry_SyncQueue_trx", EnqueuedAt=key)  # Failed only
+    refused(735708, conn, "dbo.Reschedule_SyncQueue_trx", EnqueuedAt=key, ScheduledFor=later)  # not running
     assert job(conn, key)[:3] == ("Processing", 1, token)
 
 
 def test_a_paused_job_resumes_and_is_claimed_once_due(conn) -> None:
     (key,) = add_jobs(conn, "resume")
     enqueued_token = job(conn, key)[2]
-    refused(50006, conn, "dbo.Resume_SyncQueue_trx", EnqueuedAt=key)  # Paused only
+    refused(735706, conn, "dbo.Resume_SyncQueue_trx", EnqueuedAt=key)  # Paused only
     paused = db.call(conn, "dbo.Pause_SyncQueue_trx", EnqueuedAt=key).result_sets[0]
     ((moved, paused_token, status, _),) = paused
     assert (moved, status) == (key, "Paused")
     assert claim(conn, "results/resume") == []  # no claim takes a paused job
-    refused(50005, conn, "dbo.Resume_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=enqueued_token)  # stale
+    refused(735705, conn, "dbo.Resume_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=enqueued_token)  # stale
     assert job(conn, key)[0] == "Paused"
 
     sooner = utc(hours=-1)
@@ -401,7 +401,7 @@ def test_a_slot_that_claims_while_holding_gets_its_held_job_back_as_a_new_attemp
     a claim takes the items its slot name still holds for abandoned by a restart. So a
     worker that claims again under the same name before it reports its last item gets
     that item back as its next attempt, and its report with the first token is refused
-    (50010) and changes nothing. The held row is not locked at that moment, so READPAST
+    (735710) and changes nothing. The held row is not locked at that moment, so READPAST
     does not skip it: this happens every time, not by chance."""
     first, second = add_jobs(conn, "slot-first", "slot-second")
     rows = claim(conn, "results/slot", batch=2)
@@ -411,7 +411,7 @@ def test_a_slot_that_claims_while_holding_gets_its_held_job_back_as_a_new_attemp
 
     ((again, token, _, attempt),) = claim(conn, "results/slot")  # while it still holds `second`
     assert (again, attempt) == (second, 2) and token > second_token
-    refused(50010, conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=second, UpdatedAt=second_token,
+    refused(735710, conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=second, UpdatedAt=second_token,
             Status="Completed")
     assert job(conn, second)[:3] == ("Processing", 2, token)
     (abandoned, current) = attempts(conn, second)

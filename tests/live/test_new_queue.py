@@ -97,7 +97,7 @@ def test_a_new_queue_refuses_an_item_without_its_subtype_columns(invoice_databas
                                     "INSERT INTO @Items (ItemNo, [Type], EntityKey) "
                                     "VALUES (1, 'InvoicePdf', N'X'); "
                                     "EXEC dbo.Add_Invoice_trx @Items = @Items;")
-        assert refused.value.number == 50007
+        assert refused.value.number == 735707
         assert "item 1: Template is required for type InvoicePdf" in refused.value.text
         rows = db.query(conn.cursor(), "SELECT COUNT(*) FROM dbo.Invoice WHERE EntityKey = N'X';")
         assert rows == [(0,)]

@@ -157,7 +157,7 @@ def work(conn_str: str, n: int, race: Race, deadline: float) -> None:
     it carries over was claimed under the other name than the claim it makes now,
     and everything it claimed under this name was reported before (the batch at
     once, its last item right after the next claim). Under one name the carried
-    item would come back as a new attempt and its report be refused (50010)."""
+    item would come back as a new attempt and its report be refused (735710)."""
     conn = connect(conn_str)
     names = (f"drain/{n}/a", f"drain/{n}/b")
     claims = 0

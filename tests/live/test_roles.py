@@ -197,7 +197,7 @@ def test_an_admin_drains_t_sql_jobs_it_cannot_see_and_they_run_as_the_admin(as_r
         assert jobs[entity][3].startswith("run by relq_QueueAdmin_"), jobs[entity]
 
 
-def test_an_admin_drain_of_a_missing_job_procedure_raises_50007_and_spends_no_attempt(
+def test_an_admin_drain_of_a_missing_job_procedure_raises_735707_and_spends_no_attempt(
         as_role, drain_types) -> None:
     """A procedure that does not exist is found out when the drain runs it (error 2812):
     the claimed item is given back unworked and the drain stops, naming the procedure."""
@@ -206,7 +206,7 @@ def test_an_admin_drain_of_a_missing_job_procedure_raises_50007_and_spends_no_at
     with pytest.raises(db.SqlError) as refused:
         drain_as_admin(as_role, "RelqRoleMissing")
 
-    assert refused.value.number == 50007, str(refused.value)
+    assert refused.value.number == 735707, str(refused.value)
     assert "RelqTest_NoSuchJob_utx" in refused.value.text, str(refused.value)
     jobs = jobs_of(drain_types, "RelqRoleMissing")
     assert {entity: job[:3] for entity, job in jobs.items()} == {

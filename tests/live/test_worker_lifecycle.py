@@ -108,7 +108,7 @@ def work(conn_str: str, slot: int, log: Log, deadline: float) -> None:
                     db.call(conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token,
                             Status=outcome, Error="planted failure" if outcome == "Error" else None)
                 except db.SqlError as exc:
-                    if exc.number not in (50005, 50010):  # taken over while we worked: fine
+                    if exc.number not in (735705, 735710):  # taken over while we worked: fine
                         raise
                     with log.lock:
                         log.late_refused += 1

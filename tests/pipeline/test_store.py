@@ -109,7 +109,7 @@ def test_range_starts_are_numbered_on_the_server_through_the_worker_view() -> No
     assert "dbo.Notification " not in sql and params[1] == 50_000
 
 
-@pytest.mark.parametrize("number", [50009, 1205])
+@pytest.mark.parametrize("number", [735709, 1205])
 def test_an_enqueue_that_wrote_nothing_is_sent_again(number: int) -> None:
     done = [(T0, "CustomerSync", "E-1", 1, False), (T0, "CustomerSync", "E-2", 2, True)]
     conn = Connection(server_error(number, "busy"), server_error(number, "busy"), done)
@@ -123,13 +123,13 @@ def test_an_enqueue_that_wrote_nothing_is_sent_again(number: int) -> None:
 
 
 def test_an_enqueue_gives_up_after_the_retries_and_never_retries_other_errors() -> None:
-    conn = Connection(*[server_error(50009, "busy")] * store.RETRIES)
-    with pytest.raises(store.db.SqlError, match="50009"):
+    conn = Connection(*[server_error(735709, "busy")] * store.RETRIES)
+    with pytest.raises(store.db.SqlError, match="735709"):
         SqlSession(conn).enqueue("SyncQueue", [{"ItemNo": 1}])
     assert len(conn.sent) == store.RETRIES
 
     refused = "dbo.Add_SyncQueue_utx: item 2: Type is not one of dbo.SyncQueueType"
-    conn = Connection(server_error(50007, refused))
+    conn = Connection(server_error(735707, refused))
     with pytest.raises(ItemRejected) as caught:
         SqlSession(conn).enqueue("SyncQueue", [{"ItemNo": 1}, {"ItemNo": 2}])
     assert (caught.value.item_no, caught.value.reason, len(conn.sent)) == (

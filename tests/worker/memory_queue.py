@@ -3,7 +3,7 @@ procedures (docs/queues.md; the headers of Next_/Extend_/Modify_), so
 that the worker runtime's own logic can be tested without a server: claims take
 due items, most urgent first, and abandoned ones whose lease ran out or that the
 claiming slot held; every change moves the token; a stale token is refused
-(50010 when the item was claimed again since, else 50005); an Error on the last
+(735710 when the item was claimed again since, else 735705); an Error on the last
 attempt becomes Failed; Pending from Processing gives the attempt back."""
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class MemoryQueue:
     def _held(self, claim: Claim) -> Row:
         row = self.rows[claim.key]
         if row.token != claim.token:
-            number = 50010 if any(t > claim.token for t in row.claims) else 50005
+            number = 735710 if any(t > claim.token for t in row.claims) else 735705
             raise Lost(claim.key, number, f"{self.queue} item {claim.key.isoformat()}: error {number}")
         return row
 
@@ -137,7 +137,7 @@ class MemoryQueue:
         with self.changed:
             row = self._held(claim)
             if row.status != "Processing":
-                raise RuntimeError(f"50006: {row.status} has no lease")
+                raise RuntimeError(f"735706: {row.status} has no lease")
             row.token = self._tick()
             row.lease_until = _now() + timedelta(seconds=self.lease_s)
             self.extends += 1
@@ -148,7 +148,7 @@ class MemoryQueue:
         with self.changed:
             row = self._held(claim)
             if row.status != "Processing":
-                raise RuntimeError(f"50006: {row.status} -> {status}")
+                raise RuntimeError(f"735706: {row.status} -> {status}")
             if status == "Error" and row.attempt >= self.max_attempts:
                 status = "Failed"
             if status == "Error":

@@ -2,9 +2,9 @@ SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
 EXEC sys.sp_addmessage
-    @msgnum = 50009,
+    @msgnum = 735708,
     @severity = 16,
-    @msgtext = N'relq: %s: could not take the enqueue lock on %s (sp_getapplock returned %d)',
+    @msgtext = N'relq: %s: item %s is %s and can no longer change',
     @lang = 'us_english',
     @replace = 'replace';
 GO

@@ -2,9 +2,9 @@ SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
 EXEC sys.sp_addmessage
-    @msgnum = 50010,
+    @msgnum = 735709,
     @severity = 16,
-    @msgtext = N'relq: %s: item %s was claimed again at %s by %s (lease expired or worker restarted): drop this attempt',
+    @msgtext = N'relq: %s: could not take the enqueue lock on %s (sp_getapplock returned %d)',
     @lang = 'us_english',
     @replace = 'replace';
 GO

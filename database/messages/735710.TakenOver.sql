@@ -2,9 +2,9 @@ SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
 EXEC sys.sp_addmessage
-    @msgnum = 50002,
+    @msgnum = 735710,
     @severity = 16,
-    @msgtext = N'relq: %s runs inside the caller''s transaction: begin one first, or call its _trx form',
+    @msgtext = N'relq: %s: item %s was claimed again at %s by %s (lease expired or worker restarted): drop it',
     @lang = 'us_english',
     @replace = 'replace';
 GO

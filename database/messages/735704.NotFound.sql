@@ -2,9 +2,9 @@ SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
 EXEC sys.sp_addmessage
-    @msgnum = 50011,
+    @msgnum = 735704,
     @severity = 16,
-    @msgtext = N'relq: %s: item %s cannot become unfinished again: unfinished item %s carries the same DedupKey',
+    @msgtext = N'relq: %s: there is no item with key %s',
     @lang = 'us_english',
     @replace = 'replace';
 GO
