@@ -48,8 +48,8 @@ def _number(command: str, option: str, value: Any, kind: type = int) -> Any:
 @task
 def build(c):
     """Check database/ and tests_tsqlt/ offline; write dist/deploy.sql and dist/manifest.json."""
-    from relq.build import build as run_build
-    from relq.build.report import show, stderr_console
+    from relq.compiler import build as run_build
+    from relq.compiler.report import show, stderr_console
     from relq.errors import RelqError
     from relq.progress import per_file
 
@@ -67,7 +67,7 @@ def build(c):
 @task
 def lint(c):
     """Check the house style: .sql files with sqlfluff and .sqlfluff, Python with ruff."""
-    from relq.build.report import stderr_console
+    from relq.compiler.report import stderr_console
     from relq.errors import RelqError
     from relq.lint import lint as run_lint
     from relq.lint import show

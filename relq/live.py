@@ -18,7 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from relq import db
-from relq.build.names import quote
+from relq.compiler.names import quote
 from relq.deploy import tsqlt
 from relq.deploy.apply import deploy
 from relq.errors import RelqError

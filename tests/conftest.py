@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from relq import db
-from relq.build import BuildResult, build
-from relq.build.names import quote
+from relq.compiler import BuildResult, build
+from relq.compiler.names import quote
 from relq.errors import RelqError
 from relq.live import TEST_DATABASE, drop_database, live_target, throwaway_database
 

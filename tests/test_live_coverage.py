@@ -8,7 +8,7 @@ its code (docstrings and comments do not count): the argument of ``db.call``, or
 batch that EXECs it. A name built from pieces (``f"dbo.{action}_Notification_trx"``)
 would escape this reading, so live tests may not build one. A procedure called that
 way also runs the ``_utx`` procedures it EXECs, as the build's catalogue records them
-(``relq.build``'s references), and those count as called too. Procedures that relq's
+(``relq.compiler``'s references), and those count as called too. Procedures that relq's
 modules call (the worker, the pipeline) count only where a live test names them.
 
 What this reading cannot tell: a name in a call that is expected to fail (a role's
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from relq.build import BuildResult, build
-from relq.build.names import key
+from relq.compiler import BuildResult, build
+from relq.compiler.names import key
 from tests.conftest import REPO
 
 LIVE = REPO / "tests" / "live"

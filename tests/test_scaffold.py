@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from relq import scaffold
-from relq.build import build
-from relq.build.conventions import MAX_IDENTIFIER
+from relq.compiler import build
+from relq.compiler.conventions import MAX_IDENTIFIER
 from relq.errors import RelqError
 from relq.scaffold import (
     CATALOGUE,

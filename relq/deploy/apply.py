@@ -12,10 +12,10 @@ from rich.console import Console
 from rich.progress import Progress
 
 from relq import db
-from relq.build import BuildResult, build
-from relq.build.emit import add_checks_sql, drop_checks_sql
-from relq.build.messages import register_sql
-from relq.build.names import quote
+from relq.compiler import BuildResult, build
+from relq.compiler.emit import add_checks_sql, drop_checks_sql
+from relq.compiler.messages import register_sql
+from relq.compiler.names import quote
 from relq.deploy import journal, preflight
 from relq.deploy.batches import split_batches
 from relq.deploy.plan import Plan, Step, format_plan, make_plan
@@ -167,7 +167,7 @@ def row_counts(cursor, steps: list[Step]) -> dict[str, int | None]:
 
 def step_sql(result: BuildResult, step: Step) -> str:
     """What a step runs: its file's text; for a message file, the registration that
-    never overwrites another application's message (relq.build.messages), as
+    never overwrites another application's message (relq.compiler.messages), as
     dist/deploy.sql runs it."""
     if step.kind == "messages":
         (message,) = (d for d in result.facts[step.path].definitions if d.kind == "message")

@@ -21,10 +21,10 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
-from relq.build import BuildResult
-from relq.build.catalog import CheckConstraint, checks_calling
-from relq.build.facts import FileFacts
-from relq.build.names import key
+from relq.compiler import BuildResult
+from relq.compiler.catalog import CheckConstraint, checks_calling
+from relq.compiler.facts import FileFacts
+from relq.compiler.names import key
 from relq.errors import RelqError
 
 CREATED_ONCE = ("types", "tables")  # never re-run: a change needs a migration

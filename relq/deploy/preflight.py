@@ -19,7 +19,7 @@ Sources for the rules:
 - sp_addmessage "Requires membership in the sysadmin or serveradmin fixed server
   roles"; IS_SRVROLEMEMBER answers NULL when the caller may not see the membership
   (https://learn.microsoft.com/sql/t-sql/functions/is-srvrolemember-transact-sql).
-- message numbers are server-wide (relq.build.messages).
+- message numbers are server-wide (relq.compiler.messages).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from relq import db
-from relq.build import BuildResult
-from relq.build.messages import MESSAGE_MARK, US_ENGLISH
+from relq.compiler import BuildResult
+from relq.compiler.messages import MESSAGE_MARK, US_ENGLISH
 from relq.errors import RelqError
 
 SYSTEM_DATABASES = frozenset({"master", "model", "msdb", "tempdb"})

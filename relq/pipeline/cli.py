@@ -103,7 +103,6 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
 
     queue = spec(args.queue).name  # an unknown name is refused before Spark starts
     target = db.resolve_target(args.conn or conn, config)
-    db.load_pyodbc()  # no unixODBC: one line now, not from inside Spark's tasks
     store = SqlStore(target.conn_str)
     if args.command == "enqueue":
         from relq.pipeline.enqueue import enqueue, read_input

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from relq.build import BuildResult, build
+from relq.compiler import BuildResult, build
 from relq.deploy.plan import CheckConstraint, DeployRefused, Plan, format_plan, make_plan
 from tests.conftest import FIXTURES, HEADER, REPO, Project
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 import sqlfluff
 
-from relq.build.facts import Definition
-from relq.build.messages import register_sql
+from relq.compiler.facts import Definition
+from relq.compiler.messages import register_sql
 from relq.deploy.preflight import Facts, Message, judge
 
 # SQL Server 2022 Developer, a database at level 160, a sysadmin deploying.

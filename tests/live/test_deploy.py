@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from relq import db
-from relq.build.messages import register_sql
+from relq.compiler.messages import register_sql
 from relq.deploy.apply import DeployFailed, deploy
 from relq.deploy.preflight import PreflightFailed
 from tests.conftest import HEADER, Project

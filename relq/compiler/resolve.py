@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from relq.build.catalog import Catalog, Entry
-from relq.build.diagnostics import Diagnostic
-from relq.build.facts import Constraint, Definition, FileFacts, Reference
-from relq.build.names import is_external, is_system_procedure, key
+from relq.compiler.catalog import Catalog, Entry
+from relq.compiler.diagnostics import Diagnostic
+from relq.compiler.facts import Constraint, Definition, FileFacts, Reference
+from relq.compiler.names import is_external, is_system_procedure, key
 
 # The first number sp_addmessage accepts; below it are SQL Server's own messages.
 FIRST_USER_MESSAGE = 50001

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from relq.build.facts import FileFacts
+from relq.compiler.facts import FileFacts
 
 # Checks that no comment can silence: the file must parse, and a silenced
 # check must exist and say why.

@@ -6,9 +6,9 @@ import re
 
 from sqlfluff.core.parser.segments.base import BaseSegment
 
-from relq.build.facts import Allow, Column, Constraint, Definition, Param, Reference
-from relq.build.names import BUILTIN_TYPES, qualify, unquote
-from relq.build.tree import code, flat, line, parts, qualified, squash, walk, words
+from relq.compiler.facts import Allow, Column, Constraint, Definition, Param, Reference
+from relq.compiler.names import BUILTIN_TYPES, qualify, unquote
+from relq.compiler.tree import code, flat, line, parts, qualified, squash, walk, words
 
 _NO_TRANSACTION = re.compile(r"^--\[@tSQLt:NoTransaction\]\(\s*N?'(?P<proc>[^']+)'\s*\)")
 _ALLOW = re.compile(r"^--\s*relq:allow\s+(?P<check>[a-z-]+)\s*(?P<reason>.*?)\s*$")

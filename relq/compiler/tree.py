@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from sqlfluff.core.parser.segments.base import BaseSegment
 
-from relq.build.names import qualify
+from relq.compiler.names import qualify
 
 IDENTIFIER_TYPES = (
     "naked_identifier",

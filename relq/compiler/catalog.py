@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from relq.build.diagnostics import Diagnostic
-from relq.build.facts import Definition, FileFacts
-from relq.build.names import BUILTIN_TYPES, key, qualify, unquote
+from relq.compiler.diagnostics import Diagnostic
+from relq.compiler.facts import Definition, FileFacts
+from relq.compiler.names import BUILTIN_TYPES, key, qualify, unquote
 
 # Principals every database has.
 BUILTIN_PRINCIPALS = frozenset((

@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlfluff.core import FluffConfig, Linter
 from sqlfluff.core.parser.segments.base import BaseSegment
 
-from relq.build.facts import Finding
+from relq.compiler.facts import Finding
 
 _POSITION_PREFIX = re.compile(r"^Line \d+, Position \d+: ")
 

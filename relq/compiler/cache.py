@@ -15,7 +15,7 @@ from pathlib import Path
 
 import sqlfluff
 
-from relq.build.facts import FileFacts, from_json, to_json
+from relq.compiler.facts import FileFacts, from_json, to_json
 
 CACHE_DIR = ".relq_cache"
 

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from relq.build.diagnostics import Diagnostic
-from relq.build.facts import FileFacts
-from relq.build.layout import TESTS
-from relq.build.names import local_name
+from relq.compiler.diagnostics import Diagnostic
+from relq.compiler.facts import FileFacts
+from relq.compiler.layout import TESTS
+from relq.compiler.names import local_name
 
 TESTED_KINDS = ("procedure", "function", "view")
 CHECKS = {"test-class": "a procedure, function or view without its tSQLt class in tests_tsqlt/"}

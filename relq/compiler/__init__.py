@@ -14,14 +14,14 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from relq.build import cache, conventions, coverage, emit, resolve
-from relq.build.catalog import Catalog, build_catalog, checks_calling
-from relq.build.diagnostics import Diagnostic, apply_allows
-from relq.build.extract import Extractor
-from relq.build.facts import Definition, FileFacts
-from relq.build.layout import Source, discover
-from relq.build.order import dependencies, deploy_order
-from relq.build.parse import parse
+from relq.compiler import cache, conventions, coverage, emit, resolve
+from relq.compiler.catalog import Catalog, build_catalog, checks_calling
+from relq.compiler.diagnostics import Diagnostic, apply_allows
+from relq.compiler.extract import Extractor
+from relq.compiler.facts import Definition, FileFacts
+from relq.compiler.layout import Source, discover
+from relq.compiler.order import dependencies, deploy_order
+from relq.compiler.parse import parse
 from relq.progress import OnFile
 
 KNOWN_CHECKS = set(conventions.CHECKS) | set(resolve.CHECKS) | set(coverage.CHECKS)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import heapq
 import itertools
 
-from relq.build.catalog import Catalog
-from relq.build.diagnostics import Diagnostic
-from relq.build.facts import FileFacts
-from relq.build.layout import KIND_RANK, MIGRATION_NAME
+from relq.compiler.catalog import Catalog
+from relq.compiler.diagnostics import Diagnostic
+from relq.compiler.facts import FileFacts
+from relq.compiler.layout import KIND_RANK, MIGRATION_NAME
 
 # reference kind -> (catalog namespace, the kinds of object it may resolve to)
 _RESOLVES_TO = {

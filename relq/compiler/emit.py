@@ -12,11 +12,11 @@ import re
 from pathlib import Path
 
 from relq import __version__
-from relq.build.catalog import Catalog, CheckConstraint
-from relq.build.facts import Definition, FileFacts
-from relq.build.layout import Source
-from relq.build.messages import register_sql
-from relq.build.names import quote
+from relq.compiler.catalog import Catalog, CheckConstraint
+from relq.compiler.facts import Definition, FileFacts
+from relq.compiler.layout import Source
+from relq.compiler.messages import register_sql
+from relq.compiler.names import quote
 
 _GO_LAST = re.compile(r"(?im)^\s*GO(\s+\d+)?\s*\Z")
 
@@ -26,7 +26,7 @@ def deploy_script(order: list[str], sources: dict[str, Source],
                   messages: dict[str, Definition] | None = None) -> str:
     """``checks``: path -> the CHECK constraints that call a function the file alters;
     ``messages``: path -> the message a file registers, which runs as
-    :func:`relq.build.messages.register_sql`, as under `invoke deploy`."""
+    :func:`relq.compiler.messages.register_sql`, as under `invoke deploy`."""
     body = []
     for path in order:
         src = sources[path]

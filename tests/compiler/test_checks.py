@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from relq.build import KNOWN_CHECKS
+from relq.compiler import KNOWN_CHECKS
 from tests.conftest import HEADER, Project
 
 NEXT = "database/procedures/dbo.Next_Job_trx.sql"

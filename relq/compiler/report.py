@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from relq.build import BuildResult
+from relq.compiler import BuildResult
 
 
 def stderr_console() -> Console:

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from sqlfluff.core.parser.segments.base import BaseSegment
 
-from relq.build.extract import exec_args, raiserror_args
-from relq.build.facts import Definition, Finding, Reference
-from relq.build.layout import MIGRATION_NAME, TEST_CLASS_NAME, Source
-from relq.build.messages import MESSAGE_MARK
-from relq.build.names import key, local_name
-from relq.build.tree import code, flat, line, qualified, statements, walk, words
+from relq.compiler.extract import exec_args, raiserror_args
+from relq.compiler.facts import Definition, Finding, Reference
+from relq.compiler.layout import MIGRATION_NAME, TEST_CLASS_NAME, Source
+from relq.compiler.messages import MESSAGE_MARK
+from relq.compiler.names import key, local_name
+from relq.compiler.tree import code, flat, line, qualified, statements, walk, words
 
 MAX_TRANSACTION_NAME = 32  # SQL Server refuses longer transaction names
 MAX_IDENTIFIER = 128  # sysname: SQL Server refuses a longer name of any object

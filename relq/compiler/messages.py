@@ -14,7 +14,7 @@ https://learn.microsoft.com/sql/relational-databases/system-stored-procedures/sp
 
 from __future__ import annotations
 
-from relq.build.facts import Definition
+from relq.compiler.facts import Definition
 
 MESSAGE_MARK = "relq: "  # every relq message text begins with it
 US_ENGLISH = 1033  # sys.messages.language_id of @lang = 'us_english'
