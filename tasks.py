@@ -309,7 +309,7 @@ def pipeline_enqueue(c, input, format="parquet", rejects=None, queue="SyncQueue"
     partitions = _number("pipeline.enqueue", "partitions", partitions)
     for flag, value in (("--rejects", rejects), ("--archive", archive), ("--types", types),
                         ("--master", master), ("--partitions", partitions)):
-        argv += [flag, str(value)] if value else []
+        argv += [flag, str(value)] if value is not None else []
     _pipeline(c, argv, conn)
 
 
@@ -328,7 +328,7 @@ def pipeline_archive(c, older_than_minutes, archive=None, queue="SyncQueue", mas
     partitions = _number("pipeline.archive", "partitions", partitions)
     argv = ["archive", "--older-than-minutes", str(older_than_minutes), "--queue", queue]
     for flag, value in (("--archive", archive), ("--master", master), ("--partitions", partitions)):
-        argv += [flag, str(value)] if value else []
+        argv += [flag, str(value)] if value is not None else []
     _pipeline(c, argv, conn)
 
 

@@ -10,11 +10,8 @@ discovery (its .sqlfluffignore included) and each is linted by sqlfluff's
 from __future__ import annotations
 
 import functools
-import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,10 +21,7 @@ from sqlfluff.core.errors import SQLFluffUserError
 from sqlfluff.core.linter.discovery import paths_from_path
 
 from relq.errors import RelqError
-from relq.progress import OnFile
-
-# Lint in worker processes only when enough files wait to pay for their start.
-_PARALLEL_FROM = 12
+from relq.progress import OnFile, map_files
 
 
 @dataclass(frozen=True)
@@ -89,16 +83,8 @@ def lint(root: Path, folders: Sequence[str], on_file: OnFile | None = None) -> L
     try:
         files = sql_files(root, folders)
         result = LintResult(len(files))
-        with ExitStack() as stack:
-            if len(files) >= _PARALLEL_FROM and (os.cpu_count() or 1) > 1:
-                pool = stack.enter_context(ProcessPoolExecutor())
-                linted = pool.map(lint_file, [str(root)] * len(files), files, chunksize=4)
-            else:
-                linted = (lint_file(str(root), f) for f in files)
-            for done, (path, violations) in enumerate(zip(files, linted, strict=True), start=1):
-                result.violations += violations
-                if on_file is not None:
-                    on_file(done, len(files), path)
+        for violations in map_files(lint_file, str(root), files, on_file, str):
+            result.violations += violations
     except SQLFluffUserError as exc:  # a .sqlfluff sqlfluff cannot use
         raise RelqError(f"sqlfluff: {exc}") from None
     result.seconds = time.perf_counter() - started

@@ -4,14 +4,37 @@ command prints at its end."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack, contextmanager
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 # Called after each file: (files done, files in all, the file just done).
 OnFile = Callable[[int, int, str], None]
+Item = TypeVar("Item")
+Done = TypeVar("Done")
+# Work in worker processes only when enough files wait to pay for their start.
+PARALLEL_FROM = 12
+
+
+def map_files(work: Callable[[Any, Item], Done], root: Any, items: Sequence[Item], on_file: OnFile | None,
+              name: Callable[[Item], str]) -> Iterator[Done]:
+    """``work(root, item)`` for each item, in order, in worker processes when there are
+    enough items and more than one core; ``on_file`` hears of each item done (by ``name``)."""
+    with ExitStack() as stack:
+        if len(items) >= PARALLEL_FROM and (os.cpu_count() or 1) > 1:
+            pool = stack.enter_context(ProcessPoolExecutor())
+            results = pool.map(work, [root] * len(items), items, chunksize=4)
+        else:
+            results = (work(root, item) for item in items)
+        for done, (item, result) in enumerate(zip(items, results, strict=True), start=1):
+            if on_file is not None:
+                on_file(done, len(items), name(item))
+            yield result
 
 
 @contextmanager

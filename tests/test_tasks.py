@@ -127,3 +127,11 @@ def test_every_task_prefixes_its_one_error_line_with_its_own_name(monkeypatch, c
     assert info.value.code != 0
     assert lines == [f"{name}: no SQL Server configured: set RELQ_MSSQL to an ODBC connection string, "
                      f"pass --conn, or set relq.mssql in invoke.yaml"]
+
+
+def test_a_partition_count_of_zero_reaches_the_pipeline_which_refuses_it(monkeypatch) -> None:
+    seen: list[list[str]] = []
+    monkeypatch.setattr(tasks, "_pipeline", lambda c, argv, conn: seen.append(argv))
+    tasks.pipeline_enqueue(MockContext(), input="x", partitions="0")
+    tasks.pipeline_archive(MockContext(), older_than_minutes="60", partitions="0")
+    assert all(argv[argv.index("--partitions") + 1] == "0" for argv in seen) and len(seen) == 2

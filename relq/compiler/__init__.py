@@ -7,10 +7,7 @@ It never talks to a server.
 
 from __future__ import annotations
 
-import os
 import time
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,13 +17,12 @@ from relq.compiler.diagnostics import Diagnostic, apply_allows
 from relq.compiler.extract import Extractor
 from relq.compiler.facts import Definition, FileFacts
 from relq.compiler.layout import Source, discover
+from relq.compiler.messages import message_files
 from relq.compiler.order import dependencies, deploy_order
 from relq.compiler.parse import parse
-from relq.progress import OnFile
+from relq.progress import OnFile, map_files
 
 KNOWN_CHECKS = set(conventions.CHECKS) | set(resolve.CHECKS) | set(coverage.CHECKS)
-# Parse in worker processes only when enough files changed to pay for their start.
-_PARALLEL_FROM = 12
 
 
 @dataclass
@@ -76,17 +72,8 @@ def placeholder(source: Source) -> list[Definition]:
 def _facts(root: Path, sources: list[Source], on_parsed: OnFile | None) -> tuple[list[FileFacts], int]:
     cached = cache.load(root)
     todo = [s for s in sources if s.path not in cached or cached[s.path].checksum != s.checksum]
-    fresh: dict[str, FileFacts] = {}
-    with ExitStack() as stack:
-        if len(todo) >= _PARALLEL_FROM and (os.cpu_count() or 1) > 1:
-            pool = stack.enter_context(ProcessPoolExecutor())
-            parsed = pool.map(analyse_file, [root] * len(todo), todo, chunksize=4)
-        else:
-            parsed = (analyse_file(root, s) for s in todo)
-        for done, facts in enumerate(parsed, start=1):  # in order, as each file is parsed
-            fresh[facts.path] = facts
-            if on_parsed is not None:
-                on_parsed(done, len(todo), facts.path)
+    fresh = {facts.path: facts for facts in map_files(analyse_file, root, todo, on_parsed,
+                                                       lambda source: source.path)}
     facts = [fresh.get(s.path) or cached[s.path] for s in sources]
     cache.store(root, facts)
     return facts, len(todo)
@@ -128,8 +115,7 @@ def build(root: Path, write: bool = True, on_parsed: OnFile | None = None) -> Bu
         checks = {p: checks_calling(catalog, tuple(d.name for d in result.facts[p].definitions
                                                     if d.kind == "function"))
                   for p in order}
-        messages = {p: d for p in order for d in result.facts[p].definitions if d.kind == "message"}
-        script = emit.deploy_script(order, by_path, checks, messages)
+        script = emit.deploy_script(order, by_path, checks, message_files(result.facts))
         emit.write(dist, script, emit.manifest(order, database, deps, catalog, script))
         result.wrote = outputs
     elif not result.ok:

@@ -8,7 +8,7 @@ from relq.compiler.facts import FileFacts
 
 # Checks that no comment can silence: the file must parse, and a silenced
 # check must exist and say why.
-UNSILENCEABLE = frozenset({"parse", "allow", "layout", "duplicate-object"})
+UNSILENCEABLE = frozenset({"parse", "allow", "layout", "duplicate-object", "message-mark"})
 MIN_REASON = 10  # characters: "because" and a few words
 
 

@@ -14,7 +14,7 @@ from rich.progress import Progress
 from relq import db
 from relq.compiler import BuildResult, build
 from relq.compiler.emit import add_checks_sql, drop_checks_sql
-from relq.compiler.messages import register_sql
+from relq.compiler.messages import message_files, register_sql
 from relq.compiler.names import quote
 from relq.deploy import journal, preflight
 from relq.deploy.batches import split_batches
@@ -170,8 +170,7 @@ def step_sql(result: BuildResult, step: Step) -> str:
     never overwrites another application's message (relq.compiler.messages), as
     dist/deploy.sql runs it."""
     if step.kind == "messages":
-        (message,) = (d for d in result.facts[step.path].definitions if d.kind == "message")
-        return register_sql(message)
+        return register_sql(message_files(result.facts)[step.path])
     return result.sources[step.path].text
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from relq import db
 from relq.compiler import BuildResult
-from relq.compiler.messages import MESSAGE_MARK, US_ENGLISH
+from relq.compiler.messages import MESSAGE_MARK, US_ENGLISH, message_files
 from relq.errors import RelqError
 
 SYSTEM_DATABASES = frozenset({"master", "model", "msdb", "tempdb"})
@@ -104,9 +104,9 @@ class PreflightFailed(RelqError):
 
 
 def project_messages(result: BuildResult) -> dict[int, Message]:
-    """The messages the project registers, by number (the build checked their literals)."""
-    return {int(d.name): Message(d.severity or 0, d.text or "")
-            for f in result.facts.values() for d in f.definitions if d.kind == "message"}
+    """The messages the project registers, by number (the build's check message-mark, which
+    no allow silences, made sure that their severity and text are literals)."""
+    return {int(d.name): Message(d.severity, d.text) for d in message_files(result.facts).values()}
 
 
 def read(cursor, database: str, numbers: list[int]) -> Facts:

@@ -106,7 +106,7 @@ def check_queue(conn: Any, queue: str) -> None:
     finally:
         cursor.close()
     queues = [name.removeprefix("Next_").removesuffix("_Batch_trx") for (name,) in rows]
-    if queue not in queues:
+    if queue.casefold() not in {q.casefold() for q in queues}:
         known = (f"the queues this login may claim from are {', '.join(queues)}" if queues else
                  "this login may claim from no queue there (is the project deployed, and the login in "
                  "the QueueWorker role?)")

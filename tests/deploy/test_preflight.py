@@ -121,4 +121,4 @@ def test_the_registration_parses_as_tsql_and_compares_the_text_byte_for_byte() -
     sqlfluff.parse(sql, dialect="tsql")  # raises on a parse error
     assert "m.message_id = 735705 AND m.language_id = 1033" in sql
     assert "@FoundSeverity <> 16 OR @Found <> N'relq: it''s %s' COLLATE Latin1_General_BIN2" in sql
-    assert "IF (@Found NOT LIKE N'relq: %')" in sql
+    assert "IF (LEFT(@Found, 6) <> N'relq: ' COLLATE Latin1_General_BIN2)" in sql

@@ -102,6 +102,8 @@ def test_a_queue_the_database_lacks_is_named_with_those_it_has(monkeypatch, caps
 
 def test_a_queue_the_database_has_passes_the_check() -> None:
     check_queue(CatalogConnection("relq", ["Next_SyncQueue_Batch_trx"]), "SyncQueue")
+    # SQL Server's usual collations ignore case, and so does the check
+    check_queue(CatalogConnection("relq", ["Next_SyncQueue_Batch_trx"]), "syncqueue")
 
 
 def test_a_queue_name_that_is_no_name_is_refused_before_connecting(monkeypatch, capsys) -> None:
