@@ -24,6 +24,9 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
 HEADER = "SET ANSI_NULLS ON;\nSET QUOTED_IDENTIFIER ON;\nGO\n"
 
+# The `chromium` fixture for the tests that look at a page.
+pytest_plugins = ["tests.browser"]
+
 
 @dataclass
 class Project:
