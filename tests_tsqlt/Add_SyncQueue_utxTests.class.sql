@@ -5,10 +5,13 @@ EXEC tSQLt.NewTestClass 'Add_SyncQueue_utxTests';
 GO
 -- The queue, faked, with job types of the tests' own (AddTestJobA and AddTestJobB: the fake
 -- has no foreign key), so that no test but those of a subtype has to fill a subtype's columns.
+-- Add_SyncQueue_trx reads its items back WITH (FORCESEEK): a fake has no index to seek
+-- (error 8622) until its primary key is applied again.
 CREATE PROCEDURE Add_SyncQueue_utxTests.FakeQueue
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueue', @Defaults = 1;
+    EXEC tSQLt.ApplyConstraint @TableName = N'dbo.SyncQueue', @ConstraintName = N'PK_SyncQueue';
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueType';
     INSERT INTO dbo.SyncQueueType ([Type])
     VALUES ('AddTestJobA'), ('AddTestJobB');

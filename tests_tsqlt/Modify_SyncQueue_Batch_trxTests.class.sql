@@ -321,29 +321,53 @@ END;
 GO
 -- Which locks the batch holds when it reports each item: the spy that stands for
 -- dbo.Modify_SyncQueue_utx records, at each call, whether the batch's transaction
--- holds the enqueue lock (APPLOCK_MODE: Exclusive or NoLock).
+-- holds the lock of DedupKey dedup-1 and of dedup-2 (dbo.Lock_DedupKeys_utx's
+-- names; APPLOCK_MODE: Exclusive or NoLock).
 CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.SpyLocks
 AS
 BEGIN
     EXEC tSQLt.SpyProcedure
         @ProcedureName = N'dbo.Modify_SyncQueue_utx',
-        @CommandToExecute = N'INSERT INTO #Locks (EnqueuedAt, Mode)
-            VALUES (@EnqueuedAt, APPLOCK_MODE(''public'', N''dbo.SyncQueue'', ''Transaction''));';
+        @CommandToExecute = N'DECLARE @One dbo.DedupKey = N''dedup-1'';
+            DECLARE @Two dbo.DedupKey = N''dedup-2'';
+            INSERT INTO #Locks (EnqueuedAt, ModeOne, ModeTwo)
+            VALUES (
+                @EnqueuedAt,
+                APPLOCK_MODE(''public'', N''dbo.SyncQueue.DedupKey#'' + CAST(CHECKSUM(@One) AS NVARCHAR(11)), ''Transaction''),
+                APPLOCK_MODE(''public'', N''dbo.SyncQueue.DedupKey#'' + CAST(CHECKSUM(@Two) AS NVARCHAR(11)), ''Transaction'')
+            );';
 END;
 GO
--- A Pending outcome takes the enqueue lock, as Add_ does, before the item's row:
+-- Two claimed items, carrying DedupKeys dedup-1 and dedup-2.
+CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.AddDedupItems
+AS
+BEGIN
+    EXEC Modify_SyncQueue_Batch_trxTests.AddClaimedItem
+        @EnqueuedAt = '2024-01-01T00:00:01', @Token = '2024-01-01T00:00:05';
+    EXEC Modify_SyncQueue_Batch_trxTests.AddClaimedItem
+        @EnqueuedAt = '2024-01-01T00:00:02', @Token = '2024-01-01T00:00:06';
+    UPDATE dbo.SyncQueue
+    SET DedupKey = CASE WHEN EnqueuedAt = '2024-01-01T00:00:01' THEN N'dedup-1' ELSE N'dedup-2' END;
+END;
+GO
+-- A Pending outcome takes its item's DedupKey lock, as Add_ does, before any row:
 -- taken at the Pending item alone, it would come after the rows of the items
 -- before it, and an enqueue holding it and reading their DedupKey would deadlock.
+-- The other item's DedupKey stays free: an enqueue of it does not wait for the batch.
 --[@tSQLt:NoTransaction]('Modify_SyncQueue_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx holds the enqueue lock from the first item when an outcome is Pending]
+CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx locks the DedupKey of a Pending outcome before the first report when one is Pending]
 AS
 BEGIN
     DECLARE @Outcomes dbo.SyncQueueOutcomeList;
     DECLARE @RetCode INT;
     DECLARE @Calls INT;
-    DECLARE @Held INT;
-    CREATE TABLE #Locks (EnqueuedAt DATETIME2(7) NOT NULL, Mode NVARCHAR(32) NOT NULL);
+    DECLARE @HeldOne INT;
+    DECLARE @HeldTwo INT;
+    CREATE TABLE #Locks (
+        EnqueuedAt DATETIME2(7) NOT NULL, ModeOne NVARCHAR(32) NOT NULL, ModeTwo NVARCHAR(32) NOT NULL
+    );
     EXEC Modify_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Modify_SyncQueue_Batch_trxTests.AddDedupItems;
     EXEC Modify_SyncQueue_Batch_trxTests.SpyLocks;
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
     VALUES
@@ -354,12 +378,14 @@ BEGIN
 
     SELECT
         @Calls = COUNT(*),
-        @Held = SUM(CASE WHEN l.Mode = N'Exclusive' THEN 1 ELSE 0 END)
+        @HeldOne = SUM(CASE WHEN l.ModeOne = N'Exclusive' THEN 1 ELSE 0 END),
+        @HeldTwo = SUM(CASE WHEN l.ModeTwo = N'Exclusive' THEN 1 ELSE 0 END)
     FROM #Locks AS l;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
     EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Calls, @Message = N'reports';
-    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Held, @Message = N'reports made holding the enqueue lock';
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @HeldTwo, @Message = N'reports made holding dedup-2';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @HeldOne, @Message = N'reports made holding dedup-1';
 END;
 GO
 --[@tSQLt:NoTransaction]('Modify_SyncQueue_Batch_trxTests.RollbackLeftOpen')
@@ -370,8 +396,11 @@ BEGIN
     DECLARE @RetCode INT;
     DECLARE @Calls INT;
     DECLARE @Held INT;
-    CREATE TABLE #Locks (EnqueuedAt DATETIME2(7) NOT NULL, Mode NVARCHAR(32) NOT NULL);
+    CREATE TABLE #Locks (
+        EnqueuedAt DATETIME2(7) NOT NULL, ModeOne NVARCHAR(32) NOT NULL, ModeTwo NVARCHAR(32) NOT NULL
+    );
     EXEC Modify_SyncQueue_Batch_trxTests.FakeQueue;
+    EXEC Modify_SyncQueue_Batch_trxTests.AddDedupItems;
     EXEC Modify_SyncQueue_Batch_trxTests.SpyLocks;
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
     VALUES
@@ -382,12 +411,14 @@ BEGIN
 
     SELECT
         @Calls = COUNT(*),
-        @Held = SUM(CASE WHEN l.Mode = N'Exclusive' THEN 1 ELSE 0 END)
+        @Held = SUM(
+            CASE WHEN l.ModeOne = N'Exclusive' THEN 1 ELSE 0 END + CASE WHEN l.ModeTwo = N'Exclusive' THEN 1 ELSE 0 END
+        )
     FROM #Locks AS l;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
     EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Calls, @Message = N'reports';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Held, @Message = N'reports made holding the enqueue lock';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Held, @Message = N'reports made holding a DedupKey lock';
 END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)

@@ -8,13 +8,16 @@ GO
    first, and one bad item means nothing is written. Each notification is a base
    row, its ResetPassword row and a row per channel it has (e-mail, SMS).
    Keys come under the application lock on 'dbo.Notification' that the single-row
-   enqueue takes, held to the end of the transaction: the first is the later of
-   now and the last key plus a microsecond (dbo.QueueNextKey_fn), and inserted item
-   n (in ItemNo order, from 0) gets the first plus n microseconds.
-   Deduplication, under the same lock: an item whose DedupKey an unfinished
-   notification carries is not inserted and gets that one's key; items of one call
-   sharing a DedupKey are inserted once, as the lowest ItemNo, and the others get
-   its key. No error either way.
+   enqueue takes, held by the session only while it reads the last key and
+   inserts the base rows (dbo.Add_Notification_ResetPassword_utx says why and
+   what an attention does): the first is the later of now and the last key plus a
+   microsecond (dbo.QueueNextKey_fn), and inserted item n (in ItemNo order, from 0)
+   gets the first plus n microseconds.
+   Deduplication, under a lock per DedupKey held to the end of the transaction
+   (dbo.Lock_DedupKeys_utx): an item whose DedupKey an unfinished notification
+   carries is not inserted and gets that one's key; items of one call sharing a
+   DedupKey are inserted once, as the lowest ItemNo, and the others get its key.
+   No error either way.
    @Items: the notifications: ItemNo, UserID (positive), Username (at most 128),
      OTP (4 to 10 letters or digits), EmailTo (NULL: no e-mail; dbo.EmailIsValid_fn),
      PreferredLanguage (a tag, 2 to 12 letters and hyphens; NULL: en), PhoneNumber
@@ -25,8 +28,8 @@ GO
    @Enqueued: OUTPUT, every item as a JSON array of {ItemNo, EnqueuedAt,
      IsDuplicate} in ItemNo order.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid item
-   (named by its ItemNo; nothing is written), 735709 the enqueue lock was not
-   granted. On error the caller rolls back. */
+   (named by its ItemNo; nothing is written), 735709 the enqueue lock or a
+   DedupKey's lock was not granted in 10 s. On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_Batch_utx
     @Items dbo.Notification_ResetPasswordItemList READONLY,
     @Enqueued NVARCHAR(MAX) = NULL OUTPUT
@@ -45,6 +48,8 @@ BEGIN
     DECLARE @Last dbo.[_Timestamp];
     DECLARE @First dbo.[_Timestamp];
     DECLARE @LockResult INT;
+    DECLARE @RetCode INT;
+    DECLARE @DedupKeys dbo.DedupKeyList;
     -- KeepNo: the item of this call whose row an item shares (itself when inserted).
     DECLARE @Plan TABLE (
         ItemNo INT NOT NULL PRIMARY KEY,
@@ -110,18 +115,24 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    EXEC @LockResult = sys.sp_getapplock
-        @Resource = N'dbo.Notification',
-        @LockMode = 'Exclusive',
-        @LockOwner = 'Transaction',
-        @LockTimeout = 10000;
-    IF (@LockResult < 0)
+    INSERT INTO @DedupKeys (DedupKey)
+    SELECT i.DedupKey FROM @Items AS i
+    WHERE i.DedupKey IS NOT NULL;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    IF (@RowCnt > 0)
         BEGIN
-            RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
-            GOTO EXIT_ERROR;
+            EXEC @RetCode = dbo.Lock_DedupKeys_utx
+                @Queue = N'dbo.Notification',
+                @DedupKeys = @DedupKeys,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
         END;
 
-    -- Under the enqueue lock, so two producers of the same DedupKey cannot both miss it.
+    -- Under the DedupKeys' locks, so two producers of the same DedupKey cannot both miss it.
     INSERT INTO @Plan (ItemNo, KeepNo, EnqueuedAt, IsDuplicate)
     SELECT
         d.ItemNo,
@@ -166,54 +177,74 @@ BEGIN
 
     IF (@InsertCount > 0)
         BEGIN
-            -- The last key, read without waiting (see dbo.Add_Notification_ResetPassword_utx).
-            SELECT TOP (1) @Last = n.EnqueuedAt
-            FROM dbo.Notification AS n WITH (READUNCOMMITTED)
-            ORDER BY n.EnqueuedAt DESC;
-            SET @First = dbo.QueueNextKey_fn(@Last);
+            -- The enqueue lock is the session's, held from here to the INSERT's end and
+            -- released below, or in the CATCH on an error (see
+            -- dbo.Add_Notification_ResetPassword_utx). Inside TRY an error goes straight
+            -- to the CATCH, so @ErrNo stays 0 there.
+            EXEC @LockResult = sys.sp_getapplock
+                @Resource = N'dbo.Notification',
+                @LockMode = 'Exclusive',
+                @LockOwner = 'Session',
+                @LockTimeout = 10000;
+            IF (@LockResult < 0)
+                BEGIN
+                    RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+                    GOTO EXIT_ERROR;
+                END;
+            BEGIN TRY
+                -- The last key, read without waiting (see dbo.Add_Notification_ResetPassword_utx).
+                SELECT TOP (1) @Last = n.EnqueuedAt
+                FROM dbo.Notification AS n WITH (READUNCOMMITTED)
+                ORDER BY n.EnqueuedAt DESC;
+                SET @First = dbo.QueueNextKey_fn(@Last);
 
-            WITH numbered AS (
+                WITH numbered AS (
+                    SELECT
+                        p.EnqueuedAt,
+                        ROW_NUMBER() OVER (ORDER BY p.ItemNo) AS Rn
+                    FROM @Plan AS p
+                    WHERE p.IsDuplicate = 0
+                )
+
+                UPDATE numbered
+                SET EnqueuedAt = DATEADD(MICROSECOND, CAST(Rn - 1 AS INT), @First);
+                SELECT
+                    @RowCnt = @@ROWCOUNT,
+                    @ErrNo = @@ERROR;
+
+                -- The items of this call that share an inserted item's DedupKey share its key.
+                UPDATE p
+                SET EnqueuedAt = k.EnqueuedAt
+                FROM @Plan AS p
+                INNER JOIN @Plan AS k ON p.KeepNo = k.ItemNo
+                WHERE p.EnqueuedAt IS NULL;
+                SELECT
+                    @RowCnt = @@ROWCOUNT,
+                    @ErrNo = @@ERROR;
+
+                INSERT INTO dbo.Notification (
+                    EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey
+                )
                 SELECT
                     p.EnqueuedAt,
-                    ROW_NUMBER() OVER (ORDER BY p.ItemNo) AS Rn
-                FROM @Plan AS p
-                WHERE p.IsDuplicate = 0
-            )
-
-            UPDATE numbered
-            SET EnqueuedAt = DATEADD(MICROSECOND, CAST(Rn - 1 AS INT), @First);
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-
-            -- The items of this call that share an inserted item's DedupKey share its key.
-            UPDATE p
-            SET EnqueuedAt = k.EnqueuedAt
-            FROM @Plan AS p
-            INNER JOIN @Plan AS k ON p.KeepNo = k.ItemNo
-            WHERE p.EnqueuedAt IS NULL;
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-
-            INSERT INTO dbo.Notification (EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey)
-            SELECT
-                p.EnqueuedAt,
-                'ResetPassword' AS [Type],
-                ISNULL(i.ScheduledFor, p.EnqueuedAt) AS ScheduledFor,
-                p.EnqueuedAt AS UpdatedAt,
-                ISNULL(i.[Priority], 0) AS [Priority],
-                i.GroupKey,
-                i.DedupKey
-            FROM @Items AS i
-            INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
-            WHERE p.IsDuplicate = 0;
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+                    'ResetPassword' AS [Type],
+                    ISNULL(i.ScheduledFor, p.EnqueuedAt) AS ScheduledFor,
+                    p.EnqueuedAt AS UpdatedAt,
+                    ISNULL(i.[Priority], 0) AS [Priority],
+                    i.GroupKey,
+                    i.DedupKey
+                FROM @Items AS i
+                INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
+                WHERE p.IsDuplicate = 0;
+                SELECT
+                    @RowCnt = @@ROWCOUNT,
+                    @ErrNo = @@ERROR;
+            END TRY
+            BEGIN CATCH
+                EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session';
+                THROW;
+            END CATCH;
+            EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session';
             IF (@RowCnt <> @InsertCount)
                 BEGIN
                     RAISERROR (735703, 16, 1, @Proc, @InsertCount, @RowCnt);

@@ -5,9 +5,18 @@ GO
    notification inside the caller's transaction: the base row, its
    ResetPassword subtype row and one row per channel asked for, so that an
    application can commit its own writes and the notification together.
-   The key is handed out under an application lock on 'dbo.Notification' held
-   to the end of the transaction: the later of now and the last key plus a
-   microsecond (dbo.QueueNextKey_fn), so concurrent producers never collide.
+   The key is the later of now and the last key plus a microsecond
+   (dbo.QueueNextKey_fn), handed out under an exclusive application lock on
+   'dbo.Notification' that the session holds only while it reads the last key
+   and inserts the base row, never to the end of the caller's transaction, so
+   concurrent producers never collide and none waits for another's open
+   transaction. An error while the lock is held releases it and is re-raised as
+   it came (THROW); a client that cancels the call (an attention) in that
+   instant leaves the lock to its session until the session ends or is reset
+   for reuse from a pool (dbo.Add_SyncQueue_utx's comment has the whole case).
+   @DedupKey is checked under a lock of its own held to the end of the
+   transaction (dbo.Lock_DedupKeys_utx): only producers of the same DedupKey
+   wait for each other.
    The text parameters are wider than their columns on purpose: SQL Server
    cuts an over-long argument silently, so each length is checked here instead.
    @UserID: whose password; a positive id.
@@ -25,7 +34,8 @@ GO
      unfinished notification carries it, nothing is written and that one's key
      is returned, with no error: enqueueing the same request twice is safe.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid
-   parameter (nothing is written), 735709 the enqueue lock was not granted.
+   parameter (nothing is written), 735709 the enqueue lock or the DedupKey's
+   lock was not granted in 10 s.
    On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_utx
     @UserID dbo.DbUserID,
@@ -46,6 +56,8 @@ BEGIN
     DECLARE @Proc NVARCHAR(128) = N'dbo.Add_Notification_ResetPassword_utx';
     DECLARE @Last dbo.[_Timestamp];
     DECLARE @LockResult INT;
+    DECLARE @RetCode INT;
+    DECLARE @DedupKeys dbo.DedupKeyList;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -113,19 +125,20 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    EXEC @LockResult = sys.sp_getapplock
-        @Resource = N'dbo.Notification',
-        @LockMode = 'Exclusive',
-        @LockOwner = 'Transaction',
-        @LockTimeout = 10000;
-    IF (@LockResult < 0)
-        BEGIN
-            RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
-            GOTO EXIT_ERROR;
-        END;
-    -- Under the enqueue lock, so two producers of the same key cannot both miss it.
+    -- Under the DedupKey's lock, so two producers of the same key cannot both miss it.
     IF (@DedupKey IS NOT NULL)
         BEGIN
+            INSERT INTO @DedupKeys (DedupKey) VALUES (@DedupKey);
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            EXEC @RetCode = dbo.Lock_DedupKeys_utx
+                @Queue = N'dbo.Notification',
+                @DedupKeys = @DedupKeys,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
             SELECT @EnqueuedAt = n.EnqueuedAt
             FROM dbo.Notification AS n
             WHERE
@@ -134,29 +147,49 @@ BEGIN
                 AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
             IF (@EnqueuedAt IS NOT NULL) RETURN 0;
         END;
-    -- The last key, read without waiting: keys never change and are only added
-    -- under the enqueue lock this call holds, so no write can hide one; waiting
-    -- here on a row another transaction is writing, while holding the enqueue
-    -- lock it may ask for next, could deadlock.
-    SELECT TOP (1) @Last = n.EnqueuedAt
-    FROM dbo.Notification AS n WITH (READUNCOMMITTED)
-    ORDER BY n.EnqueuedAt DESC;
-    SET @EnqueuedAt = dbo.QueueNextKey_fn(@Last);
 
-    INSERT INTO dbo.Notification (EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey)
-    VALUES (
-        @EnqueuedAt,
-        'ResetPassword',
-        ISNULL(@ScheduledFor, @EnqueuedAt),
-        @EnqueuedAt,
-        ISNULL(@Priority, 0),
-        @GroupKey,
-        @DedupKey
-    );
-    SELECT
-        @RowCnt = @@ROWCOUNT,
-        @ErrNo = @@ERROR;
-    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    -- The enqueue lock is the session's, held from here to the INSERT's end and
+    -- released below, or in the CATCH on an error (with XACT_ABORT ON an error would
+    -- otherwise end the batch with it held). Inside TRY an error goes straight to the
+    -- CATCH, so @ErrNo stays 0 there.
+    EXEC @LockResult = sys.sp_getapplock
+        @Resource = N'dbo.Notification',
+        @LockMode = 'Exclusive',
+        @LockOwner = 'Session',
+        @LockTimeout = 10000;
+    IF (@LockResult < 0)
+        BEGIN
+            RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
+            GOTO EXIT_ERROR;
+        END;
+    BEGIN TRY
+        -- The last key, read without waiting: keys never change and are only added
+        -- under the enqueue lock, so the last one is visible, committed or not;
+        -- waiting on a row of an open transaction is what the lock must not do.
+        SELECT TOP (1) @Last = n.EnqueuedAt
+        FROM dbo.Notification AS n WITH (READUNCOMMITTED)
+        ORDER BY n.EnqueuedAt DESC;
+        SET @EnqueuedAt = dbo.QueueNextKey_fn(@Last);
+
+        INSERT INTO dbo.Notification (EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey)
+        VALUES (
+            @EnqueuedAt,
+            'ResetPassword',
+            ISNULL(@ScheduledFor, @EnqueuedAt),
+            @EnqueuedAt,
+            ISNULL(@Priority, 0),
+            @GroupKey,
+            @DedupKey
+        );
+        SELECT
+            @RowCnt = @@ROWCOUNT,
+            @ErrNo = @@ERROR;
+    END TRY
+    BEGIN CATCH
+        EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session';
+        THROW;
+    END CATCH;
+    EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session';
     IF (@RowCnt <> 1)
         BEGIN
             RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);

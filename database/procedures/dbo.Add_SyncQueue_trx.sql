@@ -5,10 +5,14 @@ GO
    rules are dbo.Add_SyncQueue_utx's. One job is a one-row @Items.
    @Items: the jobs (dbo.SyncQueueItemList).
    Returns 0 with one row per job, in ItemNo order (EnqueuedAt, Type,
-   EntityKey, from dbo.Worker_SyncQueue_V, then ItemNo and IsDuplicate): a
+   EntityKey, from dbo.SyncQueue, then ItemNo and IsDuplicate): a
    duplicate's row is the unfinished item that carries its DedupKey, with that
    item's key, Type and EntityKey; 1 on error: 735701 inside a transaction, and
-   the errors of dbo.Add_SyncQueue_utx. */
+   the errors of dbo.Add_SyncQueue_utx.
+   The rows are read by key with FORCESEEK, so that the read touches only the
+   call's own items: a scan, which the optimizer may choose for a small table,
+   would wait for the uncommitted items of a producer whose transaction is open
+   (https://learn.microsoft.com/sql/t-sql/queries/hints-transact-sql-table). */
 CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_trx
     @Items dbo.SyncQueueItemList READONLY
 AS
@@ -44,7 +48,7 @@ BEGIN
         e.ItemNo,
         e.IsDuplicate
     FROM OPENJSON (@Enqueued) WITH (ItemNo INT, EnqueuedAt DATETIME2(7), IsDuplicate BIT) AS e
-    INNER JOIN dbo.Worker_SyncQueue_V AS v ON e.EnqueuedAt = v.EnqueuedAt
+    INNER JOIN dbo.SyncQueue AS v WITH (FORCESEEK) ON e.EnqueuedAt = v.EnqueuedAt
     ORDER BY e.ItemNo;
     RETURN 0;
 

@@ -3,17 +3,29 @@ SET QUOTED_IDENTIFIER ON;
 GO
 /* dbo.Add_SyncQueue_utx: enqueues sync jobs, one per item of @Items, inside the
    caller's transaction, in one statement. Every item is checked first; one
-   bad item and nothing is written. Keys come under an application lock on
-   'dbo.SyncQueue' held to the end of the transaction: the first is the later
-   of now and the last key plus a microsecond (dbo.QueueNextKey_fn), and the
-   inserted item n (in ItemNo order, from 0) gets the first plus n
-   microseconds, so a call's keys are contiguous, increasing, and never shared
-   with another producer's.
-   Deduplication, under the same lock: an item whose DedupKey an unfinished
-   item (Pending, Processing, Error or Paused) already carries is not inserted
-   and gets that item's key; items of one call sharing a DedupKey are inserted
-   once, as the lowest ItemNo, and the others get its key. No error either way:
-   enqueueing the same request twice is safe.
+   bad item and nothing is written.
+   Keys: the first is the later of now and the last key plus a microsecond
+   (dbo.QueueNextKey_fn), and the inserted item n (in ItemNo order, from 0)
+   gets the first plus n microseconds, so a call's keys are contiguous,
+   increasing, and never shared with another producer's. They are given under
+   an exclusive application lock on 'dbo.SyncQueue' that the session holds
+   only while it reads the last key and inserts the items, never to the end of
+   the caller's transaction: a producer that keeps its transaction open after
+   enqueueing holds up no other producer. A later producer may therefore commit
+   a larger key first; an ordered group's claim waits for the earlier item
+   (dbo.Next_SyncQueue_utx), so a group still runs in key order. An error
+   while the lock is held releases it and is re-raised as it came (THROW). A
+   client that cancels the call (an attention: a command timeout) in that
+   instant leaves the lock to its session until the session ends or is reset
+   for reuse from a connection pool, and other producers get 735709 meanwhile.
+   Deduplication: an item whose DedupKey an unfinished item (Pending,
+   Processing, Error or Paused) already carries is not inserted and gets that
+   item's key; items of one call sharing a DedupKey are inserted once, as the
+   lowest ItemNo, and the others get its key. No error either way: enqueueing
+   the same request twice is safe. The check runs under a lock per DedupKey
+   held to the end of the transaction (dbo.Lock_DedupKeys_utx), so a producer
+   waits for another's open transaction only when both enqueue the same
+   DedupKey, and then sees its item.
    @Items: the jobs: ItemNo, Type (a row of dbo.SyncQueueType), EntityKey,
      Payload (JSON or NULL), ScheduledFor (UTC; NULL: now), Priority (higher is
      claimed first, -32768 to 32767; NULL: 0), GroupKey (an ordered group, 1 to
@@ -29,8 +41,8 @@ GO
      (read it with OPENJSON ... WITH (ItemNo INT, EnqueuedAt DATETIME2(7),
      IsDuplicate BIT)).
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid
-   item (named by its ItemNo), 735709 the enqueue lock was not granted. On
-   error the caller rolls back. */
+   item (named by its ItemNo), 735709 the enqueue lock or a DedupKey's lock was
+   not granted in 10 s. On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_utx
     @Items dbo.SyncQueueItemList READONLY,
     @FirstEnqueuedAt dbo.[_Timestamp] = NULL OUTPUT,
@@ -50,6 +62,8 @@ BEGIN
     DECLARE @Why NVARCHAR(200);
     DECLARE @Last dbo.[_Timestamp];
     DECLARE @LockResult INT;
+    DECLARE @RetCode INT;
+    DECLARE @DedupKeys dbo.DedupKeyList;
     -- KeepNo: the item of this call whose row an item shares (itself when inserted).
     DECLARE @Plan TABLE (
         ItemNo INT NOT NULL PRIMARY KEY,
@@ -104,18 +118,24 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    EXEC @LockResult = sys.sp_getapplock
-        @Resource = N'dbo.SyncQueue',
-        @LockMode = 'Exclusive',
-        @LockOwner = 'Transaction',
-        @LockTimeout = 10000;
-    IF (@LockResult < 0)
+    INSERT INTO @DedupKeys (DedupKey)
+    SELECT i.DedupKey FROM @Items AS i
+    WHERE i.DedupKey IS NOT NULL;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    IF (@RowCnt > 0)
         BEGIN
-            RAISERROR (735709, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
-            GOTO EXIT_ERROR;
+            EXEC @RetCode = dbo.Lock_DedupKeys_utx
+                @Queue = N'dbo.SyncQueue',
+                @DedupKeys = @DedupKeys,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
         END;
 
-    -- Under the enqueue lock, so two producers of the same DedupKey cannot both miss it.
+    -- Under the DedupKeys' locks, so two producers of the same DedupKey cannot both miss it.
     -- Every item of a DedupKey finds the same holder, so a holder's key is the whole group's.
     INSERT INTO @Plan (ItemNo, KeepNo, EnqueuedAt, IsDuplicate)
     SELECT
@@ -156,62 +176,79 @@ BEGIN
 
     IF (@InsertCount > 0)
         BEGIN
-            -- The last key, read without waiting: keys never change and are only added
-            -- under the enqueue lock this call holds, so no write can hide one; waiting
-            -- here on a row another transaction is writing, while holding the enqueue
-            -- lock it may ask for next, could deadlock.
-            SELECT TOP (1) @Last = q.EnqueuedAt
-            FROM dbo.SyncQueue AS q WITH (READUNCOMMITTED)
-            ORDER BY q.EnqueuedAt DESC;
-            SET @FirstEnqueuedAt = dbo.QueueNextKey_fn(@Last);
-            SET @LastEnqueuedAt = DATEADD(MICROSECOND, @InsertCount - 1, @FirstEnqueuedAt);
+            -- The enqueue lock is the session's, not the transaction's: it is held from
+            -- here to the INSERT's end and released below, or in the CATCH on an error
+            -- (with XACT_ABORT ON an error would otherwise end the batch with it held).
+            EXEC @LockResult = sys.sp_getapplock
+                @Resource = N'dbo.SyncQueue',
+                @LockMode = 'Exclusive',
+                @LockOwner = 'Session',
+                @LockTimeout = 10000;
+            IF (@LockResult < 0)
+                BEGIN
+                    RAISERROR (735709, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
+                    GOTO EXIT_ERROR;
+                END;
+            -- Inside TRY an error goes straight to the CATCH, so @ErrNo stays 0 here.
+            BEGIN TRY
+                -- The last key, read without waiting: keys never change and are only
+                -- added under the enqueue lock, so the last one is visible, committed or
+                -- not; waiting on a row of an open transaction is what the lock must not do.
+                SELECT TOP (1) @Last = q.EnqueuedAt
+                FROM dbo.SyncQueue AS q WITH (READUNCOMMITTED)
+                ORDER BY q.EnqueuedAt DESC;
+                SET @FirstEnqueuedAt = dbo.QueueNextKey_fn(@Last);
+                SET @LastEnqueuedAt = DATEADD(MICROSECOND, @InsertCount - 1, @FirstEnqueuedAt);
 
-            WITH numbered AS (
+                WITH numbered AS (
+                    SELECT
+                        p.EnqueuedAt,
+                        ROW_NUMBER() OVER (ORDER BY p.ItemNo) AS Rn
+                    FROM @Plan AS p
+                    WHERE p.IsDuplicate = 0
+                )
+
+                UPDATE numbered
+                SET EnqueuedAt = DATEADD(MICROSECOND, CAST(Rn - 1 AS INT), @FirstEnqueuedAt);
+                SELECT
+                    @RowCnt = @@ROWCOUNT,
+                    @ErrNo = @@ERROR;
+
+                -- The items of this call that share an inserted item's DedupKey share its key.
+                UPDATE p
+                SET EnqueuedAt = k.EnqueuedAt
+                FROM @Plan AS p
+                INNER JOIN @Plan AS k ON p.KeepNo = k.ItemNo
+                WHERE p.EnqueuedAt IS NULL;
+                SELECT
+                    @RowCnt = @@ROWCOUNT,
+                    @ErrNo = @@ERROR;
+
+                INSERT INTO dbo.SyncQueue (
+                    EnqueuedAt, [Type], EntityKey, Payload, ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey
+                )
                 SELECT
                     p.EnqueuedAt,
-                    ROW_NUMBER() OVER (ORDER BY p.ItemNo) AS Rn
-                FROM @Plan AS p
-                WHERE p.IsDuplicate = 0
-            )
-
-            UPDATE numbered
-            SET EnqueuedAt = DATEADD(MICROSECOND, CAST(Rn - 1 AS INT), @FirstEnqueuedAt);
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-
-            -- The items of this call that share an inserted item's DedupKey share its key.
-            UPDATE p
-            SET EnqueuedAt = k.EnqueuedAt
-            FROM @Plan AS p
-            INNER JOIN @Plan AS k ON p.KeepNo = k.ItemNo
-            WHERE p.EnqueuedAt IS NULL;
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-
-            INSERT INTO dbo.SyncQueue (
-                EnqueuedAt, [Type], EntityKey, Payload, ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey
-            )
-            SELECT
-                p.EnqueuedAt,
-                i.[Type],
-                i.EntityKey,
-                i.Payload,
-                ISNULL(i.ScheduledFor, p.EnqueuedAt) AS ScheduledFor,
-                p.EnqueuedAt AS UpdatedAt,
-                ISNULL(i.[Priority], 0) AS [Priority],
-                i.GroupKey,
-                i.DedupKey
-            FROM @Items AS i
-            INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
-            WHERE p.IsDuplicate = 0;
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+                    i.[Type],
+                    i.EntityKey,
+                    i.Payload,
+                    ISNULL(i.ScheduledFor, p.EnqueuedAt) AS ScheduledFor,
+                    p.EnqueuedAt AS UpdatedAt,
+                    ISNULL(i.[Priority], 0) AS [Priority],
+                    i.GroupKey,
+                    i.DedupKey
+                FROM @Items AS i
+                INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
+                WHERE p.IsDuplicate = 0;
+                SELECT
+                    @RowCnt = @@ROWCOUNT,
+                    @ErrNo = @@ERROR;
+            END TRY
+            BEGIN CATCH
+                EXEC sys.sp_releaseapplock @Resource = N'dbo.SyncQueue', @LockOwner = 'Session';
+                THROW;
+            END CATCH;
+            EXEC sys.sp_releaseapplock @Resource = N'dbo.SyncQueue', @LockOwner = 'Session';
             IF (@RowCnt <> @InsertCount)
                 BEGIN
                     RAISERROR (735703, 16, 1, @Proc, @InsertCount, @RowCnt);

@@ -47,8 +47,8 @@ GO
    @SmsResponse, @SmsError: the Sms channel's own result, when given.
    @NewUpdatedAt: OUTPUT, the item's new token.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735704, 735705,
-   735706, 735707 a missing or invalid parameter, 735708, 735709 the enqueue lock
-   (taken for Pending) was not granted, 735710, 735711. On error the caller
+   735706, 735707 a missing or invalid parameter, 735708, 735709 the lock of the
+   item's DedupKey (taken for Pending) was not granted in 10 s, 735710, 735711. On error the caller
    rolls back; nothing is written before the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Modify_Notification_utx
     @EnqueuedAt dbo.[_Timestamp],
@@ -84,7 +84,7 @@ BEGIN
     DECLARE @BackoffMs BIGINT;
     DECLARE @ErrNo INT;
     DECLARE @RetCode INT;
-    DECLARE @LockResult INT;
+    DECLARE @DedupKeys dbo.DedupKeyList;
     DECLARE @RowCnt INT;
 
     SET @NewUpdatedAt = NULL;
@@ -112,19 +112,26 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    -- Pending may be a retry by hand (Move_'s Retry takes the enqueue lock): take it
-    -- before the row's lock, in Add_'s order, so the two cannot deadlock.
+    -- Pending may be a retry by hand (Move_'s Retry takes the lock of the item's
+    -- DedupKey): take it before the row's lock, in Add_'s order, so the two cannot
+    -- deadlock. An item's DedupKey never changes, so it is read before the row is locked.
     IF (@Status = 'Pending')
         BEGIN
-            EXEC @LockResult = sys.sp_getapplock
-                @Resource = N'dbo.Notification',
-                @LockMode = 'Exclusive',
-                @LockOwner = 'Transaction',
-                @LockTimeout = 10000;
-            IF (@LockResult < 0)
+            INSERT INTO @DedupKeys (DedupKey)
+            SELECT n.DedupKey FROM dbo.Notification AS n
+            WHERE n.EnqueuedAt = @EnqueuedAt AND n.DedupKey IS NOT NULL;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            IF (@RowCnt > 0)
                 BEGIN
-                    RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
-                    GOTO EXIT_ERROR;
+                    EXEC @RetCode = dbo.Lock_DedupKeys_utx
+                        @Queue = N'dbo.Notification',
+                        @DedupKeys = @DedupKeys,
+                        @Caller = @Proc;
+                    SELECT @ErrNo = @@ERROR;
+                    IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
                 END;
         END;
 

@@ -4,10 +4,11 @@ GO
 /* dbo.Modify_SyncQueue_Batch_trx: reports many SyncQueue outcomes in one call
    and one transaction, each by the rules of dbo.Modify_SyncQueue_utx, in key
    order (so two batch reporters lock rows in the same order and cannot deadlock).
-   A batch with a Pending outcome takes the enqueue lock first, before any row, as
-   Add_ and the Retry_ control do (dbo.Modify_SyncQueue_utx takes it for that
-   outcome, which would be after the rows of the outcomes before it): it then keeps
-   enqueues of dbo.SyncQueue waiting until it commits.
+   A batch with Pending outcomes takes the locks of those items' DedupKeys first,
+   before any row, as Add_ and the Retry_ control do (dbo.Modify_SyncQueue_utx
+   takes one for such an outcome, which would be after the rows of the outcomes
+   before it): it then keeps an enqueue of one of those DedupKeys waiting until it
+   commits, and no other.
    All or nothing: the first refused outcome (an item taken over, a stale token,
    an illegal move) rolls the whole batch back and raises that outcome's error
    (which names the item, but for a bad parameter, 735707); the caller may then
@@ -15,7 +16,7 @@ GO
    @Outcomes: the reports, 1 to 1000 rows (dbo.SyncQueueOutcomeList).
    Returns 0 with one row per item (EnqueuedAt, UpdatedAt, Status, ScheduledFor)
    from dbo.Worker_SyncQueue_V, in key order; 1 on error: 735701 inside a
-   transaction, 735707 an empty or too big batch, 735709 the enqueue lock not
+   transaction, 735707 an empty or too big batch, 735709 a DedupKey's lock not
    granted within 10 s, and the errors of
    dbo.Modify_SyncQueue_utx. */
 CREATE OR ALTER PROCEDURE dbo.Modify_SyncQueue_Batch_trx
@@ -36,8 +37,9 @@ BEGIN
     DECLARE @Error dbo.WebResponse;
     DECLARE @ScheduledFor dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    DECLARE @LockResult INT;
+    DECLARE @DedupKeys dbo.DedupKeyList;
     DECLARE @ErrNo INT;
+    DECLARE @RowCnt INT;
 
     -- IMPLICIT_TRANSACTIONS ON (JDBC's setAutoCommit(false), ODBC's manual commit) would nest
     -- BEGIN TRANSACTION inside an implicit one and return with it still open.
@@ -54,22 +56,23 @@ BEGIN
         END;
 
     BEGIN TRANSACTION Modify_SyncQueue_Batch;
-    IF
-        EXISTS (
-            SELECT 1 FROM @Outcomes AS o
-            WHERE o.[Status] = 'Pending'
-        )
+    INSERT INTO @DedupKeys (DedupKey)
+    SELECT q.DedupKey
+    FROM @Outcomes AS o
+    INNER JOIN dbo.SyncQueue AS q ON o.EnqueuedAt = q.EnqueuedAt
+    WHERE o.[Status] = 'Pending' AND q.DedupKey IS NOT NULL;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+    IF (@RowCnt > 0)
         BEGIN
-            EXEC @LockResult = sys.sp_getapplock
-                @Resource = N'dbo.SyncQueue',
-                @LockMode = 'Exclusive',
-                @LockOwner = 'Transaction',
-                @LockTimeout = 10000;
-            IF (@LockResult < 0)
-                BEGIN
-                    RAISERROR (735709, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
-                    GOTO EXIT_TRANSACTION;
-                END;
+            EXEC @RetCode = dbo.Lock_DedupKeys_utx
+                @Queue = N'dbo.SyncQueue',
+                @DedupKeys = @DedupKeys,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
         END;
     SELECT @EnqueuedAt = MIN(o.EnqueuedAt) FROM @Outcomes AS o;
     WHILE (@EnqueuedAt IS NOT NULL)

@@ -25,7 +25,7 @@ GO
    @NewUpdatedAt: OUTPUT, the item's new token.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735704 no such
    item, 735705, 735706, 735707 a missing or invalid parameter, 735708, 735709 the
-   enqueue lock (taken to check a retried DedupKey) was not granted, 735711. On
+   lock of a retried item's DedupKey was not granted in 10 s, 735711. On
    error the caller rolls back; nothing is written before the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Move_SyncQueue_utx
     @EnqueuedAt dbo.[_Timestamp],
@@ -49,7 +49,8 @@ BEGIN
     DECLARE @DedupHolderText NVARCHAR(40);
     DECLARE @Target dbo.QueueState;
     DECLARE @Duration dbo.Duration;
-    DECLARE @LockResult INT;
+    DECLARE @RetCode INT;
+    DECLARE @DedupKeys dbo.DedupKeyList;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -87,20 +88,27 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    -- A retry checks its DedupKey under the enqueue lock, where Add_ checks keys,
-    -- so that a retry and an enqueue of the same key cannot both find it free.
-    -- Taken before the row's lock, in Add_'s order, so the two cannot deadlock.
+    -- A retry checks its DedupKey under that key's lock (dbo.Lock_DedupKeys_utx), as
+    -- Add_ does, so that a retry and an enqueue of the same key cannot both find it
+    -- free. Taken before the row's lock, in Add_'s order, so the two cannot deadlock;
+    -- an item's DedupKey never changes, so it is read before the row is locked.
     IF (@Action = 'Retry')
         BEGIN
-            EXEC @LockResult = sys.sp_getapplock
-                @Resource = N'dbo.SyncQueue',
-                @LockMode = 'Exclusive',
-                @LockOwner = 'Transaction',
-                @LockTimeout = 10000;
-            IF (@LockResult < 0)
+            INSERT INTO @DedupKeys (DedupKey)
+            SELECT q.DedupKey FROM dbo.SyncQueue AS q
+            WHERE q.EnqueuedAt = @EnqueuedAt AND q.DedupKey IS NOT NULL;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            IF (@RowCnt > 0)
                 BEGIN
-                    RAISERROR (735709, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
-                    GOTO EXIT_ERROR;
+                    EXEC @RetCode = dbo.Lock_DedupKeys_utx
+                        @Queue = N'dbo.SyncQueue',
+                        @DedupKeys = @DedupKeys,
+                        @Caller = @Proc;
+                    SELECT @ErrNo = @@ERROR;
+                    IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
                 END;
         END;
 

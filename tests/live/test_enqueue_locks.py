@@ -1,0 +1,242 @@
+"""Producers against a real SQL Server: an enqueue inside an application's open
+transaction holds up no other producer (issue 18, item 5).
+
+The key of an item is given under an application lock that the session holds only
+while it reads the last key and inserts; a DedupKey is checked under a lock of its
+own held to the end of the transaction (dbo.Lock_DedupKeys_utx). So:
+- producer A enqueues with an _utx and keeps its transaction open; producer B's _trx
+  returns meanwhile with a larger key (were B to wait for A, it could only fail with
+  735709 after 10 s, since A cannot commit while the test waits for B: no clock is
+  needed to tell); A commits; a claim gets both items;
+- a producer of the same DedupKey does wait for A, and then gets A's item;
+- an error while the key lock is held (XACT_ABORT ON, as every _trx sets it) releases
+  the lock, so the next producer is not held up by a failed one.
+Both queues: SyncQueue (templated Add_) and Notification (written by hand)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from relq import db
+from relq.live import throwaway_database
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.mssql
+
+WAIT_S = 30  # how long the test polls for B's lock wait to show before failing
+
+SYNC_UTX = """
+SET NOCOUNT ON;
+DECLARE @Items dbo.SyncQueueItemList;
+DECLARE @First DATETIME2(7);
+DECLARE @RetCode INT;
+INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey) VALUES (1, 'CustomerSync', ?, ?);
+EXEC @RetCode = dbo.Add_SyncQueue_utx @Items = @Items, @FirstEnqueuedAt = @First OUTPUT;
+SELECT @RetCode, @First;
+"""
+
+SYNC_TRX = """
+SET NOCOUNT ON;
+DECLARE @Items dbo.SyncQueueItemList;
+INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey) VALUES (1, 'CustomerSync', ?, ?);
+EXEC dbo.Add_SyncQueue_trx @Items = @Items;
+"""
+
+NOTIFICATION_UTX = """
+SET NOCOUNT ON;
+DECLARE @Key DATETIME2(7);
+DECLARE @RetCode INT;
+EXEC @RetCode = dbo.Add_Notification_ResetPassword_utx
+    @UserID = 7, @Username = ?, @OTP = '123456', @EmailTo = N'ada@example.com',
+    @DedupKey = ?, @EnqueuedAt = @Key OUTPUT;
+SELECT @RetCode, @Key;
+"""
+
+
+def notification_trx(conn, username: str, dedup: str | None):
+    return db.call(
+        conn,
+        "dbo.Add_Notification_ResetPassword_trx",
+        UserID=7,
+        Username=username,
+        OTP="123456",
+        EmailTo="ada@example.com",
+        DedupKey=dedup,
+    )
+
+
+def sync_trx(conn, entity: str, dedup: str | None):
+    cursor = conn.cursor()
+    try:
+        return db.result_sets(cursor, SYNC_TRX, entity, dedup, context="dbo.Add_SyncQueue_trx")[0][0]
+    finally:
+        cursor.close()
+
+
+QUEUES = {
+    # queue: (enqueue in an open transaction, enqueue with the _trx -> its key, claim procedure)
+    "SyncQueue": (
+        SYNC_UTX,
+        lambda conn, name, dedup: sync_trx(conn, name, dedup)[0][0],
+        "dbo.Next_SyncQueue_Batch_trx",
+    ),
+    "Notification": (
+        NOTIFICATION_UTX,
+        lambda conn, name, dedup: notification_trx(conn, name, dedup).result_sets[0][0][0],
+        "dbo.Next_Notification_Batch_trx",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def database(mssql: db.Target) -> Iterator[str]:
+    with throwaway_database(REPO, mssql, prefix="relq_locks") as name:
+        yield name
+
+
+@pytest.fixture
+def connect(mssql: db.Target, database: str) -> Iterator:
+    """Opens connections to the test's database, and closes them (rolling back) at the end."""
+    opened = []
+
+    def open_(autocommit: bool = True):
+        conn = db.connect(db.with_database(mssql.conn_str, database), autocommit=autocommit)
+        conn.timeout = 60
+        opened.append(conn)
+        return conn
+
+    yield open_
+    for conn in opened:
+        conn.close()
+
+
+def enqueue_open(conn, queue: str, name: str, dedup: str | None = None):
+    """Producer A: enqueues inside a transaction it leaves open; returns the new key."""
+    sql = QUEUES[queue][0]
+    code, key = conn.cursor().execute(sql, name, dedup).fetchone()
+    assert code == 0
+    return key
+
+
+def claim_all(conn, queue: str) -> set:
+    rows = db.call(conn, QUEUES[queue][2], LockedBy=f"locks/{queue}", BatchSize=100).result_sets[0]
+    return {row[0] for row in rows}
+
+
+CLEAR = {
+    "SyncQueue": "DELETE FROM dbo.SyncQueueAttempt; DELETE FROM dbo.SyncQueue;",
+    "Notification": "DELETE FROM dbo.NotificationAttempt; DELETE FROM dbo.Notification_Email; "
+    "DELETE FROM dbo.Notification_Sms; DELETE FROM dbo.Notification_ResetPassword; "
+    "DELETE FROM dbo.Notification;",
+}
+KEY_LOCK = {"SyncQueue": "dbo.SyncQueue", "Notification": "dbo.Notification"}  # the enqueue lock's name
+
+
+def clear(conn, queue: str) -> None:
+    """The module's database is shared by its tests: each starts from an empty queue."""
+    conn.cursor().execute(CLEAR[queue])
+
+
+@pytest.mark.parametrize("queue", list(QUEUES))
+def test_a_producer_in_an_open_transaction_holds_up_no_other_producer(connect, queue: str) -> None:
+    admin = connect()
+    clear(admin, queue)
+    a = connect(autocommit=False)
+    key_a = enqueue_open(a, queue, "producer-a")
+
+    key_b = QUEUES[queue][1](connect(), "producer-b", None)  # returns while A's transaction is open
+
+    assert key_b > key_a
+    a.commit()
+    assert claim_all(admin, queue) == {key_a, key_b}
+
+
+def lock_waiters(admin, database: str) -> list[str]:
+    """The sessions of ``database`` waiting for an application lock, with the lock's resource."""
+    return [
+        row[0]
+        for row in admin.cursor()
+        .execute(
+            "SELECT l.resource_description FROM sys.dm_tran_locks AS l "
+            "WHERE l.resource_type = N'APPLICATION' AND l.request_status = N'WAIT' "
+            "AND l.resource_database_id = DB_ID(?);",
+            database,
+        )
+        .fetchall()
+    ]
+
+
+@pytest.mark.parametrize("queue", list(QUEUES))
+def test_a_producer_of_the_same_dedup_key_waits_and_gets_the_first_item(
+    connect, database: str, queue: str
+) -> None:
+    admin = connect()
+    clear(admin, queue)
+    a = connect(autocommit=False)
+    key_a = enqueue_open(a, queue, "producer-a", dedup="order-42")
+    results: list = []
+
+    def producer_b() -> None:
+        try:
+            results.append(QUEUES[queue][1](connect(), "producer-b", "order-42"))
+        except Exception as exc:  # reported below
+            results.append(exc)
+
+    thread = threading.Thread(target=producer_b)
+    thread.start()
+    deadline = time.monotonic() + WAIT_S
+    while not lock_waiters(admin, database) and time.monotonic() < deadline and thread.is_alive():
+        time.sleep(0.05)
+    waiting = lock_waiters(admin, database)
+    a.commit()
+    thread.join(WAIT_S)
+
+    assert waiting, "producer B did not wait for the DedupKey's lock"
+    assert results == [key_a], "B gets A's item, not a second one"
+    assert claim_all(admin, queue) == {key_a}
+
+
+# A constraint the procedures do not check themselves, so that the INSERT under the
+# key lock fails with 547 (XACT_ABORT ON in the _trx: the batch ends at the error).
+PLANTED = {
+    "SyncQueue": (
+        "ALTER TABLE dbo.SyncQueue ADD CONSTRAINT Test_SyncQueue_NotBoom CHECK (EntityKey <> N'boom');",
+        "ALTER TABLE dbo.SyncQueue DROP CONSTRAINT Test_SyncQueue_NotBoom;",
+    ),
+    "Notification": (
+        "ALTER TABLE dbo.Notification ADD CONSTRAINT Test_Notification_NotBoom "
+        "CHECK (ISNULL(DedupKey, N'') <> N'boom');",
+        "ALTER TABLE dbo.Notification DROP CONSTRAINT Test_Notification_NotBoom;",
+    ),
+}
+
+
+@pytest.mark.parametrize("queue", list(QUEUES))
+def test_an_error_under_the_key_lock_releases_it(connect, queue: str) -> None:
+    admin = connect()
+    clear(admin, queue)
+    plant, remove = PLANTED[queue]
+    admin.cursor().execute(plant)
+    try:
+        failing = connect()
+        with pytest.raises(db.SqlError) as failed:
+            QUEUES[queue][1](failing, "boom", "boom")
+        assert failed.value.number == 547
+        held = (
+            failing.cursor()
+            .execute("SELECT APPLOCK_MODE(N'public', ?, N'Session');", KEY_LOCK[queue])
+            .fetchone()[0]
+        )
+        assert held == "NoLock"
+        assert failing.cursor().execute("SELECT @@TRANCOUNT;").fetchone()[0] == 0
+
+        other = connect(autocommit=False)
+        key = enqueue_open(other, queue, "after-the-failure")  # 735709 after 10 s if the lock leaked
+        other.commit()
+        assert claim_all(admin, queue) == {key}
+    finally:
+        admin.cursor().execute(remove)
