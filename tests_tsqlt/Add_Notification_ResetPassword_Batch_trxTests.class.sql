@@ -166,3 +166,24 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Kept, @Message = N'the rows that were there stay';
 END;
 GO
+-- SSIS, ADF and ORM scaffolding ask SQL Server to describe a procedure's first result set
+-- without running it; the enqueue's EXECs of sp_getapplock say WITH RESULT SETS NONE so
+-- that the analysis need not enter that extended procedure (the build's check describable).
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_trxTests.[test Add_Notification_ResetPassword_Batch_trx describes its result set when a tool asks]
+AS
+BEGIN
+    DECLARE @Columns NVARCHAR(MAX);
+
+    SELECT
+        @Columns = STRING_AGG(CONCAT(r.name, r.error_message), N', ')
+        WITHIN GROUP (ORDER BY r.column_ordinal)
+    FROM sys.dm_exec_describe_first_result_set(
+        N'DECLARE @Items dbo.Notification_ResetPasswordItemList; '
+        + N'EXEC dbo.Add_Notification_ResetPassword_Batch_trx @Items = @Items;',
+        NULL,
+        0
+    ) AS r;
+
+    EXEC tSQLt.AssertEqualsString @Expected = N'EnqueuedAt, ItemNo, IsDuplicate', @Actual = @Columns;
+END;
+GO

@@ -252,3 +252,23 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RowsInTransaction, @Message = N'rows written';
 END;
 GO
+-- SSIS, ADF and ORM scaffolding ask SQL Server to describe a procedure's first result set
+-- without running it; the enqueue's EXECs of sp_getapplock say WITH RESULT SETS NONE so
+-- that the analysis need not enter that extended procedure (the build's check describable).
+CREATE PROCEDURE Add_Notification_ResetPassword_trxTests.[test Add_Notification_ResetPassword_trx describes its result set when a tool asks]
+AS
+BEGIN
+    DECLARE @Columns NVARCHAR(MAX);
+
+    SELECT
+        @Columns = STRING_AGG(CONCAT(r.name, r.error_message), N', ')
+        WITHIN GROUP (ORDER BY r.column_ordinal)
+    FROM sys.dm_exec_describe_first_result_set(
+        N'EXEC dbo.Add_Notification_ResetPassword_trx @UserID = 1, @Username = N''ada'', @OTP = ''123456'';',
+        NULL,
+        0
+    ) AS r;
+
+    EXEC tSQLt.AssertEqualsString @Expected = N'EnqueuedAt', @Actual = @Columns;
+END;
+GO

@@ -9,11 +9,9 @@ GO
 -- committed rows; tSQLt puts the real tables back after the test.
 -- dbo.QueueStatus and dbo.QueueTransition stay real.
 -- The result row cannot be captured here: INSERT ... EXEC runs the procedure inside
--- the INSERT's transaction, where a _trx refuses (735701). Nor can its columns be read
--- with sys.dm_exec_describe_first_result_set, as Extend_'s and Next_'s classes do: the
--- report may call sp_getapplock, an extended procedure underneath, where SQL Server's
--- analysis stops (error 11520). So the tests assert on the rows the call left; the rules
--- of each report are dbo.Modify_Notification_utx's tests.
+-- the INSERT's transaction, where a _trx refuses (735701). So the tests assert on the
+-- rows the call left, and read its columns with sys.dm_exec_describe_first_result_set;
+-- the rules of each report are dbo.Modify_Notification_utx's tests.
 CREATE PROCEDURE Modify_Notification_trxTests.FakeQueue
 AS
 BEGIN
@@ -384,5 +382,31 @@ BEGIN
     EXEC tSQLt.AssertEqualsString
         @Expected = N'', @Actual = @Response, @Message = N'the attempt''s Response is kept';
     EXEC tSQLt.AssertEqualsString @Expected = N'', @Actual = @Error, @Message = N'the attempt''s Error is kept';
+END;
+GO
+-- SSIS, ADF and ORM scaffolding ask SQL Server to describe a procedure's first result set
+-- without running it (sys.dm_exec_describe_first_result_set, as sp_describe_first_result_set
+-- does). The analysis enters every procedure a call may reach and stops at an extended
+-- procedure, as sp_getapplock is underneath, unless its EXEC says WITH RESULT SETS NONE
+-- (the build's check describable). A failed description comes back as a row's error_message.
+CREATE PROCEDURE Modify_Notification_trxTests.[test Modify_Notification_trx describes its result set when a tool asks]
+AS
+BEGIN
+    DECLARE @Columns NVARCHAR(MAX);
+    DECLARE
+        @Expected NVARCHAR(MAX) = N'EnqueuedAt, Type, Status, Step, AttemptNum, ScheduledFor, StartedAt, UpdatedAt, '
+        + N'LeaseUntil, Response, Error, UserID, Username, OTP, EmailTo, PreferredLanguage, '
+        + N'EmailResponse, EmailError, PhoneNumber, SmsResponse, SmsError';
+
+    SELECT
+        @Columns = STRING_AGG(CONCAT(r.name, r.error_message), N', ')
+        WITHIN GROUP (ORDER BY r.column_ordinal)
+    FROM sys.dm_exec_describe_first_result_set(
+        N'EXEC dbo.Modify_Notification_trx @EnqueuedAt = NULL, @UpdatedAt = NULL, @Status = NULL;',
+        NULL,
+        0
+    ) AS r;
+
+    EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Columns;
 END;
 GO

@@ -9,11 +9,9 @@ GO
 -- committed rows; tSQLt puts the real tables back after the test.
 -- dbo.QueueStatus and dbo.QueueTransition stay real.
 -- The result row cannot be captured here: INSERT ... EXEC runs the procedure inside
--- the INSERT's transaction, where a _trx refuses (735701). Nor can its columns be read
--- with sys.dm_exec_describe_first_result_set, as Extend_'s and Next_'s classes do: the
--- report may call sp_getapplock, an extended procedure underneath, where SQL Server's
--- analysis stops (error 11520). So the tests assert on the rows the call left; the rules
--- of each report are dbo.Modify_SyncQueue_utx's tests.
+-- the INSERT's transaction, where a _trx refuses (735701). So the tests assert on the
+-- rows the call left, and read its columns with sys.dm_exec_describe_first_result_set;
+-- the rules of each report are dbo.Modify_SyncQueue_utx's tests.
 CREATE PROCEDURE Modify_SyncQueue_trxTests.FakeQueue
 AS
 BEGIN
@@ -225,5 +223,30 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertEqualsString @Expected = 'Processing', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
+END;
+GO
+-- SSIS, ADF and ORM scaffolding ask SQL Server to describe a procedure's first result set
+-- without running it (sys.dm_exec_describe_first_result_set, as sp_describe_first_result_set
+-- does). The analysis enters every procedure a call may reach and stops at an extended
+-- procedure, as sp_getapplock is underneath, unless its EXEC says WITH RESULT SETS NONE
+-- (the build's check describable). A failed description comes back as a row's error_message.
+CREATE PROCEDURE Modify_SyncQueue_trxTests.[test Modify_SyncQueue_trx describes its result set when a tool asks]
+AS
+BEGIN
+    DECLARE @Columns NVARCHAR(MAX);
+    DECLARE
+        @Expected NVARCHAR(MAX) = N'EnqueuedAt, Type, EntityKey, Payload, Status, Step, AttemptNum, ScheduledFor, '
+        + N'StartedAt, UpdatedAt, LeaseUntil, Response, Error';
+
+    SELECT
+        @Columns = STRING_AGG(CONCAT(r.name, r.error_message), N', ')
+        WITHIN GROUP (ORDER BY r.column_ordinal)
+    FROM sys.dm_exec_describe_first_result_set(
+        N'EXEC dbo.Modify_SyncQueue_trx @EnqueuedAt = NULL, @UpdatedAt = NULL, @Status = NULL;',
+        NULL,
+        0
+    ) AS r;
+
+    EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Columns;
 END;
 GO

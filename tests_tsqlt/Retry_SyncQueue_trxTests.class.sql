@@ -162,3 +162,27 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
 END;
 GO
+-- SSIS, ADF and ORM scaffolding ask SQL Server to describe a procedure's first result set
+-- without running it (sys.dm_exec_describe_first_result_set, as sp_describe_first_result_set
+-- does). The analysis enters every procedure a call may reach and stops at an extended
+-- procedure, as sp_getapplock is underneath, unless its EXEC says WITH RESULT SETS NONE
+-- (the build's check describable). A failed description comes back as a row's error_message.
+CREATE PROCEDURE Retry_SyncQueue_trxTests.[test Retry_SyncQueue_trx describes its result set when a tool asks]
+AS
+BEGIN
+    DECLARE @Columns NVARCHAR(MAX);
+    DECLARE
+        @Expected NVARCHAR(MAX) = N'EnqueuedAt, UpdatedAt, Status, ScheduledFor';
+
+    SELECT
+        @Columns = STRING_AGG(CONCAT(r.name, r.error_message), N', ')
+        WITHIN GROUP (ORDER BY r.column_ordinal)
+    FROM sys.dm_exec_describe_first_result_set(
+        N'EXEC dbo.Retry_SyncQueue_trx @EnqueuedAt = NULL;',
+        NULL,
+        0
+    ) AS r;
+
+    EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Columns;
+END;
+GO

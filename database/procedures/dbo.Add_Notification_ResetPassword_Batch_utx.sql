@@ -185,7 +185,8 @@ BEGIN
                 @Resource = N'dbo.Notification',
                 @LockMode = 'Exclusive',
                 @LockOwner = 'Session',
-                @LockTimeout = 10000;
+                @LockTimeout = 10000
+            WITH RESULT SETS NONE;
             IF (@LockResult < 0)
                 BEGIN
                     RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
@@ -241,10 +242,12 @@ BEGIN
                     @ErrNo = @@ERROR;
             END TRY
             BEGIN CATCH
-                EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session';
+                EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'
+                WITH RESULT SETS NONE;
                 THROW;
             END CATCH;
-            EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session';
+            EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'
+            WITH RESULT SETS NONE;
             IF (@RowCnt <> @InsertCount)
                 BEGIN
                     RAISERROR (735703, 16, 1, @Proc, @InsertCount, @RowCnt);

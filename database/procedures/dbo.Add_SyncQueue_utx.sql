@@ -183,7 +183,8 @@ BEGIN
                 @Resource = N'dbo.SyncQueue',
                 @LockMode = 'Exclusive',
                 @LockOwner = 'Session',
-                @LockTimeout = 10000;
+                @LockTimeout = 10000
+            WITH RESULT SETS NONE;
             IF (@LockResult < 0)
                 BEGIN
                     RAISERROR (735709, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
@@ -245,10 +246,12 @@ BEGIN
                     @ErrNo = @@ERROR;
             END TRY
             BEGIN CATCH
-                EXEC sys.sp_releaseapplock @Resource = N'dbo.SyncQueue', @LockOwner = 'Session';
+                EXEC sys.sp_releaseapplock @Resource = N'dbo.SyncQueue', @LockOwner = 'Session'
+                WITH RESULT SETS NONE;
                 THROW;
             END CATCH;
-            EXEC sys.sp_releaseapplock @Resource = N'dbo.SyncQueue', @LockOwner = 'Session';
+            EXEC sys.sp_releaseapplock @Resource = N'dbo.SyncQueue', @LockOwner = 'Session'
+            WITH RESULT SETS NONE;
             IF (@RowCnt <> @InsertCount)
                 BEGIN
                     RAISERROR (735703, 16, 1, @Proc, @InsertCount, @RowCnt);

@@ -70,7 +70,8 @@ BEGIN
                 @Resource = @Resource,
                 @LockMode = 'Exclusive',
                 @LockOwner = 'Transaction',
-                @LockTimeout = 10000;
+                @LockTimeout = 10000
+            WITH RESULT SETS NONE;
             IF (@LockResult < 0)
                 BEGIN
                     RAISERROR (735709, 16, 1, @Proc, @Resource, @LockResult);

@@ -651,6 +651,31 @@ def _readpast_lock(ctx: FileContext) -> Iterator[Finding]:
                                       "nothing")
 
 
+_APPLOCK_PROCEDURES = {"sp_getapplock", "sp_releaseapplock"}
+
+
+@check("describable", "EXEC of sp_getapplock or sp_releaseapplock says WITH RESULT SETS NONE, so that "
+                      "tools can describe the procedures that reach it")
+def _describable(ctx: FileContext) -> Iterator[Finding]:
+    """sp_describe_first_result_set (which SSIS, ADF and ORM scaffolding call) analyses every
+    procedure a call may reach and stops with an error at an extended procedure, as
+    sp_getapplock is underneath; an EXEC whose result sets are given (WITH RESULT SETS) is
+    not analysed ("Result set specified by user" in
+    https://learn.microsoft.com/sql/relational-databases/system-stored-procedures/sp-describe-first-result-set-transact-sql)."""
+    if not _in_database(ctx, "procedures"):
+        return
+    for seg, _ in ctx.creates("execute_script_statement"):
+        target = seg.get_child("object_reference")
+        if target is None or local_name(target.raw).casefold() not in _APPLOCK_PROCEDURES:
+            continue
+        words = [s.raw.upper() for s, _ in walk(seg) if s.is_type("keyword")]
+        if "RESULT" not in words:
+            yield _finding(line(seg), f"end this EXEC of {local_name(target.raw)} with WITH RESULT SETS "
+                                      f"NONE: without it, tools cannot describe the procedures that "
+                                      f"reach it (sp_describe_first_result_set stops at an extended "
+                                      f"procedure)")
+
+
 @check("utc-time", "times are UTC: SYSUTCDATETIME()")
 def _utc_time(ctx: FileContext) -> Iterator[Finding]:
     if not _in_database(ctx):

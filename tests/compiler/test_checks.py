@@ -269,6 +269,12 @@ CASES = [
     Case("READPAST without READCOMMITTEDLOCK",
          [(NEXT, "READPAST, READCOMMITTEDLOCK)", "READPAST)")],
          [(NEXT, "WITH (UPDLOCK, ROWLOCK, READPAST)", "readpast-lock", "add READCOMMITTEDLOCK")]),
+    Case("sp_releaseapplock without WITH RESULT SETS NONE",
+         [(LOG, "        @Why = @Note;\n    RETURN 0;",
+           "        @Why = @Note;\n"
+           "    EXEC sys.sp_releaseapplock @Resource = N'dbo.Job', @LockOwner = 'Session';\n"
+           "    RETURN 0;")],
+         [(LOG, "EXEC sys.sp_releaseapplock", "describable", "WITH RESULT SETS NONE")]),
     Case("a message text without relq's mark",
          [(MSG, "@msgtext = N'relq: %s", "@msgtext = N'%s")],
          [(MSG, "EXEC sys.sp_addmessage", "message-mark", "begin the text with 'relq: '")]),
