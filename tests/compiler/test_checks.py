@@ -476,7 +476,8 @@ def test_every_check_is_planted_at_least_once() -> None:
 
 @pytest.mark.parametrize("name, body", [
     ("system objects", "    SELECT TOP (1) o.name FROM sys.objects AS o;\n"
-                       "    EXEC sys.sp_getapplock @Resource = N'x', @LockMode = 'Exclusive';\n"),
+                       "    EXEC sys.sp_getapplock @Resource = N'x', @LockMode = 'Exclusive'\n"
+                       "    WITH RESULT SETS NONE;\n"),
     ("temp tables and table variables",
      "    DECLARE @T TABLE (Id INT NOT NULL);\n    INSERT INTO @T (Id) VALUES (1);\n"
      "    SELECT @RowCnt = @@ROWCOUNT, @ErrNo = @@ERROR;\n"
