@@ -77,9 +77,11 @@ class Problem(Exception):
         self.line = line
 
 
-def create_app(store: Store, settings: Settings | None = None) -> Starlette:
+def create_app(store: Store, settings: Settings | None = None, history: History | None = None) -> Starlette:
+    """The dashboard over ``store``. ``history``: the throughput readings to start from
+    (a new dashboard starts with none)."""
     settings = settings or Settings()
-    history = History(every_s=max(settings.refresh_s, 1.0))
+    history = history or History(every_s=max(settings.refresh_s, 1.0))
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters.update(when=_when, age=_age, ms=_ms, rate=_rate, short=_short)
     templates.env.globals.update(settings=settings, SHOWN=SHOWN,

@@ -1,10 +1,10 @@
 """The throughput chart of each queue: QueueThroughput_V's completions and failures per
-minute, as the dashboard saw them over the last hour, drawn as inline SVG on the server
-(no script, no build step; the page shows it with JavaScript off).
+minute, as the dashboard read them over the last hour (or since it started), drawn as
+inline SVG on the server (no script, no build step; it shows with JavaScript off).
 
-The views keep no history, so the dashboard records one point per queue at most every
-``every_s`` seconds, whenever a page or a scrape reads the views; a gap in the line is a
-time nobody looked."""
+The views keep no history, so the dashboard records one reading per queue at most every
+``every_s`` seconds, whenever a page, its live refresh or a scrape reads the views; a
+straight stretch of the line is a time nobody looked."""
 
 from __future__ import annotations
 
@@ -41,19 +41,22 @@ class History:
                 line.popleft()
 
     def svg(self, queue: str, now: float) -> Markup:
-        """The chart: completed per minute in one colour, failed in another, the last hour."""
+        """The chart: completed per minute in one colour, failed in another, over the hour
+        before ``now`` or since the first reading (at least a minute)."""
         points = list(self.points.get(queue, ()))
+        span = min(self.keep_s, max(60.0, now - points[0].at)) if points else self.keep_s
         top = max([1.0, *(max(p.completed, p.failed) for p in points)])
-        label = (f"{queue}: completed and failed per minute over the last hour, "
+        label = (f"{queue}: completed and failed per minute over the last {round(span / 60)} min, "
                  f"{len(points)} readings, peak {top:.1f} per minute")
         lines = "".join(
-            f'<polyline class="{kind}" points="{_polyline(points, kind, now, self.keep_s, top)}"/>'
-            for kind in ("completed", "failed") if points)
+            f'<polyline class="{kind}" points="{_polyline(points, kind, now, span, top)}"/>'
+            for kind in ("completed", "failed") if len(points) > 1)
         return Markup(
             f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
             f'role="img" aria-label="{escape(label)}"><title>{escape(label)}</title>'
             f'<rect class="frame" x="0.5" y="0.5" width="{WIDTH - 1}" height="{HEIGHT - 1}"/>'
-            f'{lines}<text x="{WIDTH - 4}" y="12" text-anchor="end">{top:.1f}/min</text></svg>')
+            f'{lines}<text x="{WIDTH - 4}" y="12" text-anchor="end">{top:.1f}/min</text>'
+            f'<text x="4" y="{HEIGHT - 5}">{round(span / 60)} min</text></svg>')
 
 
 def _polyline(points: list[Point], kind: str, now: float, span: float, top: float) -> str:
