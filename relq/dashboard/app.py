@@ -230,7 +230,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
                 return PlainTextResponse(line + "\n", status_code=403)
             queues = store.health()
         except RelqError as exc:
-            return PlainTextResponse(f"{exc}\n", status_code=503)
+            return PlainTextResponse(f"{unavailable(exc)}\n", status_code=503)
         history.add(settings.clock(), queues)
         return Response(metrics.exposition(queues), media_type=metrics.CONTENT_TYPE)
 
@@ -240,7 +240,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
         elif isinstance(exc, HTTPException):
             status_code, line = exc.status_code, exc.detail
         else:  # a RelqError: the server refused or went away
-            status_code, line = 503, str(exc)
+            status_code, line = 503, unavailable(exc)
         return page(request, "problem.html", status_code=status_code, line=line)
 
     routes = [
@@ -255,6 +255,15 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
     ]
     handlers = {Problem: problem, RelqError: problem, HTTPException: problem}
     return Starlette(routes=routes, exception_handlers=handlers)
+
+
+def unavailable(exc: RelqError) -> str:
+    """What a page says when the database failed: SQL Server's own message; for a failed
+    connect, which names the server and login, only that it failed (the log has the line)."""
+    if isinstance(exc, db.SqlError):
+        return str(exc)
+    log.warning("dashboard: %s", exc)
+    return "cannot reach the database: the dashboard's log says why"
 
 
 def _filter(request: Request) -> Filter:

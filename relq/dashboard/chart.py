@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 
 from relq.status import QueueHealth
 
-WIDTH, HEIGHT, PAD = 240, 56, 2
+WIDTH, HEIGHT, PAD, TOP = 240, 56, 2, 15  # TOP: the labels' band above the lines
 
 
 @dataclass(frozen=True)
@@ -56,13 +56,13 @@ class History:
             f'role="img" aria-label="{escape(label)}"><title>{escape(label)}</title>'
             f'<rect class="frame" x="0.5" y="0.5" width="{WIDTH - 1}" height="{HEIGHT - 1}"/>'
             f'{lines}<text x="{WIDTH - 4}" y="12" text-anchor="end">{top:.1f}/min</text>'
-            f'<text x="4" y="{HEIGHT - 5}">{round(span / 60)} min</text></svg>')
+            f'<text x="4" y="12">{round(span / 60)} min</text></svg>')
 
 
 def _polyline(points: list[Point], kind: str, now: float, span: float, top: float) -> str:
     def xy(p: Point) -> str:
         x = PAD + (WIDTH - 2 * PAD) * max(0.0, 1 - (now - p.at) / span)
-        y = HEIGHT - PAD - (HEIGHT - 2 * PAD) * getattr(p, kind) / top
+        y = HEIGHT - PAD - (HEIGHT - PAD - TOP) * getattr(p, kind) / top
         return f"{x:.1f},{y:.1f}"
 
     return " ".join(xy(p) for p in points)

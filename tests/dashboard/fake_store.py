@@ -14,6 +14,7 @@ from relq import db, status
 from relq.dashboard.store import ACTIONS, LISTED, Column, Filter
 
 T0 = datetime(2026, 11, 26, 9, 0, 0)
+NOW = T0 + timedelta(hours=1)  # the views' SYSUTCDATETIME()
 STATES = ("Pending", "Processing", "Error", "Failed", "Completed", "Cancelled", "Paused", "Terminated",
           "PartiallyCompleted")
 COLUMNS = [Column("EnqueuedAt", "_Timestamp"), Column("Type", "_Type"), Column("Status", "QueueState"),
@@ -50,6 +51,7 @@ class FakeStore:
     listed: list[tuple[str, Filter, int]] = field(default_factory=list)
     acted: list[tuple[str, str, datetime, datetime, datetime | None]] = field(default_factory=list)
     changed_behind: set[datetime] = field(default_factory=set)  # keys another user changes before an act
+    down: Exception | None = None  # raised by every read: the server is gone
     clock: int = 0
 
     @classmethod
@@ -79,6 +81,8 @@ class FakeStore:
     # -- the Store contract ----------------------------------------------------------------
 
     def permissions(self, wanted: list[tuple[str, str]]) -> list[bool]:
+        if self.down:
+            raise self.down
         return [pair in self.granted for pair in wanted]
 
     def _require(self, obj: str, permission: str) -> None:
@@ -91,8 +95,9 @@ class FakeStore:
         for queue, rows in self.items_by_queue.items():
             for state in STATES:
                 of_state = [r for r in rows if r["Status"] == state]
-                due = [r["ScheduledFor"] for r in of_state if state in ("Pending", "Error")]
-                oldest = int((T0 + timedelta(hours=1) - min(due)).total_seconds()) if due else None
+                due = [r["ScheduledFor"] for r in of_state
+                       if state in ("Pending", "Error") and r["ScheduledFor"] <= NOW]
+                oldest = int((NOW - min(due)).total_seconds()) if due else None
                 health_rows.append((queue, state, len(of_state), oldest, 0))
             done = sum(r["Status"] == "Completed" for r in rows)
             failed = sum(r["Status"] == "Failed" for r in rows)
@@ -143,7 +148,10 @@ class FakeStore:
             raise refused(735706, f"{action} is not allowed from {row['Status']}")
         row["Status"] = {"Retry": "Pending", "Cancel": "Cancelled", "Pause": "Paused", "Resume": "Pending",
                          "Reschedule": row["Status"]}[action]
-        if scheduled_for is not None:
+        if action == "Retry":
+            row["AttemptNum"] = 0
+            row["ScheduledFor"] = scheduled_for or NOW
+        elif scheduled_for is not None:
             row["ScheduledFor"] = scheduled_for
         row["UpdatedAt"] += timedelta(seconds=1)
         return {k: row[k] for k in ("EnqueuedAt", "UpdatedAt", "Status", "ScheduledFor")}

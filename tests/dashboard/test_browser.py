@@ -4,6 +4,7 @@ with actions allowed. Screenshots go to RELQ_SCREENSHOTS when it is set."""
 
 from __future__ import annotations
 
+import math
 import socket
 import threading
 import time
@@ -17,8 +18,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from relq.dashboard.app import Settings, create_app
+from relq.dashboard.chart import History
+from relq.status import QueueHealth
 from tests.browser import horizontal_overflow, screenshot
-from tests.dashboard.fake_store import FakeStore
+from tests.dashboard.fake_store import NOW, FakeStore
 
 WAIT_S = 15  # how long a page may take to show what it should (a bound, not a measurement)
 
@@ -27,6 +30,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def half_an_hour() -> History:
+    """Readings of the last 30 minutes, as a dashboard open that long would have: a
+    steady SyncQueue and a Notification queue whose mail server began refusing."""
+    history = History(every_s=1.0)
+    now = time.time()
+    for n in range(60):
+        at = now - 1800 + 30 * n
+        history.add(at, [
+            QueueHealth("Notification", completed_per_min=max(0.0, 6 - n * 6 / 40),
+                        failed_per_min=min(2 / 15, n / 300)),
+            QueueHealth("SyncQueue", completed_per_min=2.7 + math.sin(n / 4), failed_per_min=0.0),
+        ])
+    return history
 
 
 @pytest.fixture
@@ -41,8 +59,9 @@ def served() -> Iterator[tuple[str, FakeStore]]:
          "LockedBy": f"mail-1/{n}", "Outcome": "Failed" if n == 3 else "Error", "Duration": 400 + n,
          "Response": "", "Error": "SMTP 550 5.1.1 mailbox unavailable"} for n in (3, 2, 1)]
     store.add("SyncQueue", 40, "Completed", type="CustomerSync")
-    store.add("SyncQueue", 5, "Error", type="InventorySync", error="HTTP 503 from the warehouse API")
-    app = create_app(store, Settings(allow_actions=True, refresh_s=1.0))
+    store.add("SyncQueue", 5, "Error", type="InventorySync", error="HTTP 503 from the warehouse API",
+              ScheduledFor=NOW + timedelta(minutes=5))  # backing off: not due yet
+    app = create_app(store, Settings(allow_actions=True, refresh_s=1.0), history=half_an_hour())
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -65,7 +84,9 @@ def test_overview_item_and_retry_in_chromium(chromium, served, tmp_path: Path) -
     chromium.get(url + "/")
     row = chromium.find_element(By.CSS_SELECTOR, "tr[data-queue='Notification']")
     assert "12" in row.text and "alarm" in row.get_attribute("class")
-    assert chromium.find_elements(By.CSS_SELECTOR, "tr[data-queue='SyncQueue'] svg.chart")
+    sync = chromium.find_element(By.CSS_SELECTOR, "tr[data-queue='SyncQueue']")
+    assert "alarm" not in sync.get_attribute("class")
+    assert chromium.find_elements(By.CSS_SELECTOR, "tr[data-queue='SyncQueue'] svg.chart polyline.completed")
     assert horizontal_overflow(chromium) == []
     # The live refresh: what the database says now reaches the open page, without a reload.
     store.add("Notification", 30, "Pending")

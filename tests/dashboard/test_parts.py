@@ -103,7 +103,7 @@ def test_the_chart_draws_the_readings_it_kept() -> None:
     assert svg.count("<polyline") == 2 and "3 readings, peak 4.0 per minute" in svg
     # At least a minute wide: 20 s of readings fill its right third; the latest reading at
     # the right edge, the peak at the top.
-    assert '<polyline class="completed" points="159.3,41.0 198.7,2.0 238.0,28.0"/>' in svg
+    assert '<polyline class="completed" points="159.3,44.2 198.7,15.0 238.0,34.5"/>' in svg
     history.add(3700, [QueueHealth("Q")])
     assert [p.at for p in history.points["Q"]] == [3700]  # older than an hour: dropped
     assert "<polyline" not in history.svg("Q", now=3700)  # one reading is no line

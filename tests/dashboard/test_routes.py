@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from relq.dashboard.app import PAGE, Settings, create_app
+from relq.errors import RelqError
 from tests.dashboard.fake_store import T0, FakeStore
 
 CSRF = "the-dashboards-csrf-token"
@@ -276,3 +277,15 @@ def test_metrics_without_queue_monitor_are_refused_in_one_line() -> None:
     response = client(FakeStore.with_roles()).get("/metrics")
     assert response.status_code == 403
     assert response.text.count("\n") == 1 and "QueueMonitor" in response.text
+
+
+def test_a_database_that_cannot_be_reached_is_said_without_the_connection_string(
+        admin: FakeStore, caplog) -> None:
+    admin.down = RelqError("cannot reach SQL Server (server=db7.internal, uid=relq_ops): timeout")
+    app = client(admin)
+    with caplog.at_level(logging.WARNING, logger="relq.dashboard"):
+        page, metrics = app.get("/"), app.get("/metrics")
+    assert page.status_code == 503 and metrics.status_code == 503
+    for shown in (page.text, metrics.text):
+        assert "cannot reach the database" in shown and "db7" not in shown and "relq_ops" not in shown
+    assert "server=db7.internal" in caplog.text
