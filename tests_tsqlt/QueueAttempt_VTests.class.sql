@@ -19,7 +19,7 @@ BEGIN
     VALUES ('2024-01-01T00:00:01', '2024-01-01T00:04:00', 1, N'w/3', 'Failed', 70);
 END;
 GO
-CREATE PROCEDURE QueueAttempt_VTests.[test QueueAttempt_V gives an item's attempts of its own queue when keys repeat]
+CREATE PROCEDURE QueueAttempt_VTests.[test QueueAttempt_V gives the attempts of an item of its queue only when keys repeat]
 AS
 BEGIN
     EXEC QueueAttempt_VTests.AddAttempts;
