@@ -230,8 +230,10 @@ def dashboard(c, host="127.0.0.1", port=None, allow_actions=False, show_personal
         from relq.dashboard.serve import run
     except ImportError as exc:
         raise Exit(f"dashboard: {exc.name} is missing: pip install -e '.[dashboard]'", code=1) from None
-    port = _number("dashboard", "port", port) or 8350
-    refresh = _number("dashboard", "refresh", refresh, float) or 5.0
+    port = 8350 if port is None else _number("dashboard", "port", port)
+    refresh = 5.0 if refresh is None else _number("dashboard", "refresh", refresh, float)
+    if not 0 < port < 65536:
+        raise Exit(f"dashboard: --port must be 1-65535, not {port}", code=2)
     if refresh < 1:
         raise Exit("dashboard: --refresh must be at least 1 (seconds)", code=2)
     settings = Settings(allow_actions=allow_actions, show_personal_data=show_personal_data, refresh_s=refresh)

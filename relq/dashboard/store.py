@@ -93,20 +93,26 @@ def _escape_like(text: str) -> str:
     return "".join("\\" + ch if ch in "\\%_[" else ch for ch in text)
 
 
+# Parameters arrive as NVARCHAR text (relq.db.sql_value turns a datetime into ISO text); cast
+# to the column's type, so that the comparison converts the parameter, not every row's value
+# (data type precedence: NVARCHAR outranks VARCHAR), and the seek stays a seek.
+KEY = "CAST(? AS DATETIME2(7))"
+
+
 def list_sql(queue: str, where: Filter, limit: int) -> tuple[str, list[Any]]:
     """The keyset query of an item list and its parameters."""
     clauses, params = [], []
     if where.status:
-        clauses.append("[Status] = ?")
+        clauses.append("[Status] = CAST(? AS VARCHAR(20))")  # dbo.QueueState
         params.append(where.status)
     if where.type:
-        clauses.append("[Type] = ?")
+        clauses.append("[Type] = CAST(? AS VARCHAR(50))")  # dbo._Type
         params.append(where.type)
     if where.error:
         clauses.append("Error LIKE ? ESCAPE '\\'")
         params.append(f"%{_escape_like(where.error)}%")
     if where.after is not None:
-        clauses.append("EnqueuedAt < ?" if where.newest_first else "EnqueuedAt > ?")
+        clauses.append(f"EnqueuedAt {'<' if where.newest_first else '>'} {KEY}")
         params.append(where.after)
     condition = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     order = "DESC" if where.newest_first else "ASC"
@@ -187,12 +193,13 @@ class SqlStore:
 
     def item(self, queue: str, key: datetime, columns: list[str]) -> dict[str, Any] | None:
         names = ", ".join(f"[{c.replace(']', ']]')}]" for c in columns)
-        rows = self._rows(f"SELECT {names} FROM {view(queue)} WHERE EnqueuedAt = ?;", key)
+        rows = self._rows(f"SELECT {names} FROM {view(queue)} WHERE EnqueuedAt = {KEY};", key)
         return rows[0] if rows else None
 
     def attempts(self, queue: str, key: datetime) -> list[dict[str, Any]]:
         columns = ", ".join(f"[{c}]" for c in ATTEMPT)
-        return self._rows(f"SELECT {columns} FROM dbo.QueueAttempt_V WHERE [Queue] = ? AND EnqueuedAt = ? "
+        return self._rows(f"SELECT {columns} FROM dbo.QueueAttempt_V WHERE [Queue] = CAST(? AS VARCHAR(128)) "
+                          f"AND EnqueuedAt = {KEY} "
                           "ORDER BY StartedAt DESC;", _name(queue), key)
 
     def act(self, queue: str, action: str, key: datetime, token: datetime,

@@ -4,6 +4,7 @@ and the warning for an address others can reach."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 
 import pytest
@@ -23,10 +24,11 @@ def test_a_page_of_items_is_a_keyset_seek_never_an_offset() -> None:
     sql, params = list_sql("Notification", Filter("Failed", "ResetPassword", None, True, KEY), 51)
     assert sql == ("SELECT TOP (51) [EnqueuedAt], [Type], [Status], [AttemptNum], [ScheduledFor], "
                    "[UpdatedAt], [Error] FROM dbo.Worker_Notification_V "
-                   "WHERE [Status] = ? AND [Type] = ? AND EnqueuedAt < ? ORDER BY EnqueuedAt DESC;")
+                   "WHERE [Status] = CAST(? AS VARCHAR(20)) AND [Type] = CAST(? AS VARCHAR(50)) "
+                   "AND EnqueuedAt < CAST(? AS DATETIME2(7)) ORDER BY EnqueuedAt DESC;")
     assert params == ["Failed", "ResetPassword", KEY]
     oldest, _ = list_sql("SyncQueue", Filter(after=KEY, newest_first=False), 10)
-    assert "EnqueuedAt > ?" in oldest and oldest.endswith("ORDER BY EnqueuedAt ASC;")
+    assert "EnqueuedAt > CAST(? AS DATETIME2(7))" in oldest and oldest.endswith("ORDER BY EnqueuedAt ASC;")
     assert "OFFSET" not in sql + oldest
 
 
@@ -116,3 +118,24 @@ def test_only_the_loopback_address_binds_without_a_warning() -> None:
     warning = exposure_warning("0.0.0.0", True)
     assert "anyone who reaches it can look at the queues and control their items without a login" in warning
     assert "look at the queues without" in exposure_warning("10.1.2.3", False)
+
+
+def test_serving_warns_off_the_loopback_and_logs_no_password(monkeypatch, caplog) -> None:
+    import uvicorn
+
+    from relq import db
+    from relq.dashboard import serve
+
+    started = []
+    no_grants = FakeCursor([(["p0", "p1"], [(0, 0)])])
+    monkeypatch.setattr(db, "connect", lambda conn_str: FakeConnection(no_grants))
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: started.append(kwargs))
+    target = db.Target("SERVER=db7;DATABASE=relq;UID=ops;PWD=Sup3rSecret!x", "RELQ_MSSQL")
+    with caplog.at_level(logging.INFO, logger="relq.dashboard"):
+        serve.run(target, host="0.0.0.0", port=8080)
+    assert started == [{"host": "0.0.0.0", "port": 8080, "log_level": "warning"}]
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0].startswith("dashboard: the queues' health needs the role QueueMonitor")
+    assert lines[1].startswith("dashboard: warning: bound to 0.0.0.0, not 127.0.0.1")
+    assert lines[2] == "dashboard: http://0.0.0.0:8080/ over server=db7, database=relq, uid=ops, read only"
+    assert "Sup3rSecret" not in caplog.text
