@@ -22,6 +22,8 @@ from urllib.parse import urlencode
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -66,6 +68,10 @@ class Settings:
     refresh_s: float = 5.0
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     clock: Any = time.time
+    # The names a request may give in its Host header; None: any. On the loopback address only
+    # its own names, so that a web page whose name an attacker points at 127.0.0.1 (DNS
+    # rebinding) cannot read the dashboard, nor the CSRF token in its forms.
+    allowed_hosts: list[str] | None = None
 
 
 class Problem(Exception):
@@ -219,7 +225,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
     def _check_form(form: Any) -> None:
         if not settings.allow_actions:
             raise Problem(403, "actions are off: start the dashboard with --allow-actions to control items")
-        if not hmac.compare_digest(str(form.get("csrf", "")), settings.csrf):
+        if not hmac.compare_digest(str(form.get("csrf", "")).encode(), settings.csrf.encode()):
             raise Problem(403, "this form did not come from this dashboard (or it restarted): "
                                "reload the page")
 
@@ -254,7 +260,10 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     handlers = {Problem: problem, RelqError: problem, HTTPException: problem}
-    return Starlette(routes=routes, exception_handlers=handlers)
+    middleware = []
+    if settings.allowed_hosts is not None:
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts))
+    return Starlette(routes=routes, exception_handlers=handlers, middleware=middleware)
 
 
 def unavailable(exc: RelqError) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import sys
+from dataclasses import replace
 
 from relq import db
 from relq.dashboard import access
@@ -25,6 +26,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_names(host: str) -> list[str] | None:
+    """The Host header names a dashboard on ``host`` answers to: on the loopback address its
+    own names only (see Settings.allowed_hosts); elsewhere any."""
+    if not is_loopback(host):
+        return None
+    own = f"[{host}]" if ":" in host else host
+    return sorted({"127.0.0.1", "localhost", "[::1]", own})
+
+
 def exposure_warning(host: str, allow_actions: bool) -> str | None:
     """The warning for a dashboard others can reach; None on the loopback address."""
     if is_loopback(host):
@@ -40,7 +50,7 @@ def run(target: db.Target, host: str = "127.0.0.1", port: int = 8350,
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    settings = settings or Settings()
+    settings = replace(settings or Settings(), allowed_hosts=host_names(host))
     store = SqlStore(lambda: db.connect(target.conn_str))
     missing = access.missing(store, access.look())  # connects: an unreachable server ends here, in one line
     if missing:

@@ -129,13 +129,30 @@ def test_serving_warns_off_the_loopback_and_logs_no_password(monkeypatch, caplog
     started = []
     no_grants = FakeCursor([(["p0", "p1"], [(0, 0)])])
     monkeypatch.setattr(db, "connect", lambda conn_str: FakeConnection(no_grants))
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: started.append(kwargs))
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: started.append((app, kwargs)))
     target = db.Target("SERVER=db7;DATABASE=relq;UID=ops;PWD=Sup3rSecret!x", "RELQ_MSSQL")
     with caplog.at_level(logging.INFO, logger="relq.dashboard"):
         serve.run(target, host="0.0.0.0", port=8080)
-    assert started == [{"host": "0.0.0.0", "port": 8080, "log_level": "warning"}]
+    [(_, kwargs)] = started
+    assert kwargs == {"host": "0.0.0.0", "port": 8080, "log_level": "warning"}
     lines = [r.getMessage() for r in caplog.records]
     assert lines[0].startswith("dashboard: the queues' health needs the role QueueMonitor")
     assert lines[1].startswith("dashboard: warning: bound to 0.0.0.0, not 127.0.0.1")
     assert lines[2] == "dashboard: http://0.0.0.0:8080/ over server=db7, database=relq, uid=ops, read only"
     assert "Sup3rSecret" not in caplog.text
+
+
+def test_on_the_loopback_address_only_its_own_names_are_answered() -> None:
+    from starlette.testclient import TestClient
+
+    from relq.dashboard.app import Settings, create_app
+    from relq.dashboard.serve import host_names
+
+    assert host_names("0.0.0.0") is None
+    assert host_names("::1") == ["127.0.0.1", "[::1]", "localhost"]
+    app = create_app(FakeStore.with_roles("QueueMonitor"), Settings(allowed_hosts=host_names("127.0.0.1")))
+    local = TestClient(app, base_url="http://127.0.0.1:8350")
+    assert local.get("/").status_code == 200
+    assert local.get("/", headers={"Host": "localhost:8350"}).status_code == 200
+    rebound = local.get("/", headers={"Host": "attacker.example:8350"})
+    assert rebound.status_code == 400 and "csrf" not in rebound.text
