@@ -126,12 +126,9 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
         queue = health_of.queue
         require(access.browse(queue))
         where = _filter(request)
-        rows = store.items(queue, where, PAGE + 1)
-        more = rows[PAGE]["EnqueuedAt"] if len(rows) > PAGE else None
+        rows = store.items(queue, where, PAGE + 1)  # one more than shown: is there a next page?
+        next_url = _query(request, after=_iso(rows[PAGE - 1]["EnqueuedAt"])) if len(rows) > PAGE else None
         rows = rows[:PAGE]
-        next_url = None
-        if more is not None:
-            next_url = _query(request, after=_iso(rows[-1]["EnqueuedAt"]))
         return page(request, "items.html", queue=queue, rows=rows, where=where, listed=LISTED,
                     next_url=next_url, first_url=_query(request, after=None), statuses=list(health_of.items),
                     retried=_bulk_result(request), act_problem=act_problem(queue))

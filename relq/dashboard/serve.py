@@ -9,6 +9,8 @@ import logging
 import sys
 from dataclasses import replace
 
+import uvicorn
+
 from relq import db
 from relq.dashboard import access
 from relq.dashboard.app import Settings, create_app
@@ -47,8 +49,6 @@ def exposure_warning(host: str, allow_actions: bool) -> str | None:
 
 def run(target: db.Target, host: str = "127.0.0.1", port: int = 8350,
         settings: Settings | None = None) -> None:
-    import uvicorn
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     settings = replace(settings or Settings(), allowed_hosts=host_names(host))
     store = SqlStore(lambda: db.connect(target.conn_str))
