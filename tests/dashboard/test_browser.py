@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from relq.dashboard.app import Settings, create_app
 from relq.dashboard.chart import History
@@ -111,3 +111,26 @@ def test_overview_item_and_retry_in_chromium(chromium, served, tmp_path: Path) -
     assert chromium.find_element(By.CSS_SELECTOR, "h1 .status").text == "Pending"
     assert [a[1] for a in store.acted] == ["Retry"]
     screenshot(chromium, tmp_path, "dashboard-retried")
+
+
+def test_with_javascript_off_everything_but_the_live_refresh_works(chromium, served, tmp_path: Path) -> None:
+    url, store = served
+    wait = WebDriverWait(chromium, WAIT_S)
+    chromium.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+    try:
+        chromium.get("data:text/html,<p id=js>off</p><script>document.getElementById('js').textContent='on'"
+                     "</script>")
+        assert chromium.find_element(By.ID, "js").text == "off"  # scripts do not run
+        chromium.get(url + "/queues/Notification?status=Failed")
+        Select(chromium.find_element(By.NAME, "order")).select_by_value("oldest")
+        chromium.find_element(By.CSS_SELECTOR, "form.filter button").click()
+        wait.until(lambda d: "order=oldest" in d.current_url)
+        chromium.find_elements(By.CSS_SELECTOR, "table.items tbody tr a")[0].click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "button.retry"))
+        chromium.find_element(By.CSS_SELECTOR, "button.retry").click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "p.message"))
+        assert chromium.find_element(By.CSS_SELECTOR, "p.message").text == "Retry: done."
+        assert [a[1] for a in store.acted] == ["Retry"]
+        screenshot(chromium, tmp_path, "dashboard-no-javascript")
+    finally:
+        chromium.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
