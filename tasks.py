@@ -211,6 +211,38 @@ def status(c, conn=None, watch=None, json=False):
         raise _fail(exc, "status") from None
 
 
+@task(help={
+    "host": "the address to listen on (default 127.0.0.1; anything else is reachable by others: a warning)",
+    "port": "the port (default 8350)",
+    "allow-actions": "offer Retry, Cancel, Pause, Resume and Reschedule (the login needs QueueAdmin)",
+    "show-personal-data": "show notification addresses and user names unmasked",
+    "refresh": "seconds between the overview's live refreshes (default 5)",
+    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+})
+def dashboard(c, host="127.0.0.1", port=None, allow_actions=False, show_personal_data=False, refresh=None,
+              conn=None):
+    """A web page over the queues: health, items, attempts, controls, and /metrics for Prometheus."""
+    from relq import db
+    from relq.errors import RelqError
+
+    try:
+        from relq.dashboard.app import Settings
+        from relq.dashboard.serve import run
+    except ImportError as exc:
+        raise Exit(f"dashboard: {exc.name} is missing: pip install -e '.[dashboard]'", code=1) from None
+    port = 8350 if port is None else _number("dashboard", "port", port)
+    refresh = 5.0 if refresh is None else _number("dashboard", "refresh", refresh, float)
+    if not 0 < port < 65536:
+        raise Exit(f"dashboard: --port must be 1-65535, not {port}", code=2)
+    if refresh < 1:
+        raise Exit("dashboard: --refresh must be at least 1 (seconds)", code=2)
+    settings = Settings(allow_actions=allow_actions, show_personal_data=show_personal_data, refresh_s=refresh)
+    try:
+        run(db.resolve_target(conn, c.config), host=host, port=port, settings=settings)
+    except RelqError as exc:
+        raise _fail(exc, "dashboard") from None
+
+
 @task(iterable=["handlers"], help={
     "queue": "the queue to work on: Notification, SyncQueue, ...",
     "concurrency": "slots, each with its own connection (default 1)",
@@ -409,5 +441,5 @@ def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=Non
 
 tsqlt = Collection("tsqlt", install=tsqlt_install)
 pipeline = Collection("pipeline", enqueue=pipeline_enqueue, archive=pipeline_archive, report=pipeline_report)
-ns = Collection(build, lint, fix, render_queues, new_queue, deploy, status, worker, test, bench, tsqlt,
-                pipeline)
+ns = Collection(build, lint, fix, render_queues, new_queue, deploy, status, dashboard, worker, test, bench,
+                tsqlt, pipeline)

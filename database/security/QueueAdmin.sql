@@ -2,7 +2,8 @@ SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
 /* QueueAdmin: controls items and keeps the tables small: the item controls, the
-   drain for T-SQL jobs, purges, and the worker views to find the items.
+   drain for T-SQL jobs, purges, the worker views to find the items and the
+   attempt history (dbo.QueueAttempt_V) to see what happened to them.
    Here the transport queues'; each relational queue's are in <Queue>.grants.sql.
    Least privilege: no grant on a queue table, so a member reads and writes
    queue rows only through the procedures and views (their owner's rights carry the
@@ -13,6 +14,8 @@ IF DATABASE_PRINCIPAL_ID(N'QueueAdmin') IS NULL
     END;
 GO
 GRANT EXECUTE ON OBJECT::dbo.Purge_TransportMessage_trx TO QueueAdmin;
+-- Every relational queue's attempt history, to see why an item failed before acting on it.
+GRANT SELECT ON OBJECT::dbo.QueueAttempt_V TO QueueAdmin;
 GO
 -- The enqueue, a Pending report and a retry declare a dbo.DedupKeyList inside
 -- (dbo.Lock_DedupKeys_utx's argument). Ownership chaining carries DML and EXEC, and

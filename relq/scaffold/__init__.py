@@ -14,7 +14,7 @@ relq/scaffold/templates, in four groups:
   tSQLt class; and, for any queue with such a table, dbo.<Queue>_IsType_fn, which
   their CHECKs call. A subtype's columns also reach the list type, Add_, the worker
   view, the archive and the purge;
-- all_queues/: objects over every queue at once (the health views).
+- all_queues/: objects over every queue at once (the health views, the attempt history view).
 
 A queue of the custom shape (Notification: the seeds' queue, a subtype and delivery
 channels) gets every_queue/ and dbo.<Queue>_IsType_fn: its subtype and channel

@@ -1,0 +1,15 @@
+"""`invoke dashboard`: a web page over the queues, for the person on call.
+
+The overview of every queue's health (dbo.QueueHealth_V, dbo.QueueThroughput_V),
+refreshed live; a queue's items paged by key, and an item with its subtype and channel
+columns (its worker view) and its attempts (dbo.QueueAttempt_V); with --allow-actions,
+the item controls through the _trx procedures; /metrics for Prometheus. It reads and
+acts only through views and procedures, so a QueueMonitor login may look and a
+QueueAdmin login may act (docs/dashboard.md).
+
+- store.py: the database side (views, procedures, permissions), one connection;
+- access.py: what each page needs, and which role grants it;
+- privacy.py: columns never read (one-time codes) and shown masked (addresses);
+- app.py: the Starlette pages; chart.py: the throughput chart; metrics.py: /metrics;
+- serve.py: runs it with uvicorn.
+"""

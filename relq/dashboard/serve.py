@@ -1,0 +1,66 @@
+"""Serve the dashboard with uvicorn over relq's connection (relq.db), on 127.0.0.1 unless
+told otherwise: the page has no login of its own, so whoever reaches the port sees what
+the database login may see (and, with --allow-actions, may do)."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+from dataclasses import replace
+
+import uvicorn
+
+from relq import db
+from relq.dashboard import access
+from relq.dashboard.app import Settings, create_app
+from relq.dashboard.store import SqlStore
+
+log = logging.getLogger("relq.dashboard")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def host_names(host: str) -> list[str] | None:
+    """The Host header names a dashboard on ``host`` answers to: on the loopback address its
+    own names only (see Settings.allowed_hosts); elsewhere any."""
+    if not is_loopback(host):
+        return None
+    own = f"[{host}]" if ":" in host else host
+    return sorted({"127.0.0.1", "localhost", "[::1]", own})
+
+
+def exposure_warning(host: str, allow_actions: bool) -> str | None:
+    """The warning for a dashboard others can reach; None on the loopback address."""
+    if is_loopback(host):
+        return None
+    reach = "anyone who reaches it" if host in ("0.0.0.0", "::") else f"anyone who reaches {host}"
+    can = "look at the queues and control their items" if allow_actions else "look at the queues"
+    return (f"dashboard: warning: bound to {host}, not 127.0.0.1: {reach} can {can} without a login; "
+            "put it behind an authenticating proxy")
+
+
+def run(target: db.Target, host: str = "127.0.0.1", port: int = 8350,
+        settings: Settings | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    settings = replace(settings or Settings(), allowed_hosts=host_names(host))
+    store = SqlStore(lambda: db.connect(target.conn_str))
+    missing = access.missing(store, access.look())  # connects: an unreachable server ends here, in one line
+    if missing:
+        log.warning("dashboard: %s", missing)
+    warning = exposure_warning(host, settings.allow_actions)
+    if warning:
+        log.warning(warning)
+    log.info("dashboard: http://%s:%d/ over %s%s", host if ":" not in host else f"[{host}]", port,
+             db.describe(target.conn_str), ", actions allowed" if settings.allow_actions else ", read only")
+    try:
+        uvicorn.run(create_app(store, settings), host=host, port=port, log_level="warning")
+    finally:
+        store.close()

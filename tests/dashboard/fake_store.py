@@ -1,0 +1,157 @@
+"""A store that answers as the database's views and procedures do, in memory: the health
+comes from the items it holds (through relq.status.summarize, as QueueHealth_V's rows
+would), the worker view's columns are Notification's, the controls follow
+dbo.Move_<Queue>_utx's rules and refuse a stale token with 735705, and a permission is
+held only when granted (a role's grants, as database/security has them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from relq import db, status
+from relq.dashboard.store import ACTIONS, LISTED, Column, Filter
+
+T0 = datetime(2026, 11, 26, 9, 0, 0)
+NOW = T0 + timedelta(hours=1)  # the views' SYSUTCDATETIME()
+STATES = ("Pending", "Processing", "Error", "Failed", "Completed", "Cancelled", "Paused", "Terminated",
+          "PartiallyCompleted")
+COLUMNS = [Column("EnqueuedAt", "_Timestamp"), Column("Type", "_Type"), Column("Status", "QueueState"),
+           Column("AttemptNum", "AttemptNum"), Column("ScheduledFor", "_Timestamp"),
+           Column("UpdatedAt", "_Timestamp"), Column("Error", "WebResponse"), Column("UserID", "DbUserID"),
+           Column("Username", "DbUsername"), Column("OTP", "OtpCode"), Column("EmailTo", "Email"),
+           Column("EmailError", "WebResponse")]
+QUEUES = ("Notification", "SyncQueue")
+
+
+def role_grants(role: str) -> set[tuple[str, str]]:
+    """What database/security grants the role (the objects the dashboard asks about)."""
+    if role == "QueueMonitor":
+        return {("dbo.QueueHealth_V", "SELECT"), ("dbo.QueueThroughput_V", "SELECT")}
+    if role == "QueueAdmin":
+        grants = {("dbo.QueueAttempt_V", "SELECT")}
+        for q in QUEUES:
+            grants |= {(f"dbo.Worker_{q}_V", "SELECT")}
+            grants |= {(f"dbo.{a}_{q}_trx", "EXECUTE") for a in ACTIONS}
+        return grants
+    raise ValueError(role)
+
+
+def refused(number: int, text: str) -> db.SqlError:
+    return db.SqlError([db.ServerMessage(number, f"relq: {text}", "42000")])
+
+
+@dataclass
+class FakeStore:
+    items_by_queue: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    attempts_by_key: dict[tuple[str, datetime], list[dict[str, Any]]] = field(default_factory=dict)
+    granted: set[tuple[str, str]] = field(default_factory=set)
+    asked_columns: list[list[str]] = field(default_factory=list)
+    listed: list[tuple[str, Filter, int]] = field(default_factory=list)
+    acted: list[tuple[str, str, datetime, datetime, datetime | None]] = field(default_factory=list)
+    changed_behind: set[datetime] = field(default_factory=set)  # keys another user changes before an act
+    down: Exception | None = None  # raised by every read: the server is gone
+    clock: int = 0
+
+    @classmethod
+    def with_roles(cls, *roles: str) -> FakeStore:
+        store = cls({q: [] for q in QUEUES})
+        for role in roles:
+            store.granted |= role_grants(role)
+        return store
+
+    def add(self, queue: str, n: int, status: str = "Pending", type: str = "ResetPassword",
+            error: str = "", **columns: Any) -> list[datetime]:
+        keys = []
+        for _ in range(n):
+            self.clock += 1
+            key = T0 + timedelta(seconds=self.clock)
+            row = {"EnqueuedAt": key, "Type": type, "Status": status, "AttemptNum": 1, "ScheduledFor": key,
+                   "UpdatedAt": key + timedelta(microseconds=1), "Error": error, "UserID": 7,
+                   "Username": "ann", "OTP": "123456", "EmailTo": "ann.lee@example.com", "EmailError": ""}
+            row.update(columns)
+            self.items_by_queue.setdefault(queue, []).append(row)
+            keys.append(key)
+        return keys
+
+    def _find(self, queue: str, key: datetime) -> dict[str, Any] | None:
+        return next((r for r in self.items_by_queue.get(queue, []) if r["EnqueuedAt"] == key), None)
+
+    # -- the Store contract ----------------------------------------------------------------
+
+    def permissions(self, wanted: list[tuple[str, str]]) -> list[bool]:
+        if self.down:
+            raise self.down
+        return [pair in self.granted for pair in wanted]
+
+    def _require(self, obj: str, permission: str) -> None:
+        if (obj, permission) not in self.granted:
+            raise refused(229, f"The {permission} permission was denied on the object '{obj}'")
+
+    def health(self) -> list[status.QueueHealth]:
+        self._require("dbo.QueueHealth_V", "SELECT")
+        health_rows, throughput_rows = [], []
+        for queue, rows in self.items_by_queue.items():
+            for state in STATES:
+                of_state = [r for r in rows if r["Status"] == state]
+                due = [r["ScheduledFor"] for r in of_state
+                       if state in ("Pending", "Error") and r["ScheduledFor"] <= NOW]
+                oldest = int((NOW - min(due)).total_seconds()) if due else None
+                health_rows.append((queue, state, len(of_state), oldest, 0))
+            done = sum(r["Status"] == "Completed" for r in rows)
+            failed = sum(r["Status"] == "Failed" for r in rows)
+            throughput_rows.append((queue, done / 15, failed / 15, 0.0, 120 if done else None,
+                                    900 if done else None))
+        return status.summarize(health_rows, throughput_rows)
+
+    def columns(self, queue: str) -> list[Column]:
+        return list(COLUMNS)
+
+    def items(self, queue: str, where: Filter, limit: int) -> list[dict[str, Any]]:
+        self._require(f"dbo.Worker_{queue}_V", "SELECT")
+        self.listed.append((queue, where, limit))
+        rows = [r for r in self.items_by_queue.get(queue, [])
+                if (not where.status or r["Status"] == where.status)
+                and (not where.type or r["Type"] == where.type)
+                and (not where.error or where.error in r["Error"])
+                and (where.after is None or (r["EnqueuedAt"] < where.after if where.newest_first
+                                             else r["EnqueuedAt"] > where.after))]
+        rows.sort(key=lambda r: r["EnqueuedAt"], reverse=where.newest_first)
+        return [{c: r[c] for c in LISTED} for r in rows[:limit]]
+
+    def item(self, queue: str, key: datetime, columns: list[str]) -> dict[str, Any] | None:
+        self._require(f"dbo.Worker_{queue}_V", "SELECT")
+        self.asked_columns.append(list(columns))
+        row = self._find(queue, key)
+        return None if row is None else {c: row[c] for c in columns}
+
+    def attempts(self, queue: str, key: datetime) -> list[dict[str, Any]]:
+        self._require("dbo.QueueAttempt_V", "SELECT")
+        return list(self.attempts_by_key.get((queue, key), []))
+
+    def act(self, queue: str, action: str, key: datetime, token: datetime,
+            scheduled_for: datetime | None = None) -> dict[str, Any]:
+        self._require(f"dbo.{action}_{queue}_trx", "EXECUTE")
+        self.acted.append((queue, action, key, token, scheduled_for))
+        row = self._find(queue, key)
+        if row is None:
+            raise refused(735704, "no item has that key")
+        if key in self.changed_behind:
+            row["UpdatedAt"] += timedelta(seconds=1)
+        if token != row["UpdatedAt"]:
+            raise refused(735705, f"dbo.{action}_{queue}_trx: the item changed since it was read")
+        allowed = {"Retry": ("Failed",), "Cancel": ("Pending", "Processing", "Error", "Paused"),
+                   "Pause": ("Pending", "Error"), "Resume": ("Paused",),
+                   "Reschedule": ("Pending", "Error", "Paused")}[action]
+        if row["Status"] not in allowed:
+            raise refused(735706, f"{action} is not allowed from {row['Status']}")
+        row["Status"] = {"Retry": "Pending", "Cancel": "Cancelled", "Pause": "Paused", "Resume": "Pending",
+                         "Reschedule": row["Status"]}[action]
+        if action == "Retry":
+            row["AttemptNum"] = 0
+            row["ScheduledFor"] = scheduled_for or NOW
+        elif scheduled_for is not None:
+            row["ScheduledFor"] = scheduled_for
+        row["UpdatedAt"] += timedelta(seconds=1)
+        return {k: row[k] for k in ("EnqueuedAt", "UpdatedAt", "Status", "ScheduledFor")}
