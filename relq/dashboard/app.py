@@ -320,8 +320,10 @@ def _shown(column: Column, value: Any, settings: Settings) -> Any:
 
 
 def _when(value: Any) -> str:
+    # Keys and tokens are whole microseconds (dbo.QueueNextKey_fn): two items a millisecond
+    # apart must not look alike.
     if isinstance(value, datetime):
-        return value.isoformat(sep=" ", timespec="milliseconds")
+        return value.isoformat(sep=" ", timespec="microseconds")
     return "" if value is None else str(value)
 
 

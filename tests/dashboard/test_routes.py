@@ -144,6 +144,8 @@ def test_an_item_shows_its_columns_and_attempts_masks_addresses_and_never_reads_
     assert all("OTP" not in asked for asked in admin.asked_columns)
     assert "host/1" in page.text and "812 ms" in page.text and "SMTP 550" in page.text
     assert "<form" not in page.text  # actions are off
+    assert key.isoformat(sep=" ", timespec="microseconds") in page.text  # keys to the microsecond
+    assert "times in UTC" in page.text
 
 
 def test_show_personal_data_shows_addresses_but_still_not_the_otp(admin: FakeStore) -> None:
