@@ -320,7 +320,7 @@ END;
 GO
 -- Which locks the batch holds when it reports each item: the spy that stands for
 -- dbo.Modify_Notification_utx records, at each call, whether the batch's transaction
--- holds the lock of DedupKey dedup-1 and of dedup-2 (dbo.Lock_DedupKeys_utx's
+-- holds the lock of DedupKey dedup-1 and of dedup-2 (dbo.Lock_ItemKeys_utx's
 -- names; APPLOCK_MODE: Exclusive or NoLock).
 CREATE PROCEDURE Modify_Notification_Batch_trxTests.SpyLocks
 AS
@@ -337,8 +337,10 @@ BEGIN
             );';
 END;
 GO
--- Two claimed items, carrying DedupKeys dedup-1 and dedup-2.
+-- Two claimed items, carrying DedupKeys dedup-1 and dedup-2; with @SecondFailed the
+-- second has failed meanwhile (a report for it is then a retry by hand).
 CREATE PROCEDURE Modify_Notification_Batch_trxTests.AddDedupItems
+    @SecondFailed BIT = 0
 AS
 BEGIN
     EXEC Modify_Notification_Batch_trxTests.AddClaimedItem
@@ -346,15 +348,17 @@ BEGIN
     EXEC Modify_Notification_Batch_trxTests.AddClaimedItem
         @EnqueuedAt = '2024-01-01T00:00:02', @Token = '2024-01-01T00:00:06';
     UPDATE dbo.Notification
-    SET DedupKey = CASE WHEN EnqueuedAt = '2024-01-01T00:00:01' THEN N'dedup-1' ELSE N'dedup-2' END;
+    SET
+        DedupKey = CASE WHEN EnqueuedAt = '2024-01-01T00:00:01' THEN N'dedup-1' ELSE N'dedup-2' END,
+        [Status] = CASE WHEN EnqueuedAt = '2024-01-01T00:00:02' AND @SecondFailed = 1 THEN 'Failed' ELSE [Status] END;
 END;
 GO
--- A Pending outcome takes its item's DedupKey lock, as Add_ does, before any row:
+-- A Pending outcome for a Failed item takes its DedupKey lock, as Add_ does, before any row:
 -- taken at the Pending item alone, it would come after the rows of the items
 -- before it, and an enqueue holding it and reading their DedupKey would deadlock.
 -- The other item's DedupKey stays free: an enqueue of it does not wait for the batch.
 --[@tSQLt:NoTransaction]('Modify_Notification_Batch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Modify_Notification_Batch_trxTests.[test Modify_Notification_Batch_trx locks the DedupKey of a Pending outcome before the first report when one is Pending]
+CREATE PROCEDURE Modify_Notification_Batch_trxTests.[test Modify_Notification_Batch_trx locks the DedupKey of a Failed item before the first report when it is put back]
 AS
 BEGIN
     DECLARE @Outcomes dbo.NotificationOutcomeList;
@@ -366,7 +370,7 @@ BEGIN
         EnqueuedAt DATETIME2(7) NOT NULL, ModeOne NVARCHAR(32) NOT NULL, ModeTwo NVARCHAR(32) NOT NULL
     );
     EXEC Modify_Notification_Batch_trxTests.FakeQueue;
-    EXEC Modify_Notification_Batch_trxTests.AddDedupItems;
+    EXEC Modify_Notification_Batch_trxTests.AddDedupItems @SecondFailed = 1;
     EXEC Modify_Notification_Batch_trxTests.SpyLocks;
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
     VALUES
@@ -405,6 +409,41 @@ BEGIN
     VALUES
     ('2024-01-01T00:00:01', '2024-01-01T00:00:05', 'Completed'),
     ('2024-01-01T00:00:02', '2024-01-01T00:00:06', 'Failed');
+
+    EXEC @RetCode = dbo.Modify_Notification_Batch_trx @Outcomes = @Outcomes;
+
+    SELECT
+        @Calls = COUNT(*),
+        @Held = SUM(
+            CASE WHEN l.ModeOne = N'Exclusive' THEN 1 ELSE 0 END + CASE WHEN l.ModeTwo = N'Exclusive' THEN 1 ELSE 0 END
+        )
+    FROM #Locks AS l;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Calls, @Message = N'reports';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Held, @Message = N'reports made holding a DedupKey lock';
+END;
+GO
+-- A worker putting an item back (Processing to Pending) keeps its key unfinished:
+-- no lock, so it never waits for a producer's open transaction with that DedupKey.
+--[@tSQLt:NoTransaction]('Modify_Notification_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Modify_Notification_Batch_trxTests.[test Modify_Notification_Batch_trx takes no DedupKey lock when a claimed item is put back]
+AS
+BEGIN
+    DECLARE @Outcomes dbo.NotificationOutcomeList;
+    DECLARE @RetCode INT;
+    DECLARE @Calls INT;
+    DECLARE @Held INT;
+    CREATE TABLE #Locks (
+        EnqueuedAt DATETIME2(7) NOT NULL, ModeOne NVARCHAR(32) NOT NULL, ModeTwo NVARCHAR(32) NOT NULL
+    );
+    EXEC Modify_Notification_Batch_trxTests.FakeQueue;
+    EXEC Modify_Notification_Batch_trxTests.AddDedupItems;
+    EXEC Modify_Notification_Batch_trxTests.SpyLocks;
+    INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
+    VALUES
+    ('2024-01-01T00:00:01', '2024-01-01T00:00:05', 'Pending'),
+    ('2024-01-01T00:00:02', '2024-01-01T00:00:06', 'Pending');
 
     EXEC @RetCode = dbo.Modify_Notification_Batch_trx @Outcomes = @Outcomes;
 

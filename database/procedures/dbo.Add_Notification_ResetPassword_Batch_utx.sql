@@ -9,12 +9,13 @@ GO
    row, its ResetPassword row and a row per channel it has (e-mail, SMS).
    Keys come under the application lock on 'dbo.Notification' that the single-row
    enqueue takes, held by the session only while it reads the last key and
-   inserts the base rows (dbo.Add_Notification_ResetPassword_utx says why and
-   what an attention does): the first is the later of now and the last key plus a
-   microsecond (dbo.QueueNextKey_fn), and inserted item n (in ItemNo order, from 0)
-   gets the first plus n microseconds.
+   inserts the base rows (dbo.Add_Notification_ResetPassword_utx says why, and
+   what a lock wait, an error and an attention do): the first is the later of now
+   and the last key plus a microsecond (dbo.QueueNextKey_fn), and inserted item n
+   (in ItemNo order, from 0) gets the first plus n microseconds. Items with a
+   GroupKey are enqueued under their group's lock, as there.
    Deduplication, under a lock per DedupKey held to the end of the transaction
-   (dbo.Lock_DedupKeys_utx): an item whose DedupKey an unfinished notification
+   (dbo.Lock_ItemKeys_utx): an item whose DedupKey an unfinished notification
    carries is not inserted and gets that one's key; items of one call sharing a
    DedupKey are inserted once, as the lowest ItemNo, and the others get its key.
    No error either way.
@@ -29,7 +30,8 @@ GO
      IsDuplicate} in ItemNo order.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid item
    (named by its ItemNo; nothing is written), 735709 the enqueue lock or a
-   DedupKey's lock was not granted in 10 s. On error the caller rolls back. */
+   DedupKey's or group's lock was not granted in 10 s; an error of the INSERT
+   itself is re-raised as it came. On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_Batch_utx
     @Items dbo.Notification_ResetPasswordItemList READONLY,
     @Enqueued NVARCHAR(MAX) = NULL OUTPUT
@@ -49,7 +51,9 @@ BEGIN
     DECLARE @First dbo.[_Timestamp];
     DECLARE @LockResult INT;
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.DedupKeyList;
+    DECLARE @DedupKeys dbo.ItemKeyList;
+    DECLARE @GroupKeys dbo.ItemKeyList;
+    DECLARE @DedupCount INT;
     -- KeepNo: the item of this call whose row an item shares (itself when inserted).
     DECLARE @Plan TABLE (
         ItemNo INT NOT NULL PRIMARY KEY,
@@ -115,52 +119,91 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    INSERT INTO @DedupKeys (DedupKey)
+    INSERT INTO @DedupKeys (ItemKey)
     SELECT i.DedupKey FROM @Items AS i
     WHERE i.DedupKey IS NOT NULL;
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    SET @DedupCount = @RowCnt;
+    IF (@DedupCount > 0)
+        BEGIN
+            EXEC @RetCode = dbo.Lock_ItemKeys_utx
+                @Queue = N'dbo.Notification',
+                @KeyColumn = 'DedupKey',
+                @ItemKeys = @DedupKeys,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
+        END;
+    -- An ordered group's items are enqueued one transaction at a time, so that no later
+    -- item of a group is committed before an earlier one (dbo.Lock_ItemKeys_utx).
+    INSERT INTO @GroupKeys (ItemKey)
+    SELECT i.GroupKey FROM @Items AS i
+    WHERE i.GroupKey IS NOT NULL;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt > 0)
         BEGIN
-            EXEC @RetCode = dbo.Lock_DedupKeys_utx
+            EXEC @RetCode = dbo.Lock_ItemKeys_utx
                 @Queue = N'dbo.Notification',
-                @DedupKeys = @DedupKeys,
+                @KeyColumn = 'GroupKey',
+                @ItemKeys = @GroupKeys,
                 @Caller = @Proc;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
         END;
 
     -- Under the DedupKeys' locks, so two producers of the same DedupKey cannot both miss it.
-    INSERT INTO @Plan (ItemNo, KeepNo, EnqueuedAt, IsDuplicate)
-    SELECT
-        d.ItemNo,
-        d.KeepNo,
-        h.EnqueuedAt,
-        CASE WHEN h.EnqueuedAt IS NOT NULL OR d.KeepNo <> d.ItemNo THEN 1 ELSE 0 END AS IsDuplicate
-    FROM (
-        SELECT
-            i.ItemNo,
-            i.DedupKey,
-            CASE
-                WHEN i.DedupKey IS NULL THEN i.ItemNo
-                ELSE MIN(i.ItemNo) OVER (PARTITION BY i.DedupKey)
-            END AS KeepNo
-        FROM @Items AS i
-    ) AS d
-    OUTER APPLY (
-        -- The predicates of the filtered index IX_Notification_DedupKey, spelled out so that it serves.
-        SELECT TOP (1) n.EnqueuedAt
-        FROM dbo.Notification AS n
-        WHERE
-            n.DedupKey = d.DedupKey
-            AND n.DedupKey IS NOT NULL
-            AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
-    ) AS h;
-    SELECT
-        @RowCnt = @@ROWCOUNT,
-        @ErrNo = @@ERROR;
+    IF (@DedupCount = 0)
+        BEGIN
+            -- No DedupKey: nothing to look for, and no read of the queue, where a scan
+            -- could wait for another producer's uncommitted items.
+            INSERT INTO @Plan (ItemNo, KeepNo, EnqueuedAt, IsDuplicate)
+            SELECT
+                i.ItemNo,
+                i.ItemNo AS KeepNo,
+                NULL AS EnqueuedAt,
+                0 AS IsDuplicate
+            FROM @Items AS i;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+        END;
+    ELSE
+        BEGIN
+            INSERT INTO @Plan (ItemNo, KeepNo, EnqueuedAt, IsDuplicate)
+            SELECT
+                d.ItemNo,
+                d.KeepNo,
+                h.EnqueuedAt,
+                CASE WHEN h.EnqueuedAt IS NOT NULL OR d.KeepNo <> d.ItemNo THEN 1 ELSE 0 END AS IsDuplicate
+            FROM (
+                SELECT
+                    i.ItemNo,
+                    i.DedupKey,
+                    CASE
+                        WHEN i.DedupKey IS NULL THEN i.ItemNo
+                        ELSE MIN(i.ItemNo) OVER (PARTITION BY i.DedupKey)
+                    END AS KeepNo
+                FROM @Items AS i
+            ) AS d
+            OUTER APPLY (
+                -- The predicates of the filtered index IX_Notification_DedupKey, spelled out so that it serves.
+                SELECT TOP (1) n.EnqueuedAt
+                FROM dbo.Notification AS n
+                WHERE
+                    n.DedupKey = d.DedupKey
+                    AND n.DedupKey IS NOT NULL
+                    AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+            ) AS h;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+        END;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> @ItemCount)
         BEGIN
@@ -193,6 +236,11 @@ BEGIN
                     GOTO EXIT_ERROR;
                 END;
             BEGIN TRY
+                -- A statement that waits on a lock here keeps every producer waiting for the
+                -- enqueue lock, and a client that gives up meanwhile leaves the lock with its
+                -- session: give up first (1222), into the CATCH that releases the lock. SQL
+                -- Server restores the caller's setting on return.
+                SET LOCK_TIMEOUT 5000;
                 -- The last key, read without waiting (see dbo.Add_Notification_ResetPassword_utx).
                 SELECT TOP (1) @Last = n.EnqueuedAt
                 FROM dbo.Notification AS n WITH (READUNCOMMITTED)
@@ -242,8 +290,9 @@ BEGIN
                     @ErrNo = @@ERROR;
             END TRY
             BEGIN CATCH
-                EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'
-                WITH RESULT SETS NONE;
+                IF (APPLOCK_MODE(N'public', N'dbo.Notification', N'Session') <> N'NoLock')
+                    EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'
+                    WITH RESULT SETS NONE;
                 THROW;
             END CATCH;
             EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'

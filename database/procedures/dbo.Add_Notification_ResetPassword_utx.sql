@@ -10,13 +10,17 @@ GO
    'dbo.Notification' that the session holds only while it reads the last key
    and inserts the base row, never to the end of the caller's transaction, so
    concurrent producers never collide and none waits for another's open
-   transaction. An error while the lock is held releases it and is re-raised as
-   it came (THROW); a client that cancels the call (an attention) in that
-   instant leaves the lock to its session until the session ends or is reset
-   for reuse from a pool (dbo.Add_SyncQueue_utx's comment has the whole case).
-   @DedupKey is checked under a lock of its own held to the end of the
-   transaction (dbo.Lock_DedupKeys_utx): only producers of the same DedupKey
-   wait for each other.
+   transaction. A statement that waits more than 5 s for a lock while the
+   enqueue lock is held fails (1222). An error while the lock is held releases
+   it and is re-raised as it came (THROW), which ends the caller's batch as
+   well: the caller rolls back. A client that cancels the call (an attention)
+   in that instant leaves the lock to its session until the session ends or is
+   reset for reuse from a pool (dbo.Add_SyncQueue_utx's comment has the whole
+   case).
+   @DedupKey is checked, and @GroupKey joined, under a lock of each held to the
+   end of the transaction (dbo.Lock_ItemKeys_utx): only producers of the same
+   DedupKey, or into the same ordered group, wait for each other, so a group's
+   items are committed in key order.
    The text parameters are wider than their columns on purpose: SQL Server
    cuts an over-long argument silently, so each length is checked here instead.
    @UserID: whose password; a positive id.
@@ -34,8 +38,9 @@ GO
      unfinished notification carries it, nothing is written and that one's key
      is returned, with no error: enqueueing the same request twice is safe.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid
-   parameter (nothing is written), 735709 the enqueue lock or the DedupKey's
-   lock was not granted in 10 s.
+   parameter (nothing is written), 735709 the enqueue lock or the DedupKey's or
+   group's lock was not granted in 10 s; an error of the INSERT itself is
+   re-raised as it came.
    On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_utx
     @UserID dbo.DbUserID,
@@ -57,7 +62,8 @@ BEGIN
     DECLARE @Last dbo.[_Timestamp];
     DECLARE @LockResult INT;
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.DedupKeyList;
+    DECLARE @DedupKeys dbo.ItemKeyList;
+    DECLARE @GroupKeys dbo.ItemKeyList;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -128,14 +134,15 @@ BEGIN
     -- Under the DedupKey's lock, so two producers of the same key cannot both miss it.
     IF (@DedupKey IS NOT NULL)
         BEGIN
-            INSERT INTO @DedupKeys (DedupKey) VALUES (@DedupKey);
+            INSERT INTO @DedupKeys (ItemKey) VALUES (@DedupKey);
             SELECT
                 @RowCnt = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-            EXEC @RetCode = dbo.Lock_DedupKeys_utx
+            EXEC @RetCode = dbo.Lock_ItemKeys_utx
                 @Queue = N'dbo.Notification',
-                @DedupKeys = @DedupKeys,
+                @KeyColumn = 'DedupKey',
+                @ItemKeys = @DedupKeys,
                 @Caller = @Proc;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
@@ -146,6 +153,21 @@ BEGIN
                 AND n.DedupKey IS NOT NULL
                 AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
             IF (@EnqueuedAt IS NOT NULL) RETURN 0;
+        END;
+    IF (@GroupKey IS NOT NULL)
+        BEGIN
+            INSERT INTO @GroupKeys (ItemKey) VALUES (@GroupKey);
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            EXEC @RetCode = dbo.Lock_ItemKeys_utx
+                @Queue = N'dbo.Notification',
+                @KeyColumn = 'GroupKey',
+                @ItemKeys = @GroupKeys,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
         END;
 
     -- The enqueue lock is the session's, held from here to the INSERT's end and
@@ -164,6 +186,10 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
     BEGIN TRY
+        -- A statement that waits on a lock here keeps every producer waiting for the
+        -- enqueue lock: give up first (1222), into the CATCH that releases it. SQL Server
+        -- restores the caller's setting on return.
+        SET LOCK_TIMEOUT 5000;
         -- The last key, read without waiting: keys never change and are only added
         -- under the enqueue lock, so the last one is visible, committed or not;
         -- waiting on a row of an open transaction is what the lock must not do.
@@ -187,8 +213,9 @@ BEGIN
             @ErrNo = @@ERROR;
     END TRY
     BEGIN CATCH
-        EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'
-        WITH RESULT SETS NONE;
+        IF (APPLOCK_MODE(N'public', N'dbo.Notification', N'Session') <> N'NoLock')
+            EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'
+            WITH RESULT SETS NONE;
         THROW;
     END CATCH;
     EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'

@@ -11,21 +11,28 @@ GO
    an exclusive application lock on 'dbo.SyncQueue' that the session holds
    only while it reads the last key and inserts the items, never to the end of
    the caller's transaction: a producer that keeps its transaction open after
-   enqueueing holds up no other producer. A later producer may therefore commit
-   a larger key first; an ordered group's claim waits for the earlier item
-   (dbo.Next_SyncQueue_utx), so a group still runs in key order. An error
-   while the lock is held releases it and is re-raised as it came (THROW). A
-   client that cancels the call (an attention: a command timeout) in that
-   instant leaves the lock to its session until the session ends or is reset
-   for reuse from a connection pool, and other producers get 735709 meanwhile.
+   enqueueing holds up no other producer, except one enqueueing the same
+   DedupKey or into the same ordered group (below). A later producer may commit
+   a larger key first. A statement that waits more than 5 s for a lock while
+   the enqueue lock is held fails (1222). An error while the lock is held
+   releases it and is re-raised as it came (THROW), which ends the caller's
+   batch as well, whatever XACT_ABORT says: the caller rolls back. A client
+   that cancels the call (an attention: a command timeout) in that instant
+   leaves the lock to its session until the session ends or is reset for reuse
+   from a connection pool, and other producers get 735709 meanwhile.
+   Ordered groups: an item with a GroupKey is enqueued under a lock of its group
+   held to the end of the transaction (dbo.Lock_ItemKeys_utx), so a group's
+   items are committed in key order and no claim waits for a producer's open
+   transaction to learn whether an earlier item of a group exists.
    Deduplication: an item whose DedupKey an unfinished item (Pending,
    Processing, Error or Paused) already carries is not inserted and gets that
    item's key; items of one call sharing a DedupKey are inserted once, as the
    lowest ItemNo, and the others get its key. No error either way: enqueueing
    the same request twice is safe. The check runs under a lock per DedupKey
-   held to the end of the transaction (dbo.Lock_DedupKeys_utx), so a producer
+   held to the end of the transaction (dbo.Lock_ItemKeys_utx), so a producer
    waits for another's open transaction only when both enqueue the same
-   DedupKey, and then sees its item.
+   DedupKey, and then sees its item. A call without DedupKeys reads nothing
+   of the queue before its INSERT.
    @Items: the jobs: ItemNo, Type (a row of dbo.SyncQueueType), EntityKey,
      Payload (JSON or NULL), ScheduledFor (UTC; NULL: now), Priority (higher is
      claimed first, -32768 to 32767; NULL: 0), GroupKey (an ordered group, 1 to
@@ -41,8 +48,10 @@ GO
      (read it with OPENJSON ... WITH (ItemNo INT, EnqueuedAt DATETIME2(7),
      IsDuplicate BIT)).
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid
-   item (named by its ItemNo), 735709 the enqueue lock or a DedupKey's lock was
-   not granted in 10 s. On error the caller rolls back. */
+   item (named by its ItemNo), 735709 the enqueue lock or a DedupKey's or
+   group's lock was not granted in 10 s; an error of the INSERT itself (1222, a
+   constraint, a deadlock) is re-raised as it came. On error the caller rolls
+   back. */
 CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_utx
     @Items dbo.SyncQueueItemList READONLY,
     @FirstEnqueuedAt dbo.[_Timestamp] = NULL OUTPUT,
@@ -63,7 +72,9 @@ BEGIN
     DECLARE @Last dbo.[_Timestamp];
     DECLARE @LockResult INT;
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.DedupKeyList;
+    DECLARE @DedupKeys dbo.ItemKeyList;
+    DECLARE @GroupKeys dbo.ItemKeyList;
+    DECLARE @DedupCount INT;
     -- KeepNo: the item of this call whose row an item shares (itself when inserted).
     DECLARE @Plan TABLE (
         ItemNo INT NOT NULL PRIMARY KEY,
@@ -118,53 +129,92 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    INSERT INTO @DedupKeys (DedupKey)
+    INSERT INTO @DedupKeys (ItemKey)
     SELECT i.DedupKey FROM @Items AS i
     WHERE i.DedupKey IS NOT NULL;
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    SET @DedupCount = @RowCnt;
+    IF (@DedupCount > 0)
+        BEGIN
+            EXEC @RetCode = dbo.Lock_ItemKeys_utx
+                @Queue = N'dbo.SyncQueue',
+                @KeyColumn = 'DedupKey',
+                @ItemKeys = @DedupKeys,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
+        END;
+    -- An ordered group's items are enqueued one transaction at a time, so that no later
+    -- item of a group is committed before an earlier one (dbo.Lock_ItemKeys_utx).
+    INSERT INTO @GroupKeys (ItemKey)
+    SELECT i.GroupKey FROM @Items AS i
+    WHERE i.GroupKey IS NOT NULL;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt > 0)
         BEGIN
-            EXEC @RetCode = dbo.Lock_DedupKeys_utx
+            EXEC @RetCode = dbo.Lock_ItemKeys_utx
                 @Queue = N'dbo.SyncQueue',
-                @DedupKeys = @DedupKeys,
+                @KeyColumn = 'GroupKey',
+                @ItemKeys = @GroupKeys,
                 @Caller = @Proc;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
         END;
 
     -- Under the DedupKeys' locks, so two producers of the same DedupKey cannot both miss it.
-    -- Every item of a DedupKey finds the same holder, so a holder's key is the whole group's.
-    INSERT INTO @Plan (ItemNo, KeepNo, EnqueuedAt, IsDuplicate)
-    SELECT
-        d.ItemNo,
-        d.KeepNo,
-        h.EnqueuedAt,
-        CASE WHEN h.EnqueuedAt IS NOT NULL OR d.KeepNo <> d.ItemNo THEN 1 ELSE 0 END AS IsDuplicate
-    FROM (
-        SELECT
-            i.ItemNo,
-            i.DedupKey,
-            CASE
-                WHEN i.DedupKey IS NULL THEN i.ItemNo
-                ELSE MIN(i.ItemNo) OVER (PARTITION BY i.DedupKey)
-            END AS KeepNo
-        FROM @Items AS i
-    ) AS d
-    OUTER APPLY (
-        -- The predicates of the filtered index IX_SyncQueue_DedupKey, spelled out so that it serves.
-        SELECT TOP (1) q.EnqueuedAt
-        FROM dbo.SyncQueue AS q
-        WHERE
-            q.DedupKey = d.DedupKey
-            AND q.DedupKey IS NOT NULL
-            AND q.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
-    ) AS h;
-    SELECT
-        @RowCnt = @@ROWCOUNT,
-        @ErrNo = @@ERROR;
+    -- Every item of a DedupKey finds the same holder, so a holder's key is all of theirs.
+    IF (@DedupCount = 0)
+        BEGIN
+            -- No DedupKey: nothing to look for, and no read of the queue, where a scan
+            -- could wait for another producer's uncommitted items.
+            INSERT INTO @Plan (ItemNo, KeepNo, EnqueuedAt, IsDuplicate)
+            SELECT
+                i.ItemNo,
+                i.ItemNo AS KeepNo,
+                NULL AS EnqueuedAt,
+                0 AS IsDuplicate
+            FROM @Items AS i;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+        END;
+    ELSE
+        BEGIN
+            INSERT INTO @Plan (ItemNo, KeepNo, EnqueuedAt, IsDuplicate)
+            SELECT
+                d.ItemNo,
+                d.KeepNo,
+                h.EnqueuedAt,
+                CASE WHEN h.EnqueuedAt IS NOT NULL OR d.KeepNo <> d.ItemNo THEN 1 ELSE 0 END AS IsDuplicate
+            FROM (
+                SELECT
+                    i.ItemNo,
+                    i.DedupKey,
+                    CASE
+                        WHEN i.DedupKey IS NULL THEN i.ItemNo
+                        ELSE MIN(i.ItemNo) OVER (PARTITION BY i.DedupKey)
+                    END AS KeepNo
+                FROM @Items AS i
+            ) AS d
+            OUTER APPLY (
+                -- The predicates of the filtered index IX_SyncQueue_DedupKey, spelled out so that it serves.
+                SELECT TOP (1) q.EnqueuedAt
+                FROM dbo.SyncQueue AS q
+                WHERE
+                    q.DedupKey = d.DedupKey
+                    AND q.DedupKey IS NOT NULL
+                    AND q.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+            ) AS h;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+        END;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt <> @ItemCount)
         BEGIN
@@ -192,6 +242,11 @@ BEGIN
                 END;
             -- Inside TRY an error goes straight to the CATCH, so @ErrNo stays 0 here.
             BEGIN TRY
+                -- A statement that waits on a lock here keeps every producer waiting for the
+                -- enqueue lock, and a client that gives up meanwhile leaves the lock with its
+                -- session: give up first (1222), into the CATCH that releases the lock. SQL
+                -- Server restores the caller's setting on return.
+                SET LOCK_TIMEOUT 5000;
                 -- The last key, read without waiting: keys never change and are only
                 -- added under the enqueue lock, so the last one is visible, committed or
                 -- not; waiting on a row of an open transaction is what the lock must not do.
@@ -246,8 +301,9 @@ BEGIN
                     @ErrNo = @@ERROR;
             END TRY
             BEGIN CATCH
-                EXEC sys.sp_releaseapplock @Resource = N'dbo.SyncQueue', @LockOwner = 'Session'
-                WITH RESULT SETS NONE;
+                IF (APPLOCK_MODE(N'public', N'dbo.SyncQueue', N'Session') <> N'NoLock')
+                    EXEC sys.sp_releaseapplock @Resource = N'dbo.SyncQueue', @LockOwner = 'Session'
+                    WITH RESULT SETS NONE;
                 THROW;
             END CATCH;
             EXEC sys.sp_releaseapplock @Resource = N'dbo.SyncQueue', @LockOwner = 'Session'

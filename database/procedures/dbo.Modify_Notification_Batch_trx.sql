@@ -4,11 +4,11 @@ GO
 /* dbo.Modify_Notification_Batch_trx: reports many Notification outcomes in one call
    and one transaction, each by the rules of dbo.Modify_Notification_utx, in key
    order (so two batch reporters lock rows in the same order and cannot deadlock).
-   A batch with Pending outcomes takes the locks of those items' DedupKeys first,
-   before any row, as Add_ and the Retry_ control do (dbo.Modify_Notification_utx
-   takes one for such an outcome, which would be after the rows of the outcomes
-   before it): it then keeps an enqueue of one of those DedupKeys waiting until it
-   commits, and no other.
+   A batch with Pending outcomes for Failed items (retries by hand) takes the
+   locks of those items' DedupKeys first, before any row, as Add_ and the Retry_
+   control do (dbo.Modify_Notification_utx takes one for such an outcome, which
+   would be after the rows of the outcomes before it): it then keeps an enqueue
+   of one of those DedupKeys waiting until it commits, and no other.
    All or nothing: the first refused outcome (an item taken over, a stale token,
    an illegal move) rolls the whole batch back and raises that outcome's error
    (which names the item, but for a bad parameter, 735707); the caller may then
@@ -37,7 +37,7 @@ BEGIN
     DECLARE @Error dbo.WebResponse;
     DECLARE @ScheduledFor dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.DedupKeyList;
+    DECLARE @DedupKeys dbo.ItemKeyList;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -56,20 +56,21 @@ BEGIN
         END;
 
     BEGIN TRANSACTION Modify_Notification_Batch;
-    INSERT INTO @DedupKeys (DedupKey)
+    INSERT INTO @DedupKeys (ItemKey)
     SELECT n.DedupKey
     FROM @Outcomes AS o
     INNER JOIN dbo.Notification AS n ON o.EnqueuedAt = n.EnqueuedAt
-    WHERE o.[Status] = 'Pending' AND n.DedupKey IS NOT NULL;
+    WHERE o.[Status] = 'Pending' AND n.DedupKey IS NOT NULL AND n.[Status] = 'Failed';
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
     IF (@RowCnt > 0)
         BEGIN
-            EXEC @RetCode = dbo.Lock_DedupKeys_utx
+            EXEC @RetCode = dbo.Lock_ItemKeys_utx
                 @Queue = N'dbo.Notification',
-                @DedupKeys = @DedupKeys,
+                @KeyColumn = 'DedupKey',
+                @ItemKeys = @DedupKeys,
                 @Caller = @Proc;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;

@@ -46,7 +46,7 @@ GO
    @NewUpdatedAt: OUTPUT, the item's new token.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735704, 735705,
    735706, 735707 a missing or invalid parameter, 735708, 735709 the lock of the
-   item's DedupKey (taken for Pending) was not granted in 10 s, 735710, 735711. On error the caller
+   item's DedupKey (taken for Pending from Failed) was not granted in 10 s, 735710, 735711. On error the caller
    rolls back; nothing is written before the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Modify_SyncQueue_utx
     @EnqueuedAt dbo.[_Timestamp],
@@ -78,7 +78,7 @@ BEGIN
     DECLARE @BackoffMs BIGINT;
     DECLARE @ErrNo INT;
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.DedupKeyList;
+    DECLARE @DedupKeys dbo.ItemKeyList;
     DECLARE @RowCnt INT;
 
     SET @NewUpdatedAt = NULL;
@@ -106,23 +106,26 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    -- Pending may be a retry by hand (Move_'s Retry takes the lock of the item's
+    -- Pending from Failed is a retry by hand (Move_'s Retry takes the lock of the item's
     -- DedupKey): take it before the row's lock, in Add_'s order, so the two cannot
-    -- deadlock. An item's DedupKey never changes, so it is read before the row is locked.
+    -- deadlock. From any other state the item keeps its key unfinished and takes no
+    -- lock, so a worker putting an item back never waits for a producer. An item's
+    -- DedupKey never changes, so it is read before the row is locked.
     IF (@Status = 'Pending')
         BEGIN
-            INSERT INTO @DedupKeys (DedupKey)
+            INSERT INTO @DedupKeys (ItemKey)
             SELECT q.DedupKey FROM dbo.SyncQueue AS q
-            WHERE q.EnqueuedAt = @EnqueuedAt AND q.DedupKey IS NOT NULL;
+            WHERE q.EnqueuedAt = @EnqueuedAt AND q.DedupKey IS NOT NULL AND q.[Status] = 'Failed';
             SELECT
                 @RowCnt = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             IF (@RowCnt > 0)
                 BEGIN
-                    EXEC @RetCode = dbo.Lock_DedupKeys_utx
+                    EXEC @RetCode = dbo.Lock_ItemKeys_utx
                         @Queue = N'dbo.SyncQueue',
-                        @DedupKeys = @DedupKeys,
+                        @KeyColumn = 'DedupKey',
+                        @ItemKeys = @DedupKeys,
                         @Caller = @Proc;
                     SELECT @ErrNo = @@ERROR;
                     IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;

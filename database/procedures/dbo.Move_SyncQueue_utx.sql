@@ -50,7 +50,7 @@ BEGIN
     DECLARE @Target dbo.QueueState;
     DECLARE @Duration dbo.Duration;
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.DedupKeyList;
+    DECLARE @DedupKeys dbo.ItemKeyList;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -88,24 +88,26 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    -- A retry checks its DedupKey under that key's lock (dbo.Lock_DedupKeys_utx), as
-    -- Add_ does, so that a retry and an enqueue of the same key cannot both find it
-    -- free. Taken before the row's lock, in Add_'s order, so the two cannot deadlock;
-    -- an item's DedupKey never changes, so it is read before the row is locked.
+    -- A retry (of a Failed item: its key is free) checks its DedupKey under that key's
+    -- lock (dbo.Lock_ItemKeys_utx), as Add_ does, so that a retry and an enqueue of the
+    -- same key cannot both find it free. Taken before the row's lock, in Add_'s order,
+    -- so the two cannot deadlock; an item's DedupKey never changes, so it is read
+    -- before the row is locked.
     IF (@Action = 'Retry')
         BEGIN
-            INSERT INTO @DedupKeys (DedupKey)
+            INSERT INTO @DedupKeys (ItemKey)
             SELECT q.DedupKey FROM dbo.SyncQueue AS q
-            WHERE q.EnqueuedAt = @EnqueuedAt AND q.DedupKey IS NOT NULL;
+            WHERE q.EnqueuedAt = @EnqueuedAt AND q.DedupKey IS NOT NULL AND q.[Status] = 'Failed';
             SELECT
                 @RowCnt = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             IF (@RowCnt > 0)
                 BEGIN
-                    EXEC @RetCode = dbo.Lock_DedupKeys_utx
+                    EXEC @RetCode = dbo.Lock_ItemKeys_utx
                         @Queue = N'dbo.SyncQueue',
-                        @DedupKeys = @DedupKeys,
+                        @KeyColumn = 'DedupKey',
+                        @ItemKeys = @DedupKeys,
                         @Caller = @Proc;
                     SELECT @ErrNo = @@ERROR;
                     IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;

@@ -31,11 +31,11 @@ GRANT EXECUTE ON OBJECT::dbo.Send_StrictFifoQueue_utx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_TransportMessage_trx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_TransportMessage_utx TO QueueProducer;
 GO
--- The enqueue, a Pending report and a retry declare a dbo.DedupKeyList inside
--- (dbo.Lock_DedupKeys_utx's argument). Ownership chaining carries DML and EXEC, and
+-- The enqueue, a Pending report and a retry declare a dbo.ItemKeyList inside
+-- (dbo.Lock_ItemKeys_utx's argument). Ownership chaining carries DML and EXEC, and
 -- declaring a variable of a table type takes EXECUTE on the type
 -- (User-Defined Table Types, Security:
 -- https://learn.microsoft.com/previous-versions/sql/sql-server-2008-r2/bb522526(v=sql.105)):
 -- granted, so that a member's call cannot fail on it. It gives no access to any data.
-GRANT EXECUTE ON TYPE::dbo.DedupKeyList TO QueueProducer;
+GRANT EXECUTE ON TYPE::dbo.ItemKeyList TO QueueProducer;
 GO

@@ -3,12 +3,15 @@ transaction holds up no other producer (issue 18, item 5).
 
 The key of an item is given under an application lock that the session holds only
 while it reads the last key and inserts; a DedupKey is checked under a lock of its
-own held to the end of the transaction (dbo.Lock_DedupKeys_utx). So:
+own held to the end of the transaction, and so is an ordered group's GroupKey
+(dbo.Lock_ItemKeys_utx). So:
 - producer A enqueues with an _utx and keeps its transaction open; producer B's _trx
   returns meanwhile with a larger key (were B to wait for A, it could only fail with
   735709 after 10 s, since A cannot commit while the test waits for B: no clock is
   needed to tell); A commits; a claim gets both items;
-- a producer of the same DedupKey does wait for A, and then gets A's item;
+- a producer of the same DedupKey does wait for A, and then gets A's item; a producer
+  into the same ordered group waits for A too, so that no later item of a group is
+  committed before an earlier one (a claim would otherwise wait for A's transaction);
 - an error while the key lock is held (XACT_ABORT ON, as every _trx sets it) releases
   the lock, so the next producer is not held up by a failed one.
 Both queues: SyncQueue (templated Add_) and Notification (written by hand)."""
@@ -34,7 +37,7 @@ SET NOCOUNT ON;
 DECLARE @Items dbo.SyncQueueItemList;
 DECLARE @First DATETIME2(7);
 DECLARE @RetCode INT;
-INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey) VALUES (1, 'CustomerSync', ?, ?);
+INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey, GroupKey) VALUES (1, 'CustomerSync', ?, ?, ?);
 EXEC @RetCode = dbo.Add_SyncQueue_utx @Items = @Items, @FirstEnqueuedAt = @First OUTPUT;
 SELECT @RetCode, @First;
 """
@@ -42,7 +45,7 @@ SELECT @RetCode, @First;
 SYNC_TRX = """
 SET NOCOUNT ON;
 DECLARE @Items dbo.SyncQueueItemList;
-INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey) VALUES (1, 'CustomerSync', ?, ?);
+INSERT INTO @Items (ItemNo, [Type], EntityKey, DedupKey, GroupKey) VALUES (1, 'CustomerSync', ?, ?, ?);
 EXEC dbo.Add_SyncQueue_trx @Items = @Items;
 """
 
@@ -52,12 +55,12 @@ DECLARE @Key DATETIME2(7);
 DECLARE @RetCode INT;
 EXEC @RetCode = dbo.Add_Notification_ResetPassword_utx
     @UserID = 7, @Username = ?, @OTP = '123456', @EmailTo = N'ada@example.com',
-    @DedupKey = ?, @EnqueuedAt = @Key OUTPUT;
+    @DedupKey = ?, @GroupKey = ?, @EnqueuedAt = @Key OUTPUT;
 SELECT @RetCode, @Key;
 """
 
 
-def notification_trx(conn, username: str, dedup: str | None):
+def notification_trx(conn, username: str, dedup: str | None, group: str | None):
     return db.call(
         conn,
         "dbo.Add_Notification_ResetPassword_trx",
@@ -66,29 +69,30 @@ def notification_trx(conn, username: str, dedup: str | None):
         OTP="123456",
         EmailTo="ada@example.com",
         DedupKey=dedup,
+        GroupKey=group,
     )
 
 
-def sync_trx(conn, entity: str, dedup: str | None):
+def notification_key(conn, username: str, dedup: str | None = None, group: str | None = None):
+    return notification_trx(conn, username, dedup, group).result_sets[0][0][0]
+
+
+def sync_trx(conn, entity: str, dedup: str | None, group: str | None):
     cursor = conn.cursor()
     try:
-        return db.result_sets(cursor, SYNC_TRX, entity, dedup, context="dbo.Add_SyncQueue_trx")[0][0]
+        return db.result_sets(cursor, SYNC_TRX, entity, dedup, group, context="dbo.Add_SyncQueue_trx")[0][0]
     finally:
         cursor.close()
 
 
+def sync_key(conn, entity: str, dedup: str | None = None, group: str | None = None):
+    return sync_trx(conn, entity, dedup, group)[0][0]
+
+
 QUEUES = {
     # queue: (enqueue in an open transaction, enqueue with the _trx -> its key, claim procedure)
-    "SyncQueue": (
-        SYNC_UTX,
-        lambda conn, name, dedup: sync_trx(conn, name, dedup)[0][0],
-        "dbo.Next_SyncQueue_Batch_trx",
-    ),
-    "Notification": (
-        NOTIFICATION_UTX,
-        lambda conn, name, dedup: notification_trx(conn, name, dedup).result_sets[0][0][0],
-        "dbo.Next_Notification_Batch_trx",
-    ),
+    "SyncQueue": (SYNC_UTX, sync_key, "dbo.Next_SyncQueue_Batch_trx"),
+    "Notification": (NOTIFICATION_UTX, notification_key, "dbo.Next_Notification_Batch_trx"),
 }
 
 
@@ -114,10 +118,10 @@ def connect(mssql: db.Target, database: str) -> Iterator:
         conn.close()
 
 
-def enqueue_open(conn, queue: str, name: str, dedup: str | None = None):
+def enqueue_open(conn, queue: str, name: str, dedup: str | None = None, group: str | None = None):
     """Producer A: enqueues inside a transaction it leaves open; returns the new key."""
     sql = QUEUES[queue][0]
-    code, key = conn.cursor().execute(sql, name, dedup).fetchone()
+    code, key = conn.cursor().execute(sql, name, dedup, group).fetchone()
     assert code == 0
     return key
 
@@ -170,6 +174,25 @@ def lock_waiters(admin, database: str) -> list[str]:
     ]
 
 
+def wait_for_b(admin, database: str, enqueue) -> tuple[list, list, threading.Thread]:
+    """Runs producer B's ``enqueue`` in a thread and returns the application locks it was
+    seen waiting for, the list its result or error lands in, and the thread."""
+    results: list = []
+
+    def producer_b() -> None:
+        try:
+            results.append(enqueue())
+        except Exception as exc:  # reported by the test
+            results.append(exc)
+
+    thread = threading.Thread(target=producer_b, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + WAIT_S
+    while not lock_waiters(admin, database) and time.monotonic() < deadline and thread.is_alive():
+        time.sleep(0.05)
+    return lock_waiters(admin, database), results, thread
+
+
 @pytest.mark.parametrize("queue", list(QUEUES))
 def test_a_producer_of_the_same_dedup_key_waits_and_gets_the_first_item(
     connect, database: str, queue: str
@@ -178,26 +201,37 @@ def test_a_producer_of_the_same_dedup_key_waits_and_gets_the_first_item(
     clear(admin, queue)
     a = connect(autocommit=False)
     key_a = enqueue_open(a, queue, "producer-a", dedup="order-42")
-    results: list = []
 
-    def producer_b() -> None:
-        try:
-            results.append(QUEUES[queue][1](connect(), "producer-b", "order-42"))
-        except Exception as exc:  # reported below
-            results.append(exc)
-
-    thread = threading.Thread(target=producer_b)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not lock_waiters(admin, database) and time.monotonic() < deadline and thread.is_alive():
-        time.sleep(0.05)
-    waiting = lock_waiters(admin, database)
+    waiting, results, thread = wait_for_b(
+        admin, database, lambda: QUEUES[queue][1](connect(), "producer-b", dedup="order-42")
+    )
     a.commit()
     thread.join(WAIT_S)
 
     assert waiting, "producer B did not wait for the DedupKey's lock"
     assert results == [key_a], "B gets A's item, not a second one"
     assert claim_all(admin, queue) == {key_a}
+
+
+@pytest.mark.parametrize("queue", list(QUEUES))
+def test_a_producer_into_the_same_group_waits_so_the_group_commits_in_key_order(
+    connect, database: str, queue: str
+) -> None:
+    admin = connect()
+    clear(admin, queue)
+    a = connect(autocommit=False)
+    key_a = enqueue_open(a, queue, "producer-a", group="customer-7")
+
+    waiting, results, thread = wait_for_b(
+        admin, database, lambda: QUEUES[queue][1](connect(), "producer-b", group="customer-7")
+    )
+    a.commit()
+    thread.join(WAIT_S)
+
+    assert waiting, "producer B did not wait for the group's lock"
+    assert len(results) == 1 and not isinstance(results[0], Exception), results
+    assert results[0] > key_a
+    assert claim_all(admin, queue) == {key_a}, "a claim takes a group's first item only"
 
 
 # A constraint the procedures do not check themselves, so that the INSERT under the
@@ -224,7 +258,7 @@ def test_an_error_under_the_key_lock_releases_it(connect, queue: str) -> None:
     try:
         failing = connect()
         with pytest.raises(db.SqlError) as failed:
-            QUEUES[queue][1](failing, "boom", "boom")
+            QUEUES[queue][1](failing, "boom", dedup="boom")
         assert failed.value.number == 547
         held = (
             failing.cursor()
