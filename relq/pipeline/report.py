@@ -135,13 +135,16 @@ def _figures(spark: Any, layout: Any, figures: Any, archive: str) -> dict[str, A
     from pyspark.errors import PySparkException
 
     try:
-        numbers = figures.compute(layout.read(spark, archive))
+        numbers = figures.compute(layout.read(spark, archive, common_only=True))
     except Py4JJavaError as exc:  # a file Spark fails on while running a job: a corrupt Parquet file
         raise RelqError(f"cannot read the archive {archive}: {_java_cause(exc)}") from None
     except PySparkException as exc:  # AnalysisException and the other errors PySpark converts
         raise RelqError(f"cannot read the archive {archive}: {_first_line(exc)}") from None
     except figures.Empty:
         raise RelqError(f"the archive {archive} holds no rows: nothing to report") from None
+    except figures.NotAnArchive:
+        raise RelqError(f"cannot read the archive {archive}: it holds rows without a Queue, Type or "
+                        f"EnqueuedAt (not files in the layout <root>/Queue=/Type=/Day=)") from None
     return numbers
 
 
