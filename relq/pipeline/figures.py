@@ -52,6 +52,8 @@ Definitions (the JSON's "definitions" repeats them; tests recompute them with pa
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -69,6 +71,7 @@ ENDED_BY_ATTEMPT = ("Completed", "Failed", "PartiallyCompleted", "Terminated")
 LEASE_EXPIRED = "the lease of the last attempt expired"
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 HOUR_US = 3_600_000_000
+_SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 LEVELS = {0: "step", 1: "type", 3: "queue", 7: "all"}  # as grouping_id of rollup(Queue, Type, Step)
 # Buckets per unit of ln(ms) (relq.pipeline.percentiles): 256 (0.4 % wide) for the groups of the
 # tables, 16 (6 % wide) for the waits per queue and hour, groups a hundred times smaller.
@@ -154,6 +157,27 @@ def compute(frame: Any) -> dict[str, Any]:
     JSON-ready values: {"summary", "groups", "throughput", "hourly", "errors"}. Three passes
     over the rows: one aggregation for every count and histogram, one filter for the values at
     the percentiles' ranks (relq.pipeline.percentiles), one for the error texts."""
+    with few_shuffle_partitions(frame.sparkSession):
+        return _compute(frame)
+
+
+@contextmanager
+def few_shuffle_partitions(spark: Any) -> Iterator[None]:
+    """Every shuffle of the report carries a small result (aggregates, the rows at a few ranks):
+    as many partitions as the cores, not Spark's 200, each of which every map task writes a file
+    for (that alone cost more than half of the report). The caller's value comes back after."""
+    before = spark.conf.get(_SHUFFLE_PARTITIONS, None)
+    spark.conf.set(_SHUFFLE_PARTITIONS, str(max(2, spark.sparkContext.defaultParallelism)))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(_SHUFFLE_PARTITIONS)
+        else:
+            spark.conf.set(_SHUFFLE_PARTITIONS, before)
+
+
+def _compute(frame: Any) -> dict[str, Any]:
     rows = measured(prepare(frame))
     tally, found = _aggregate(rows)
     if not tally:
@@ -295,8 +319,9 @@ def _facts(rows: Any, plan: exact.Plan) -> Any:
     none_text, none_hour = F.lit(None).cast("string"), F.lit(None).cast("long")
 
     def fact(series: str, type_: Any, step: Any, hour: Any) -> Any:
+        wanted = ", ".join(map(str, plan.buckets(series))) or "NULL"  # one expression, not a call each
         return F.when(
-            F.col(_BUCKET[series]).isin(plan.buckets(series)),
+            F.expr(f"{_BUCKET[series]} IN ({wanted})"),
             F.struct(
                 F.lit(series).alias("s"),
                 F.col("Queue").alias("Queue"),

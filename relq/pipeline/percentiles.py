@@ -32,7 +32,6 @@ from typing import Any
 KEYS = ("s", "Queue", "Type", "Step", "hour")
 GROUP = ("s", "gid", "Queue", "Type", "Step", "hour")
 NOT_POSITIVE = -(1 << 40)  # the bucket of every value <= 0: below ln(smallest double) * 2**16
-FACTS_DDL = "s STRING, Queue STRING, Type STRING, Step STRING, hour BIGINT, b BIGINT"
 
 Key = tuple  # (s, Queue, Type, Step, hour)
 Group = tuple  # (s, gid, Queue, Type, Step, hour)
@@ -122,11 +121,9 @@ class Plan:
 
         if not self.at:
             return
-        fine = spark.createDataFrame([(*key, b) for key, b in sorted(self.fine, key=repr)], FACTS_DDL)
-        offsets = spark.createDataFrame(
-            [(*group, b, offset) for (group, _), (b, offset) in self.at.items()],
-            "s STRING, gid INT, Queue STRING, Type STRING, Step STRING, hour BIGINT, b BIGINT, r BIGINT",
-        ).distinct()
+        fine = _table(spark, (*KEYS, "b"), [(*key, b) for key, b in self.fine])
+        offsets = _table(spark, (*GROUP, "b", "r"),
+                         list({(*group, b, offset) for (group, _), (b, offset) in self.at.items()}))
         near = _join(facts, fine, (*KEYS, "b"))
         ranked = levels(near).select(
             *GROUP,
@@ -136,6 +133,19 @@ class Plan:
         )
         for row in _join(ranked, offsets, (*GROUP, "b", "r")).toArrow().to_pylist():
             self.values[(tuple(row[k] for k in GROUP), row["b"], row["r"])] = row["v"]
+
+
+_TYPES = {"gid": "int32", "hour": "int64", "b": "int64", "r": "int64"}  # the others are strings
+
+
+def _table(spark: Any, columns: tuple[str, ...], rows: list[tuple]) -> Any:
+    """A small DataFrame of ``rows``, made through Arrow: Spark reads it in the JVM, where rows
+    given as Python objects would start Python workers to unpickle them (a second or more)."""
+    import pyarrow as pa
+
+    schema = pa.schema([(c, getattr(pa, _TYPES.get(c, "string"))()) for c in columns])
+    return spark.createDataFrame(pa.Table.from_pylist([dict(zip(columns, r, strict=True)) for r in rows],
+                                                      schema=schema))
 
 
 def _running(values: Iterable[int]) -> Iterable[int]:
