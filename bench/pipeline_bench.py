@@ -159,7 +159,8 @@ def peer(rows: int, archive: Path, out: Path, threads: int, spark_s: float) -> N
     seconds = time.perf_counter() - began
     found = differences(json.loads((out / "report.json").read_text(encoding="utf-8"))["figures"], duck)
     print(json.dumps({"rows": rows, "step": "DuckDB (the same figures)", "seconds": seconds,
-                      "rows_per_s": rows / seconds, "threads": threads, "spark_over_duckdb": spark_s / seconds,
+                      "rows_per_s": rows / seconds, "threads": threads,
+                      "spark_over_duckdb": spark_s / seconds,
                       "python_cpu_s": (cpu_seconds("self") or 0) - (cpu or 0), "driver_peak_mib": None,
                       "same_figures": not found, "differences": found,
                       "load_1min_after": os.getloadavg()[0]}), flush=True)
@@ -247,7 +248,8 @@ def _line(r: dict) -> str:
     if "spark_over_duckdb" in r:
         same = "same figures as the report" if r["same_figures"] else "DIFFERENT FIGURES: " + "; ".join(
             r["differences"][:5])
-        return (f"{r['rows']:>10,} rows  {r['step']:<42} {r['seconds']:8.2f} s  {r['rows_per_s']:>10,.0f} rows/s  "
+        return (f"{r['rows']:>10,} rows  {r['step']:<42} {r['seconds']:8.2f} s  "
+                f"{r['rows_per_s']:>10,.0f} rows/s  "
                 f"(Spark/DuckDB {r['spark_over_duckdb']:.1f}x; {r['threads']} threads; {same}; "
                 f"load average after {r['load_1min_after']:.1f})")
     jvm = "?" if r["jvm_peak_mib"] is None else f"{r['jvm_peak_mib']:,.0f}"
@@ -255,7 +257,8 @@ def _line(r: dict) -> str:
     return (f"{r['rows']:>10,} rows  {r['step']:<42} {r['seconds']:8.2f} s  "
             f"{r['rows_per_s']:>10,.0f} rows/s  "
             f"peak RSS: driver (Python) {r['driver_peak_mib']:,.0f} MiB, JVM {jvm} MiB "
-            f"(heap max {r['jvm_heap_max_mib']:,.0f} MiB); CPU s: JVM {jvm_cpu}, Python {r['python_cpu_s']:.1f} "
+            f"(heap max {r['jvm_heap_max_mib']:,.0f} MiB); CPU s: JVM {jvm_cpu}, "
+            f"Python {r['python_cpu_s']:.1f} "
             f"({r['master']}, {r['cores']} cores; Spark start {r['spark_start_s']:.1f} s; "
             f"load average after {r['load_1min_after']:.1f})")
 

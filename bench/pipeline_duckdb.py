@@ -31,7 +31,8 @@ WITH r AS (
     FROM read_parquet($files, hive_partitioning = true, hive_types_autocast = false, union_by_name = true)
 )
 SELECT *,
-    CASE WHEN st IS NOT NULL AND greatest(enq, sched) IS NOT NULL AND NOT (Status = 'Cancelled' AND sched > st)
+    CASE WHEN st IS NOT NULL AND greatest(enq, sched) IS NOT NULL
+              AND NOT (Status = 'Cancelled' AND sched > st)
          THEN greatest(0, st - greatest(enq, sched)) / 1000.0 END AS wait_ms,
     CASE WHEN Status = 'Failed' AND coalesce(starts_with(Error, '{spec.LEASE_EXPIRED}'), false) THEN NULL
          WHEN Duration IS NOT NULL THEN CAST(Duration AS DOUBLE)
@@ -44,7 +45,8 @@ SELECT GROUPING(Queue, Type, Step) AS gid, Queue, Type, Step, count(*) AS items,
     count(*) FILTER (WHERE AttemptNum > 1) AS retried,
     {_BY_STATUS},
     count(wait_ms) AS wait_n, count(duration_ms) AS duration_n,
-    quantile_cont(wait_ms, [0.5, 0.95, 0.99]) AS wait_p, quantile_cont(duration_ms, [0.5, 0.95, 0.99]) AS duration_p,
+    quantile_cont(wait_ms, [0.5, 0.95, 0.99]) AS wait_p,
+    quantile_cont(duration_ms, [0.5, 0.95, 0.99]) AS duration_p,
     min(enq) AS first_enqueued, min(upd) AS first_updated, max(upd) AS last_updated
 FROM rows GROUP BY ROLLUP (Queue, Type, Step)
 """
@@ -56,10 +58,12 @@ WHERE Status IN ({_FINISHED}) GROUP BY ALL ORDER BY ALL
 
 _HOURLY = f"""
 WITH enqueued AS (SELECT Queue, enq // {_HOUR} AS hour, count(*) AS n FROM rows GROUP BY ALL),
-finished AS (SELECT Queue, upd // {_HOUR} AS hour, count(*) AS n FROM rows WHERE Status IN ({_FINISHED}) GROUP BY ALL),
+finished AS (SELECT Queue, upd // {_HOUR} AS hour, count(*) AS n FROM rows WHERE Status IN ({_FINISHED})
+             GROUP BY ALL),
 waited AS (SELECT Queue, st // {_HOUR} AS hour, count(wait_ms) AS n, quantile_cont(wait_ms, 0.95) AS p95
            FROM rows WHERE wait_ms IS NOT NULL GROUP BY ALL)
-SELECT Queue, hour, coalesce(e.n, 0) AS enqueued, coalesce(f.n, 0) AS finished, coalesce(w.n, 0) AS wait_count,
+SELECT Queue, hour, coalesce(e.n, 0) AS enqueued, coalesce(f.n, 0) AS finished,
+       coalesce(w.n, 0) AS wait_count,
        w.p95 AS wait_ms_p95
 FROM enqueued e FULL JOIN finished f USING (Queue, hour) FULL JOIN waited w USING (Queue, hour)
 ORDER BY Queue, hour
@@ -122,13 +126,15 @@ def _figures(db: Any) -> dict[str, Any]:
         g = {"level": level, "queue": r["Queue"], "type": r["Type"], "step": r["Step"], "items": r["items"],
              "statuses": statuses, "retried": r["retried"], "retry_rate": r["retried"] / r["items"],
              "failed": statuses["Failed"], "failure_rate": statuses["Failed"] / r["items"],
-             "wait_ms": _spread(r["wait_n"], r["wait_p"]), "duration_ms": _spread(r["duration_n"], r["duration_p"])}
+             "wait_ms": _spread(r["wait_n"], r["wait_p"]),
+             "duration_ms": _spread(r["duration_n"], r["duration_p"])}
         if level == "all":
             last_hour = r["last_updated"] // _HOUR
             summary = {**{k: v for k, v in g.items() if k not in ("level", "queue", "type", "step")},
                        "first_enqueued": spec._iso(r["first_enqueued"]),
                        "first_finished": spec._iso(r["first_updated"]),
-                       "last_finished": spec._iso(r["last_updated"]), "partial_hour": spec._iso(last_hour * _HOUR)}
+                       "last_finished": spec._iso(r["last_updated"]),
+                       "partial_hour": spec._iso(last_hour * _HOUR)}
         else:
             groups.append(g)
     throughput = [{"queue": r["Queue"], "hour": spec._iso(r["hour"] * _HOUR), "status": r["Status"],
@@ -136,10 +142,12 @@ def _figures(db: Any) -> dict[str, Any]:
     hourly = [{"queue": r["Queue"], "hour": spec._iso(r["hour"] * _HOUR), "enqueued": r["enqueued"],
                "finished": r["finished"], "wait_count": r["wait_count"], "wait_ms_p95": r["wait_ms_p95"],
                "partial": r["hour"] == last_hour} for r in rows(_HOURLY)]
-    errors = [{"queue": r["Queue"], "type": r["Type"], "kind": r["kind"], "rank": r["rank"], "error": r["error"],
-               "example": r["example"], "items": r["items"], "texts": r["texts"], "kind_items": int(r["kind_items"])}
+    errors = [{"queue": r["Queue"], "type": r["Type"], "kind": r["kind"], "rank": r["rank"],
+               "error": r["error"], "example": r["example"], "items": r["items"], "texts": r["texts"],
+               "kind_items": int(r["kind_items"])}
               for r in rows(_ERRORS.replace("$varying", _literal(spec._VARYING)))]
-    return {"summary": summary, "groups": groups, "throughput": throughput, "hourly": hourly, "errors": errors}
+    return {"summary": summary, "groups": groups, "throughput": throughput, "hourly": hourly,
+            "errors": errors}
 
 
 def _literal(text: str) -> str:
@@ -149,7 +157,8 @@ def _literal(text: str) -> str:
 
 def _spread(count: int, values: list[float] | None) -> dict[str, Any]:
     values = values or [None] * len(spec.PERCENTILES)
-    return {"count": count, **{f"p{round(p * 100)}": v for p, v in zip(spec.PERCENTILES, values, strict=True)}}
+    return {"count": count,
+            **{f"p{round(p * 100)}": v for p, v in zip(spec.PERCENTILES, values, strict=True)}}
 
 
 def differences(spark: dict[str, Any], duck: dict[str, Any], limit: int = 20) -> list[str]:
@@ -160,7 +169,8 @@ def differences(spark: dict[str, Any], duck: dict[str, Any], limit: int = 20) ->
     def by(rows: list[dict[str, Any]], *keys: str) -> dict[tuple, dict[str, Any]]:
         return {tuple(r[k] for k in keys): r for r in rows}
 
-    for name, keys in (("groups", ("level", "queue", "type", "step")), ("throughput", ("queue", "hour", "status")),
+    for name, keys in (("groups", ("level", "queue", "type", "step")),
+                       ("throughput", ("queue", "hour", "status")),
                        ("hourly", ("queue", "hour")), ("errors", ("queue", "type", "kind", "rank"))):
         left, right = by(spark[name], *keys), by(duck[name], *keys)
         for key in sorted(set(left) ^ set(right), key=repr):

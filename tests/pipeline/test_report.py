@@ -6,6 +6,7 @@ tolerance is floating-point rounding (relative 1e-9); counts and rates must be e
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -445,7 +446,8 @@ def test_hour_by_hour_matches_pandas(made) -> None:
     finished_rows = rows[rows["Status"].isin(FINISHED)]
     finished = finished_rows.groupby(["Queue", _hour(finished_rows["UpdatedAt"])]).size()
     waited = rows[rows["wait_ms"].notna()]
-    waits = {key: group.to_numpy() for key, group in waited.groupby(["Queue", _hour(waited["StartedAt"])])["wait_ms"]}
+    by_start = waited.groupby(["Queue", _hour(waited["StartedAt"])])["wait_ms"]
+    waits = {key: group.to_numpy() for key, group in by_start}
     found = {(r["queue"], r["hour"]): r for r in made["json"]["figures"]["hourly"]}
     assert set(found) == set(enqueued.index) | set(finished.index) | set(waits)
     for key, r in found.items():
@@ -567,8 +569,9 @@ def test_buckets_grow_with_the_value(spark) -> None:
     buckets = [r["b"] for r in spark.createDataFrame([(v,) for v in values], "v DOUBLE")
                .select(exact.bucket(F.col("v"), 256).alias("b")).collect()]
     order = sorted(zip(values, buckets, strict=True))
-    assert all(a[1] <= b[1] for a, b in zip(order, order[1:], strict=False))
-    assert spark.range(1).select(exact.bucket(F.lit(None).cast("double"), 256).alias("b")).first()["b"] is None
+    assert all(a[1] <= b[1] for a, b in itertools.pairwise(order))
+    nothing = spark.range(1).select(exact.bucket(F.lit(None).cast("double"), 256).alias("b")).first()
+    assert nothing["b"] is None
 
 
 # -- the page's formats -------------------------------------------------------------------------------------
