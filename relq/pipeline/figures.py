@@ -456,7 +456,7 @@ def _hourly(tally: list[dict[str, Any]], plan: exact.Plan, last_hour: int) -> li
 
 
 def errors(rows: Any) -> list[dict[str, Any]]:
-    """Pass 4: the TOP_ERRORS most frequent error texts per queue, type and kind, grouped;
+    """Pass 3: the TOP_ERRORS most frequent error texts per queue, type and kind, grouped;
     each with its count, and the kind's total items and number of distinct texts."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
