@@ -458,7 +458,6 @@ def _hourly(tally: list[dict[str, Any]], plan: exact.Plan, last_hour: int) -> li
 def errors(rows: Any) -> list[dict[str, Any]]:
     """Pass 3: the TOP_ERRORS most frequent error texts per queue, type and kind, grouped;
     each with its count, and the kind's total items and number of distinct texts."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     text = F.trim(F.coalesce(F.col("Error"), F.lit("")))
@@ -473,26 +472,18 @@ def errors(rows: Any) -> list[dict[str, Any]]:
         .groupBy("Queue", "Type", kind.alias("kind"), grouped.alias("error"))
         .agg(F.count(F.lit(1)).alias("items"), F.min(shown).alias("example"))
     )
-    of_kind = Window.partitionBy("Queue", "Type", "kind")
-    top = (
-        per_text.select(
-            "*",
-            F.row_number().over(of_kind.orderBy(F.desc("items"), "error")).alias("rank"),
-            F.count(F.lit(1)).over(of_kind).alias("texts"),
-            F.sum("items").over(of_kind).alias("kind_items"),
-        )
-        .where(F.col("rank") <= TOP_ERRORS)
-        .toArrow()
-        .to_pylist()
-    )
-    keep = ("queue", "type", "kind", "rank", "error", "example", "items", "texts", "kind_items")
-    return [
-        {k: r[k] for k in keep}
-        for r in sorted(
-            ({**r, "queue": r["Queue"], "type": r["Type"]} for r in top),
-            key=lambda r: (r["queue"], r["type"], r["kind"], r["rank"]),
-        )
-    ]
+    by_kind: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    # A row per grouped text: few, unless the texts vary in more than numbers and ids.
+    for r in per_text.toArrow().to_pylist():
+        by_kind[(r["Queue"], r["Type"], r["kind"])].append(r)
+    out = []
+    for (queue, type_, kind), texts in sorted(by_kind.items()):
+        top = sorted(texts, key=lambda r: (-r["items"], r["error"]))[:TOP_ERRORS]
+        total = sum(r["items"] for r in texts)
+        out += [{"queue": queue, "type": type_, "kind": kind, "rank": rank, "error": r["error"],
+                 "example": r["example"], "items": r["items"], "texts": len(texts), "kind_items": total}
+                for rank, r in enumerate(top, 1)]
+    return out
 
 
 def _order(group: dict[str, Any]) -> tuple:
