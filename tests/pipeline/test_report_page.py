@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from relq.pipeline import demo
-from tests.browser import chromium, horizontal_overflow, screenshot  # noqa: F401  (chromium: a fixture)
+from tests.browser import horizontal_overflow, screenshot  # the chromium fixture: tests/conftest.py
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def page(spark, tmp_path_factory) -> Path:
     return paths.html
 
 
-def test_the_page_fits_1400_px_and_every_chart_loads(chromium, page, tmp_path) -> None:  # noqa: F811
+def test_the_page_fits_1400_px_and_every_chart_loads(chromium, page, tmp_path) -> None:
     chromium.set_window_size(1400, 1000)
     chromium.get(page.resolve().as_uri())
     assert horizontal_overflow(chromium) == []
