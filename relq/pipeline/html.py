@@ -25,6 +25,7 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; white
 th { background: #f0f0f0; white-space: normal; }
 th:first-child, td:first-child { text-align: left; }
 td.text { text-align: left; white-space: normal; overflow-wrap: anywhere; max-width: 42em; }
+th.text, td.word { text-align: left; }
 tr.queue td { font-weight: bold; background: #f3f3f3; }
 tr.type td { background: #fafafa; }
 tr.partial td { color: #8a5a00; font-style: italic; }
@@ -163,11 +164,12 @@ def _times(groups: list[tuple[dict[str, Any], str]]) -> str:
 def _errors(errors: list[dict[str, Any]]) -> str:
     if not errors:
         return '<p class="note">No Failed item, and no retried item with an error text.</p>'
-    head = ["queue / type", "kind", "error text (numbers and ids as #)", "items", "of the kind", "example"]
     rows = ['<p class="note">Failed: the Error of Failed items. Retried: the Error kept from the attempt '
             "before a retry, of items that then finished otherwise. The most frequent texts of each, "
             "grouped; the rest are summed up in the last row of each kind.</p>",
-            "<table>", f"<tr>{_cells(head, 'th')}</tr>"]
+            "<table>", '<tr><th>queue / type</th><th class="text">kind</th>'
+            '<th class="text">error text (numbers and ids as #)</th><th>items</th><th>of the kind</th>'
+            '<th class="text">example</th></tr>']
     by_kind: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in errors:
         by_kind[(r["queue"], r["type"], r["kind"])].append(r)
@@ -186,7 +188,8 @@ def _errors(errors: list[dict[str, Any]]) -> str:
 
 def _error_row(names: list[str], text: str, items: int, total: int, example: str) -> str:
     e = _escape
-    return (f"<tr>{_cells(names)}<td class=\"text\">{e(text)}</td><td>{e(units.count(items))}</td>"
+    return (f"<tr><td>{e(names[0])}</td><td class=\"word\">{e(names[1])}</td>"
+            f"<td class=\"text\">{e(text)}</td><td>{e(units.count(items))}</td>"
             f"<td>{e(units.percent(items / total))}</td><td class=\"text\">{e(example)}</td></tr>")
 
 
