@@ -595,3 +595,23 @@ def test_a_lone_type_or_step_is_one_row() -> None:
     labels = [name for _, name in shown(groups)]
     assert labels == ["N / Reset", "S", "S / A (all at step Fetch)", "S / B", "S / B / (first step)",
                       "S / B / Push"]
+
+
+def test_an_archive_of_int96_and_int64_files_reads_as_one(spark, tmp_path) -> None:
+    """Archives written before layout.write chose INT64 microseconds hold INT96 timestamps;
+    a later run appends INT64 files beside them: the report reads both."""
+    from pyspark.sql import functions as F
+
+    key = "spark.sql.parquet.outputTimestampType"
+    old = history.generate(spark, 600, seed=12, days=2).withColumn("Day", F.to_date("UpdatedAt"))
+    spark.conf.set(key, "INT96")
+    try:
+        old.write.partitionBy(*layout.PARTITIONS).parquet(str(tmp_path / "archive"))
+    finally:
+        spark.conf.unset(key)
+    layout.write(history.generate(spark, 400, seed=13, days=2), str(tmp_path / "archive"))
+    paths = report.run(str(tmp_path / "archive"), tmp_path / "out", spark=spark)
+    found = json.loads(paths.json.read_text(encoding="utf-8"))["figures"]
+    rows = with_measures(read_archive(tmp_path / "archive"))
+    assert_same(found["summary"], expected_group(rows), "summary")
+    assert found["summary"]["items"] == 1000
