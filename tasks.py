@@ -390,6 +390,24 @@ def pipeline_report(c, archive=None, out=None, master=None, conn=None):
         print(f"pipeline.report: {paths.health_note}", file=sys.stderr)
 
 
+@task(help={
+    "rows": "how many synthetic archived items (default 100000)",
+    "out": "folder for the report; the archive goes to <out>/archive (default reports/pipeline-demo)",
+    "master": "Spark master (default local[*])",
+})
+def pipeline_demo(c, rows=None, out=None, master=None):
+    """The report on a synthetic archive of --rows items: the way to see it without a server."""
+    from relq.errors import RelqError
+    from relq.pipeline import demo
+
+    rows = _number("pipeline.demo", "rows", rows) if rows is not None else demo.DEFAULT_ROWS
+    try:
+        paths = demo.run(rows, out or demo.DEFAULT_OUT, master)
+    except RelqError as exc:
+        raise _fail(exc, "pipeline.demo") from None
+    print(f"pipeline.demo: {paths.html} and {paths.json}", file=sys.stderr)
+
+
 def _pipeline(c, argv: list[str], conn: str | None) -> None:
     from relq.pipeline.cli import main
 
@@ -440,6 +458,7 @@ def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=Non
 
 
 tsqlt = Collection("tsqlt", install=tsqlt_install)
-pipeline = Collection("pipeline", enqueue=pipeline_enqueue, archive=pipeline_archive, report=pipeline_report)
+pipeline = Collection("pipeline", enqueue=pipeline_enqueue, archive=pipeline_archive, report=pipeline_report,
+                      demo=pipeline_demo)
 ns = Collection(build, lint, fix, render_queues, new_queue, deploy, status, dashboard, worker, test, bench,
                 tsqlt, pipeline)

@@ -10,6 +10,9 @@ For each size, in a fresh Python process (so that each size's peaks are its own)
    type and day. Generation is lazy, so its cost is inside this step.
 2. report: relq.pipeline.report.run on that archive: read, figures (exact percentiles),
    charts, report.json and report.html. The Spark session is already running.
+3. DuckDB, the peer: bench/pipeline_duckdb.py computes the same figures from the same files
+   on as many threads as Spark has cores, and they are compared with report.json (an
+   independent oracle: a difference fails the run). The line shows Spark's time over DuckDB's.
 
 It prints, per step, rows per second and the peak memory of the two processes that do the
 work, each measured on its own:
@@ -21,7 +24,10 @@ work, each measured on its own:
 
 Both peaks are reset before each step (writing 5 to /proc/<pid>/clear_refs, Linux 4.0 and
 later); where that is refused, a step's peak is the process's peak so far, and the table
-says so. Linux only (/proc). Never part of the tests: speed goals are measured, not asserted.
+says so. Each step also reports the CPU seconds its processes used (the JVM's, and Python's),
+which other work on a shared machine changes much less than the elapsed time, and the load
+average after it. Linux only (/proc). Never part of the tests: speed goals are measured, not
+asserted.
 """
 
 from __future__ import annotations
@@ -65,6 +71,15 @@ def reset_peak(pid: int | str) -> bool:
         return False
 
 
+def cpu_seconds(pid: int | str) -> float | None:
+    """User plus system CPU time of a process so far, in seconds (None if unreadable)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def jvm_pid() -> int | None:
     """The Java process among this process's descendants (PySpark's gateway JVM)."""
     children: dict[int, list[int]] = {}
@@ -105,8 +120,9 @@ def one(rows: int, master: str, workdir: Path, driver_memory: str | None) -> Non
     archive, out = workdir / f"archive-{rows}", workdir / f"report-{rows}"
     shutil.rmtree(archive, ignore_errors=True)
 
-    def measure(step: str, work) -> None:
+    def measure(step: str, work) -> float:
         resets = [reset_peak("self"), jvm is not None and reset_peak(jvm)]
+        cpu = [cpu_seconds("self"), jvm and cpu_seconds(jvm)]
         began = time.perf_counter()
         work()
         seconds = time.perf_counter() - began
@@ -115,16 +131,39 @@ def one(rows: int, master: str, workdir: Path, driver_memory: str | None) -> Non
             "rows": rows, "step": step, "seconds": seconds, "rows_per_s": rows / seconds,
             "driver_peak_mib": (peak_kib("self") or 0) / 1024,
             "jvm_peak_mib": None if jvm is None else (peak_kib(jvm) or 0) / 1024,
+            "python_cpu_s": (cpu_seconds("self") or 0) - (cpu[0] or 0),
+            "jvm_cpu_s": None if jvm is None else (cpu_seconds(jvm) or 0) - (cpu[1] or 0),
             "peaks_reset": all(resets), "spark_start_s": startup_s, "load_1min_after": load,
             "master": spark.sparkContext.master, "cores": spark.sparkContext.defaultParallelism,
             "jvm_heap_max_mib": spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**20,
         }), flush=True)
+        return seconds
 
     measure("archive layout (generate + layout.write)",
             lambda: layout.write(history.generate(spark, rows), str(archive), mode="overwrite"))
-    measure("report (read, figures, charts, files)",
-            lambda: report.run(str(archive), out, spark=spark, console=_quiet()))
+    spark_s = measure("report (read, figures, charts, files)",
+                      lambda: report.run(str(archive), out, spark=spark, console=_quiet()))
+    cores = spark.sparkContext.defaultParallelism
     spark.stop()
+    peer(rows, archive, out, cores, spark_s)
+
+
+def peer(rows: int, archive: Path, out: Path, threads: int, spark_s: float) -> None:
+    """DuckDB on the same files: its time for the figures alone (no charts, no files), and
+    whether they are the report's (one JSON line; a difference is an error)."""
+    from bench.pipeline_duckdb import differences, figures
+
+    cpu = cpu_seconds("self")
+    began = time.perf_counter()
+    duck = figures(str(archive), threads)
+    seconds = time.perf_counter() - began
+    found = differences(json.loads((out / "report.json").read_text(encoding="utf-8"))["figures"], duck)
+    print(json.dumps({"rows": rows, "step": "DuckDB (the same figures)", "seconds": seconds,
+                      "rows_per_s": rows / seconds, "threads": threads,
+                      "spark_over_duckdb": spark_s / seconds,
+                      "python_cpu_s": (cpu_seconds("self") or 0) - (cpu or 0), "driver_peak_mib": None,
+                      "same_figures": not found, "differences": found,
+                      "load_1min_after": os.getloadavg()[0]}), flush=True)
 
 
 def _quiet():
@@ -197,18 +236,31 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
-    if results and not all(r["peaks_reset"] for r in results):
+    if any(r.get("same_figures") is False for r in results):
+        print("the report's figures differ from DuckDB's (above)", file=sys.stderr)
+        return 1
+    if results and not all(r.get("peaks_reset", True) for r in results):
         print("note: peaks could not be reset between steps: a step's peak is its process's peak so far")
     return 0
 
 
 def _line(r: dict) -> str:
+    if "spark_over_duckdb" in r:
+        same = "same figures as the report" if r["same_figures"] else "DIFFERENT FIGURES: " + "; ".join(
+            r["differences"][:5])
+        return (f"{r['rows']:>10,} rows  {r['step']:<42} {r['seconds']:8.2f} s  "
+                f"{r['rows_per_s']:>10,.0f} rows/s  "
+                f"(Spark/DuckDB {r['spark_over_duckdb']:.1f}x; {r['threads']} threads; {same}; "
+                f"load average after {r['load_1min_after']:.1f})")
     jvm = "?" if r["jvm_peak_mib"] is None else f"{r['jvm_peak_mib']:,.0f}"
-    return (f"{r['rows']:>10,} rows  {r['step']:<42} {r['seconds']:8.1f} s  "
+    jvm_cpu = "?" if r["jvm_cpu_s"] is None else f"{r['jvm_cpu_s']:.1f}"
+    return (f"{r['rows']:>10,} rows  {r['step']:<42} {r['seconds']:8.2f} s  "
             f"{r['rows_per_s']:>10,.0f} rows/s  "
             f"peak RSS: driver (Python) {r['driver_peak_mib']:,.0f} MiB, JVM {jvm} MiB "
-            f"(heap max {r['jvm_heap_max_mib']:,.0f} MiB; {r['master']}, {r['cores']} cores; "
-            f"Spark start {r['spark_start_s']:.1f} s; load average after {r['load_1min_after']:.1f})")
+            f"(heap max {r['jvm_heap_max_mib']:,.0f} MiB); CPU s: JVM {jvm_cpu}, "
+            f"Python {r['python_cpu_s']:.1f} "
+            f"({r['master']}, {r['cores']} cores; Spark start {r['spark_start_s']:.1f} s; "
+            f"load average after {r['load_1min_after']:.1f})")
 
 
 if __name__ == "__main__":

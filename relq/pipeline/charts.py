@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-CHARTS = ("throughput.png", "wait.png", "duration.png", "rates.png")
+CHARTS = ("throughput.png", "hourly.png", "wait.png", "duration.png", "rates.png")
 TOP = 30  # groups per bar chart, the most items first; the table and the JSON keep every group
 FIRST_STEP = "(first step)"
 _DPI = 100
@@ -21,9 +21,10 @@ def draw(figures: dict[str, Any], out: Path) -> list[str]:
 
     matplotlib.use("Agg", force=True)
     return [throughput(figures, out / CHARTS[0]),
-            percentiles(figures, "wait_ms", "wait for a worker (last attempt)", out / CHARTS[1]),
-            percentiles(figures, "duration_ms", "duration (last attempt)", out / CHARTS[2]),
-            rates(figures, out / CHARTS[3])]
+            hourly(figures, out / CHARTS[1]),
+            percentiles(figures, "wait_ms", "wait for a worker (last attempt)", out / CHARTS[2]),
+            percentiles(figures, "duration_ms", "duration (last attempt)", out / CHARTS[3]),
+            rates(figures, out / CHARTS[4])]
 
 
 def label(group: dict[str, Any]) -> str:
@@ -51,7 +52,8 @@ def top(groups: list[dict[str, Any]], count: int = TOP) -> list[dict[str, Any]]:
 
 
 def throughput(figures: dict[str, Any], path: Path) -> str:
-    """Finished items per hour, a line per queue, and below it the failed ones."""
+    """Finished items per hour, a line per queue, and below it the failed ones; the last,
+    partial hour shaded."""
     from matplotlib import pyplot as plt
 
     done: dict[str, dict[datetime, int]] = defaultdict(lambda: defaultdict(int))
@@ -70,10 +72,74 @@ def throughput(figures: dict[str, Any], path: Path) -> str:
     top.set_title("finished items per hour (UTC)")
     top.set_ylabel("items")
     bottom.set_ylabel("failed")
+    for ax in (top, bottom):
+        _partial(ax, figures)
     if done:
-        top.legend(loc="upper right")
+        _legend(top, len(done))
     fig.autofmt_xdate()
     return _save(fig, path)
+
+
+def hourly(figures: dict[str, Any], path: Path) -> str:
+    """Per queue and hour: items enqueued (dashed) and finished (solid), the backlog growing
+    where the first is above; below, the wait p95 of the attempts started in the hour."""
+    from matplotlib import pyplot as plt
+
+    series: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in figures.get("hourly", []):
+        series[row["queue"]].append(row)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 2]})
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, queue in enumerate(sorted(series)):
+        rows = series[queue]
+        hours = [datetime.fromisoformat(r["hour"].rstrip("Z")) for r in rows]
+        color = colors[i % len(colors)]
+        top.plot(hours, [r["finished"] for r in rows], color=color, linewidth=1,
+                 label=f"{_text(queue)} finished")
+        top.plot(hours, [r["enqueued"] for r in rows], color=color, linewidth=1, linestyle="--",
+                 label=f"{_text(queue)} enqueued")
+        waits = [(h, r["wait_ms_p95"]) for h, r in zip(hours, rows, strict=True)
+                 if r["wait_ms_p95"] is not None]
+        bottom.plot([h for h, _ in waits], [_positive(w) for _, w in waits], color=color, linewidth=1)
+    top.set_title("enqueued (dashed) and finished (solid) items per hour (UTC)")
+    top.set_ylabel("items")
+    bottom.set_ylabel("wait p95")
+    if series:
+        bottom.set_yscale("log")
+        bottom.yaxis.set_major_formatter(_human())
+        _legend(top, 2 * len(series))
+    for ax in (top, bottom):
+        _partial(ax, figures)
+    fig.autofmt_xdate()
+    return _save(fig, path)
+
+
+def _partial(ax: Any, figures: dict[str, Any]) -> None:
+    """Shade the archive's last hour: it ends at the last finish, so its counts are not an hour's."""
+    from datetime import timedelta
+
+    hour = figures.get("summary", {}).get("partial_hour")
+    if hour:
+        start = datetime.fromisoformat(hour.rstrip("Z"))
+        ax.axvspan(start, start + timedelta(hours=1), color="#f5d58a", alpha=0.5, linewidth=0,
+                   label="_partial hour")
+        ax.text(start, 1.0, " partial", transform=ax.get_xaxis_transform(), va="top", ha="left",
+                fontsize=7, color="#8a5a00")
+
+
+def _legend(ax: Any, entries: int) -> None:
+    """The legend above the axes, outside them: it never covers a line or a bar."""
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.08), ncol=min(max(entries, 1), 4), fontsize=8,
+              frameon=False)
+
+
+def _human() -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    from relq.pipeline.units import duration
+
+    return FuncFormatter(lambda value, _: duration(value))
 
 
 def percentiles(figures: dict[str, Any], key: str, title: str, path: Path) -> str:
@@ -93,9 +159,10 @@ def percentiles(figures: dict[str, Any], key: str, title: str, path: Path) -> st
     ax.set_ylim(len(groups) - 0.5, -0.5)
     if groups:
         ax.set_xscale("log")
-        ax.legend(loc="best")
+        ax.xaxis.set_major_formatter(_human())
+        _legend(ax, 3)
     ax.grid(axis="x", which="both", alpha=0.3)
-    ax.set_xlabel("milliseconds (log scale)")
+    ax.set_xlabel("log scale")
     ax.set_title(title + _of(every))
     return _save(fig, path)
 
@@ -123,7 +190,7 @@ def rates(figures: dict[str, Any], path: Path) -> str:
     ax.set_xlabel("% of items")
     ax.set_title("retry and failure rates per queue, type and step" + _of(every))
     if groups:
-        ax.legend(loc="best")
+        _legend(ax, 2)
     return _save(fig, path)
 
 
@@ -148,7 +215,6 @@ def _every_hour(counts: dict[datetime, int]) -> list[datetime]:
 def _save(fig: Any, path: Path) -> str:
     from matplotlib import pyplot as plt
 
-    fig.tight_layout()
-    fig.savefig(path, dpi=_DPI)
+    fig.savefig(path, dpi=_DPI, bbox_inches="tight")  # the legends outside the axes included
     plt.close(fig)
     return path.name

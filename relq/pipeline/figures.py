@@ -23,12 +23,11 @@ Definitions (the JSON's "definitions" repeats them; tests recompute them with pa
   the next claim ran, neither the attempt's.
 - **percentiles** p50, p95, p99: exact, over every value of the group, with linear
   interpolation between the two closest ranks: the value at rank (n - 1) * p counting from
-  0 (what Spark's percentile() and NumPy's default method "linear" compute). Not
-  percentile_approx: the report is a batch job over an archive, and exact figures can be
-  checked. Not percentile() either: it keeps a map of every distinct value of a group in
-  memory, and with microsecond waits that ran a 1 GiB heap out at 5 million rows. Here each
-  group's values are ranked (a window sort, which spills to disk) and only the rows at the
-  ranks needed come back.
+  0 (what NumPy's default method "linear", Spark's percentile() and DuckDB's quantile_cont
+  compute). Not percentile_approx: the report is a batch job over an archive, and exact
+  figures can be checked. Found without sorting the groups (relq.pipeline.percentiles): a
+  histogram of log-spaced buckets says which bucket holds each rank, and only the rows of
+  those buckets are ranked.
 - **retry rate**: the share of items with AttemptNum > 1. It misses items an operator
   retried by hand (Retry_ puts AttemptNum back to 0) and that then finished at their first
   new attempt: the archive keeps no count of manual retries. **failure rate**: the share
@@ -36,17 +35,34 @@ Definitions (the JSON's "definitions" repeats them; tests recompute them with pa
   that is not a finished one).
 - **throughput**: finished items (Status in FINISHED) per UTC hour of UpdatedAt (when they
   finished), per queue and status. Hours without any are left out.
+- **hourly**: per queue and UTC hour, the items enqueued in it (EnqueuedAt), those finished
+  in it (UpdatedAt, Status in FINISHED), their difference (the backlog growing when
+  positive, counted over the archived items only: items still queued are not in the
+  archive) and the wait p95 of the attempts that started in it (StartedAt). The last hour of
+  the archive (the one of its last finish) is marked partial: it ends at that finish, not at
+  the hour's end, so its counts are not an hour's.
+- **errors**: per queue and type, the most frequent error texts of Failed items (kind
+  "failed"; an empty text is "(no error text)") and of the items retried before they
+  finished otherwise (kind "retried": AttemptNum > 1 and an Error kept from the Error attempt
+  that preceded the retry; the archive keeps only the latest). Texts are grouped with their
+  numbers, hexadecimal ids and GUIDs replaced by "#", runs of spaces made one; each group
+  keeps one example as written.
 """
 
 from __future__ import annotations
 
-import math
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from functools import reduce
 from typing import Any
 
+from relq.pipeline import percentiles as exact
+
 PERCENTILES = (0.5, 0.95, 0.99)
+HOURLY_PERCENTILE = 0.95
 MEASURES = ("wait_ms", "duration_ms")
+HOURLY = "wait_ms/hour"  # the series of waits per queue and hour their attempt started
 FINISHED = ("Completed", "Failed", "Cancelled", "Terminated", "PartiallyCompleted")
 ENDED_BY_ATTEMPT = ("Completed", "Failed", "PartiallyCompleted", "Terminated")
 # The start of the Error dbo.Next_SyncQueue_utx writes when it fails an item whose worker
@@ -54,21 +70,40 @@ ENDED_BY_ATTEMPT = ("Completed", "Failed", "PartiallyCompleted", "Terminated")
 # that ended (see DEFINITIONS["duration_ms"]).
 LEASE_EXPIRED = "the lease of the last attempt expired"
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-LEVELS = {0: "step", 1: "type", 3: "queue", 7: "all"}  # grouping_id of rollup(Queue, Type, Step)
+HOUR_US = 3_600_000_000
+_SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+LEVELS = {0: "step", 1: "type", 3: "queue", 7: "all"}  # as grouping_id of rollup(Queue, Type, Step)
+# Buckets per unit of ln(ms) (relq.pipeline.percentiles): 256 (0.4 % wide) for the groups of the
+# tables, 16 (6 % wide) for the waits per queue and hour, groups a hundred times smaller.
+SCALE = {"wait_ms": 256, "duration_ms": 256, HOURLY: 16}
+TOP_ERRORS = 5  # error texts per queue, type and kind
+NO_ERROR_TEXT = "(no error text)"
+ERROR_CHARS = 300  # an error text is grouped and kept up to this many characters
+# Numbers, hexadecimal ids and GUIDs vary between items that failed for one reason.
+_VARYING = (
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|0x[0-9a-fA-F]+|[0-9]+"
+)
 
 DEFINITIONS = {
     "wait_ms": "StartedAt - max(EnqueuedAt, ScheduledFor) of the last attempt, at least 0; none for "
-               "items never claimed, nor for Cancelled items whose ScheduledFor is after StartedAt "
-               "(cancelled while backing off)",
+    "items never claimed, nor for Cancelled items whose ScheduledFor is after StartedAt "
+    "(cancelled while backing off)",
     "duration_ms": "Duration (the last attempt's ms); when NULL, UpdatedAt - StartedAt for Completed, "
-                   "Failed, PartiallyCompleted and Terminated items; none for items failed because the lease "
-                   f"of their last attempt expired (Error starting '{LEASE_EXPIRED}': their worker vanished)",
+    "Failed, PartiallyCompleted and Terminated items; none for items failed because the lease "
+    f"of their last attempt expired (Error starting '{LEASE_EXPIRED}': their worker vanished)",
     "percentiles": "exact: linear interpolation at rank (n - 1) * p (from 0) over the group's sorted "
-                   "values (as Spark's percentile() and NumPy's method 'linear')",
+    "values (as NumPy's method 'linear', Spark's percentile() and DuckDB's quantile_cont)",
     "retry_rate": "items with AttemptNum > 1 / items; misses items an operator retried by hand (Retry_ "
-                  "puts AttemptNum back to 0) that then finished at their first new attempt",
+    "puts AttemptNum back to 0) that then finished at their first new attempt",
     "failure_rate": "items with Status 'Failed' / items",
     "throughput": "finished items per UTC hour of UpdatedAt, per queue and status; empty hours left out",
+    "hourly": "per queue and UTC hour: items enqueued (EnqueuedAt) and finished (UpdatedAt) in it, of "
+    "the archived items only, and the wait p95 of the attempts started in it (StartedAt); the "
+    "hour of the archive's last finish is partial (it ends at that finish)",
+    "errors": f"per queue and type, the {TOP_ERRORS} most frequent error texts of Failed items ('failed') "
+    "and of items retried before finishing otherwise ('retried': AttemptNum > 1, the Error "
+    "kept from the attempt before the retry), grouped with numbers, hexadecimal ids and GUIDs "
+    "replaced by '#'",
     "step": "the step an item finished at; null is a job's first step (or a roll-up, see level)",
 }
 
@@ -77,164 +112,378 @@ class Empty(Exception):
     """The archive holds no rows."""
 
 
-def _micros(column: str) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.unix_micros(F.col(column))
+class NotAnArchive(Exception):
+    """Rows without what every archived row has: a Queue, a Type, an EnqueuedAt."""
 
 
 def prepare(frame: Any) -> Any:
-    """The archive rows reduced to what the figures need, with wait_ms and duration_ms."""
+    """The archive rows reduced to what the figures need: keys, times as microseconds since
+    1970 (enqueued_us, updated_us, started_us), wait_ms and duration_ms."""
     from pyspark.sql import functions as F
 
-    scheduled = F.coalesce(F.col("ScheduledFor"), F.col("EnqueuedAt"))
-    due_us = F.greatest(_micros("EnqueuedAt"), F.unix_micros(scheduled))
-    backing_off = (F.col("Status") == "Cancelled") & (scheduled > F.col("StartedAt"))
+    enqueued, started, updated = (F.unix_micros(F.col(c)) for c in ("EnqueuedAt", "StartedAt", "UpdatedAt"))
+    scheduled = F.unix_micros(F.coalesce(F.col("ScheduledFor"), F.col("EnqueuedAt")))
+    due = F.greatest(enqueued, scheduled)
+    backing_off = (F.col("Status") == "Cancelled") & (scheduled > started)
     # greatest() skips NULLs: without a due time greatest(0, NULL) would be a wait of 0.
     wait = F.when(
-        F.col("StartedAt").isNotNull() & due_us.isNotNull() & ~backing_off,
-        F.greatest(F.lit(0), _micros("StartedAt") - due_us) / 1000.0,
+        started.isNotNull() & due.isNotNull() & ~backing_off, F.greatest(F.lit(0), started - due) / 1000.0
     )
-    elapsed = (_micros("UpdatedAt") - _micros("StartedAt")) / 1000.0
-    lease_expired = F.coalesce(F.col("Error").startswith(LEASE_EXPIRED), F.lit(False))
-    duration = (F.when(lease_expired, F.lit(None).cast("double"))
-                .when(F.col("Duration").isNotNull(), F.col("Duration").cast("double"))
-                .when(F.col("StartedAt").isNotNull() & F.col("Status").isin(*ENDED_BY_ATTEMPT), elapsed))
-    return frame.select("Queue", "Type", "Step", "Status", "AttemptNum", "EnqueuedAt", "UpdatedAt",
-                        wait.alias("wait_ms"), duration.alias("duration_ms"))
+    lease_expired = (F.col("Status") == "Failed") & F.coalesce(
+        F.col("Error").startswith(LEASE_EXPIRED), F.lit(False)
+    )
+    duration = (
+        F.when(lease_expired, F.lit(None).cast("double"))
+        .when(F.col("Duration").isNotNull(), F.col("Duration").cast("double"))
+        .when(started.isNotNull() & F.col("Status").isin(*ENDED_BY_ATTEMPT), (updated - started) / 1000.0)
+    )
+    return frame.select(
+        "Queue",
+        "Type",
+        "Step",
+        "Status",
+        "AttemptNum",
+        "Error",
+        enqueued.alias("enqueued_us"),
+        updated.alias("updated_us"),
+        started.alias("started_us"),
+        wait.alias("wait_ms"),
+        duration.alias("duration_ms"),
+    )
 
 
 def compute(frame: Any) -> dict[str, Any]:
     """Every figure of the report from archive rows (a DataFrame in the layout), as plain
-    JSON-ready values: {"summary", "groups", "throughput"}. Three Spark jobs: counts per group,
-    percentiles per group, throughput per hour."""
-    from pyspark.sql import functions as F
+    JSON-ready values: {"summary", "groups", "throughput", "hourly", "errors"}. Three passes
+    over the rows: one aggregation for every count and histogram, one filter for the values at
+    the percentiles' ranks (relq.pipeline.percentiles), one for the error texts."""
+    with few_shuffle_partitions(frame.sparkSession):
+        return _compute(frame)
 
-    rows = prepare(frame)
-    by_status = [F.count(F.when(F.col("Status") == status, 1)).alias(f"n_{status}") for status in FINISHED]
-    grouped = rows.rollup("Queue", "Type", "Step").agg(
-        F.grouping_id().alias("gid"),
-        F.count(F.lit(1)).alias("items"),
-        F.count(F.when(F.col("AttemptNum") > 1, 1)).alias("retried"),
-        *by_status,
-        F.count("wait_ms").alias("wait_n"),
-        F.count("duration_ms").alias("duration_n"),
-        F.min(_micros("EnqueuedAt")).alias("first_enqueued"),
-        F.max(_micros("UpdatedAt")).alias("last_updated"),
-        F.min(_micros("UpdatedAt")).alias("first_updated"),
-    ).collect()
-    spans = next((row for row in grouped if row["gid"] == 7), None)
-    if spans is None:  # a roll-up of no rows has no rows, not even the total
+
+@contextmanager
+def few_shuffle_partitions(spark: Any) -> Iterator[None]:
+    """Every shuffle of the report carries a small result (aggregates, the rows at a few ranks):
+    as many partitions as the cores, not Spark's 200, each of which every map task writes a file
+    for (that alone cost more than half of the report). The caller's value comes back after."""
+    before = spark.conf.get(_SHUFFLE_PARTITIONS, None)
+    spark.conf.set(_SHUFFLE_PARTITIONS, str(max(2, spark.sparkContext.defaultParallelism)))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(_SHUFFLE_PARTITIONS)
+        else:
+            spark.conf.set(_SHUFFLE_PARTITIONS, before)
+
+
+def _compute(frame: Any) -> dict[str, Any]:
+    rows = measured(prepare(frame))
+    tally, found = _aggregate(rows)
+    if not tally:
         raise Empty
-    counts = {(row["gid"], row["Queue"], row["Type"], row["Step"]): {m: row[f"{m[:-3]}_n"] for m in MEASURES}
-              for row in grouped}
-    found = percentiles(rows, counts)
-    groups = sorted((_group(row, found) for row in grouped), key=_order)
+    if any(r["Queue"] is None or r["Type"] is None or r["first_enqueued"] is None for r in tally):
+        raise NotAnArchive
+    counts = _counts(tally)
+    plan = exact.Plan(found, *_wanted(counts, tally))
+    plan.pick(rows.sparkSession, _facts(rows, plan), _levels)
+    groups = sorted((_group(key, c, plan) for key, c in counts.items()), key=_order)
     summary = next(g for g in groups if g["level"] == "all")
-
-    hour = F.unix_micros(F.date_trunc("hour", F.col("UpdatedAt"))).alias("hour")
-    hourly = (rows.where(F.col("Status").isin(*FINISHED))
-              .groupBy("Queue", hour, "Status")
-              .agg(F.count(F.lit(1)).alias("items"))
-              .orderBy("Queue", "hour", "Status").collect())
-    throughput = [{"queue": r["Queue"], "hour": _iso(r["hour"]), "status": r["Status"], "items": r["items"]}
-                  for r in hourly]
+    spans = counts[(7, None, None, None)]
+    last_hour = spans["last_updated"] // HOUR_US
     return {
-        "summary": {**{k: v for k, v in summary.items() if k not in ("queue", "type", "step", "level")},
-                    "first_enqueued": _iso(spans["first_enqueued"]),
-                    "first_finished": _iso(spans["first_updated"]),
-                    "last_finished": _iso(spans["last_updated"])},
+        "summary": {
+            **{k: v for k, v in summary.items() if k not in ("queue", "type", "step", "level")},
+            "first_enqueued": _iso(spans["first_enqueued"]),
+            "first_finished": _iso(spans["first_updated"]),
+            "last_finished": _iso(spans["last_updated"]),
+            "partial_hour": _iso(last_hour * HOUR_US),
+        },
         "groups": [g for g in groups if g["level"] != "all"],
-        "throughput": throughput,
+        "throughput": _throughput(tally),
+        "hourly": _hourly(tally, plan, last_hour),
+        "errors": errors(rows),
     }
 
 
-def percentiles(rows: Any, counts: dict[tuple, dict[str, int]]) -> dict[tuple, list[float | None]]:
-    """Exact PERCENTILES of each measure per group: {(gid, queue, type, step, measure): values}.
-    ``counts`` says how many values each group has, {(gid, queue, type, step): {measure: n}};
-    only the rows at the ranks each group reads leave Spark (wanted_ranks)."""
-    ranked = wanted_ranks(stack(rows)).collect()
-    at = {(r["gid"], r["Queue"], r["Type"], r["Step"], r["m"], r["r"]): r["v"] for r in ranked}
-    found: dict[tuple, list[float | None]] = {}
-    for key, n in counts.items():
-        for m in MEASURES:
-            found[(*key, m)] = [_interpolate(n[m], p, lambda rank, m=m, key=key: at[(*key, m, rank)])
-                                for p in PERCENTILES]
+def measured(rows: Any) -> Any:
+    """prepare()'s rows with the hours and the buckets of their values (percentiles.bucket)."""
+    from pyspark.sql import functions as F
+
+    def hour(column: str) -> Any:
+        return F.floor(F.col(column) / HOUR_US).cast("long")
+
+    return rows.select(
+        "*",
+        F.coalesce(F.col("AttemptNum") > 1, F.lit(False)).alias("retried"),
+        hour("enqueued_us").alias("enqueued_hour"),
+        hour("updated_us").alias("updated_hour"),
+        (hour("started_us") * HOUR_US).alias("started_hour"),
+        *(
+            exact.bucket(F.col(_VALUE[series]), scale).alias(_BUCKET[series])
+            for series, scale in SCALE.items()
+        ),
+    )
+
+
+_VALUE = {"wait_ms": "wait_ms", "duration_ms": "duration_ms", HOURLY: "wait_ms"}  # each series' values
+_BUCKET = {"wait_ms": "b_wait", "duration_ms": "b_duration", HOURLY: "b_hourly"}  # and their buckets
+_TALLY = ("Queue", "Type", "Step", "Status", "retried", "enqueued_hour", "updated_hour")
+_SETS = {  # the grouping sets of pass 1: the tally, and each series' histogram
+    "tally": _TALLY,
+    "wait_ms": ("Queue", "Type", "Step", "b_wait"),
+    "duration_ms": ("Queue", "Type", "Step", "b_duration"),
+    HOURLY: ("Queue", "started_hour", "b_hourly"),
+}
+
+
+def _aggregate(rows: Any) -> tuple[list[dict[str, Any]], dict[tuple, dict[int, int]]]:
+    """Pass 1, one aggregation over grouping sets: the tally, items per (queue, type, step,
+    status, retried, hour enqueued, hour finished) with their counts of waits and durations and
+    their first and last times, which every count of the report adds up (a few thousand rows a
+    week of history); and the histograms, {(series, queue, type, step, hour): {bucket: rows}}."""
+    from pyspark.sql import functions as F
+
+    columns = list(dict.fromkeys(c for kept in _SETS.values() for c in kept))
+    ids = {
+        name: sum(1 << (len(columns) - 1 - i) for i, c in enumerate(columns) if c not in kept)
+        for name, kept in _SETS.items()
+    }
+    table = (
+        rows.groupingSets([list(kept) for kept in _SETS.values()], *columns)
+        .agg(
+            F.grouping_id().alias("set"),
+            F.count(F.lit(1)).alias("items"),
+            F.count("wait_ms").alias("wait_n"),
+            F.count("duration_ms").alias("duration_n"),
+            F.min("enqueued_us").alias("first_enqueued"),
+            F.min("updated_us").alias("first_updated"),
+            F.max("updated_us").alias("last_updated"),
+        )
+        .toArrow()
+        .to_pylist()
+    )
+    tally = [r for r in table if r["set"] == ids["tally"]]
+    found: dict[tuple, dict[int, int]] = defaultdict(dict)
+    for series in (*MEASURES, HOURLY):
+        for r in table:
+            if r["set"] == ids[series] and r[_BUCKET[series]] is not None:
+                key = (
+                    (series, r["Queue"], None, None, r["started_hour"])
+                    if series == HOURLY
+                    else (series, r["Queue"], r["Type"], r["Step"], None)
+                )
+                found[key][r[_BUCKET[series]]] = r["items"]
+    return tally, found
+
+
+def _counts(tally: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+    """The tally added up per group of every level: {(gid, queue, type, step): counts}."""
+    found: dict[tuple, dict[str, Any]] = {}
+    for row in tally:
+        for gid in LEVELS:
+            c = found.setdefault(
+                _level_key(gid, row["Queue"], row["Type"], row["Step"]),
+                {
+                    "items": 0,
+                    "retried": 0,
+                    "wait_ms": 0,
+                    "duration_ms": 0,
+                    "statuses": dict.fromkeys((*FINISHED, "other"), 0),
+                    "first_enqueued": None,
+                    "first_updated": None,
+                    "last_updated": None,
+                },
+            )
+            c["items"] += row["items"]
+            c["retried"] += row["items"] if row["retried"] else 0
+            c["wait_ms"] += row["wait_n"]
+            c["duration_ms"] += row["duration_n"]
+            c["statuses"][row["Status"] if row["Status"] in FINISHED else "other"] += row["items"]
+            for name, pick in (("first_enqueued", min), ("first_updated", min), ("last_updated", max)):
+                values = [v for v in (c[name], row[name]) if v is not None]
+                c[name] = pick(values) if values else None
     return found
 
 
-def stack(rows: Any) -> Any:
-    """prepare()'s rows as one row per group level and measure with a value: (gid, Queue,
-    Type, Step, m, v), a roll-up level's keys NULL."""
+def _level_key(gid: int, queue: str | None, type_: str | None, step: str | None) -> tuple:
+    return (gid, queue if gid < 7 else None, type_ if gid < 3 else None, step if gid == 0 else None)
+
+
+def _facts(rows: Any, plan: exact.Plan) -> Any:
+    """The rows' values as facts of relq.pipeline.percentiles (KEYS, v, b), those in a bucket
+    the plan reads only: a wait and a duration under the row's queue, type and step, a wait
+    under its queue and the hour its attempt started."""
+    from pyspark.sql import functions as F
+
+    none_text, none_hour = F.lit(None).cast("string"), F.lit(None).cast("long")
+
+    def fact(series: str, type_: Any, step: Any, hour: Any) -> Any:
+        wanted = ", ".join(map(str, plan.buckets(series))) or "NULL"  # one expression, not a call each
+        return F.when(
+            F.expr(f"{_BUCKET[series]} IN ({wanted})"),
+            F.struct(
+                F.lit(series).alias("s"),
+                F.col("Queue").alias("Queue"),
+                type_.alias("Type"),
+                step.alias("Step"),
+                hour.alias("hour"),
+                F.col(_VALUE[series]).alias("v"),
+                F.col(_BUCKET[series]).alias("b"),
+            ),
+        )
+
+    near = F.array_compact(
+        F.array(
+            fact("wait_ms", F.col("Type"), F.col("Step"), none_hour),
+            fact("duration_ms", F.col("Type"), F.col("Step"), none_hour),
+            fact(HOURLY, none_text, none_text, F.col("started_hour")),
+        )
+    )
+    # No filter on a computed column: Spark would push it below the projections, computing
+    # every value again inside it; an empty array simply yields no row.
+    return rows.select(F.inline(near))
+
+
+def _levels(facts: Any) -> Any:
+    """The facts once per group they count in (percentiles.GROUP): a wait or duration in its
+    step, type, queue and overall; a wait per hour in its queue's hour only."""
     from pyspark.sql import functions as F
 
     none = F.lit(None).cast("string")
-    levels = F.array(*(F.struct(F.lit(gid).alias("gid"), (F.col("Queue") if gid < 7 else none).alias("Queue"),
-                                (F.col("Type") if gid < 3 else none).alias("Type"),
-                                (F.col("Step") if gid == 0 else none).alias("Step"))
-                       for gid in LEVELS))
-    measures = F.array(*(F.struct(F.lit(m).alias("m"), F.col(m).cast("double").alias("v")) for m in MEASURES))
-    return (rows.select(F.explode(levels).alias("g"), *MEASURES)
-            .select("g.*", F.explode(measures).alias("x"))
-            .select("gid", "Queue", "Type", "Step", F.col("x.m").alias("m"), F.col("x.v").alias("v"))
-            .where(F.col("v").isNotNull()))
+    levels = F.array(
+        *(
+            F.struct(
+                F.lit(gid).alias("gid"),
+                (F.col("Queue") if gid < 7 else none).alias("Queue"),
+                (F.col("Type") if gid < 3 else none).alias("Type"),
+                (F.col("Step") if gid == 0 else none).alias("Step"),
+            )
+            for gid in LEVELS
+        )
+    )
+    return (
+        facts.select("s", "hour", "v", "b", F.explode(levels).alias("g"))
+        .where((F.col("s") != HOURLY) | (F.col("g.gid") == 0))
+        .select("s", "g.gid", "g.Queue", "g.Type", "g.Step", "hour", "b", "v")
+    )
 
 
-def wanted_ranks(stacked: Any) -> Any:
-    """The rows of ``stacked`` (gid, Queue, Type, Step, m, v) at the ranks their own group's
-    PERCENTILES read, each with its rank r (from 0): at most 2 * len(PERCENTILES) per group
-    and measure. Each group's count n and the ranks floor/ceil((n - 1) * p) are worked out in
-    Spark (the same double arithmetic as _interpolate's), so that no rank of another group
-    brings rows along. Window partitions put NULL keys together (Step NULL) and gid keeps a
-    roll-up's NULLs apart from a first step's."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    keys = ("gid", "Queue", "Type", "Step", "m")
-    position = (F.col("n") - 1).cast("double")
-    wanted = [F.col("r") == F.floor(position * F.lit(p)) for p in PERCENTILES]
-    wanted += [F.col("r") == F.ceil(position * F.lit(p)) for p in PERCENTILES]
-    return (stacked.select("*", F.count(F.lit(1)).over(Window.partitionBy(*keys)).alias("n"),
-                           (F.row_number().over(Window.partitionBy(*keys).orderBy("v")) - 1).alias("r"))
-            .where(reduce(lambda a, b: a | b, wanted))
-            .drop("n"))
-
-
-def _interpolate(count: int, p: float, value_at: Any) -> float | None:
-    """The value at rank (count - 1) * p, between its two closest ranks (Spark's formula)."""
-    if not count:
-        return None
-    position = (count - 1) * p
-    lower, higher = math.floor(position), math.ceil(position)
-    if lower == higher:
-        return float(value_at(lower))
-    return (higher - position) * value_at(lower) + (position - lower) * value_at(higher)
+def _wanted(counts: dict[tuple, dict[str, Any]], tally: list[dict[str, Any]]) -> tuple[dict, dict]:
+    """For percentiles.Plan: each group's keys, and the percentiles it needs."""
+    steps = {(r["Queue"], r["Type"], r["Step"]) for r in tally}
+    members: dict[tuple, list[tuple]] = defaultdict(list)
+    wanted: dict[tuple, tuple[float, ...]] = {}
+    for m in MEASURES:
+        for queue, type_, step in steps:
+            for gid in LEVELS:
+                group = (m, *_level_key(gid, queue, type_, step), None)
+                members[group].append((m, queue, type_, step, None))
+                wanted[group] = PERCENTILES
+    for queue in {r["Queue"] for r in tally}:
+        for hour in _started_hours(tally, queue):
+            group = (HOURLY, 0, queue, None, None, hour)
+            members[group] = [(HOURLY, queue, None, None, hour)]
+            wanted[group] = (HOURLY_PERCENTILE,)
+    return members, wanted
 
 
-def _group(row: Any, found: dict[tuple, list[float | None]]) -> dict[str, Any]:
-    level = LEVELS[row["gid"]]
-    key = (row["gid"], row["Queue"], row["Type"], row["Step"])
-    items = row["items"]
-    statuses = {status: row[f"n_{status}"] for status in FINISHED}
-    statuses["other"] = items - sum(statuses.values())
+def _started_hours(tally: list[dict[str, Any]], queue: str) -> range:
+    """Every hour an attempt of ``queue`` may have started in (from its first enqueue to its
+    last finish), in microseconds: the plan leaves out those without any."""
+    rows = [r for r in tally if r["Queue"] == queue]
+    first = min(r["enqueued_hour"] for r in rows)
+    last = max(r["updated_hour"] for r in rows)
+    return range(first * HOUR_US, (last + 1) * HOUR_US, HOUR_US)
+
+
+def _group(key: tuple, c: dict[str, Any], plan: exact.Plan) -> dict[str, Any]:
+    gid, queue, type_, step = key
+    items = c["items"]
     return {
-        "level": level,
-        "queue": row["Queue"] if level != "all" else None,
-        "type": row["Type"] if level in ("type", "step") else None,
-        "step": row["Step"] if level == "step" else None,
+        "level": LEVELS[gid],
+        "queue": queue,
+        "type": type_,
+        "step": step,
         "items": items,
-        "statuses": statuses,
-        "retried": row["retried"],
-        "retry_rate": row["retried"] / items,
-        "failed": statuses["Failed"],
-        "failure_rate": statuses["Failed"] / items,
-        "wait_ms": _percentiles(row["wait_n"], found[(*key, "wait_ms")]),
-        "duration_ms": _percentiles(row["duration_n"], found[(*key, "duration_ms")]),
+        "statuses": c["statuses"],
+        "retried": c["retried"],
+        "retry_rate": c["retried"] / items,
+        "failed": c["statuses"]["Failed"],
+        "failure_rate": c["statuses"]["Failed"] / items,
+        **{
+            m: {"count": c[m], **{f"p{round(p * 100)}": plan.value((m, *key, None), p) for p in PERCENTILES}}
+            for m in MEASURES
+        },
     }
 
 
-def _percentiles(count: int, values: list[float | None]) -> dict[str, Any]:
-    return {"count": count, **{f"p{round(p * 100)}": v for p, v in zip(PERCENTILES, values, strict=True)}}
+def _throughput(tally: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    per: dict[tuple, int] = defaultdict(int)
+    for r in tally:
+        if r["Status"] in FINISHED:
+            per[(r["Queue"], r["updated_hour"], r["Status"])] += r["items"]
+    return [
+        {"queue": q, "hour": _iso(h * HOUR_US), "status": s, "items": n}
+        for (q, h, s), n in sorted(per.items())
+    ]
+
+
+def _hourly(tally: list[dict[str, Any]], plan: exact.Plan, last_hour: int) -> list[dict[str, Any]]:
+    """Per queue and hour with anything enqueued, finished or started in it."""
+    enqueued: dict[tuple, int] = defaultdict(int)
+    finished: dict[tuple, int] = defaultdict(int)
+    for r in tally:
+        enqueued[(r["Queue"], r["enqueued_hour"])] += r["items"]
+        if r["Status"] in FINISHED:
+            finished[(r["Queue"], r["updated_hour"])] += r["items"]
+    started = {(g[2], g[5] // HOUR_US) for g, n in plan.counts.items() if g[0] == HOURLY and n}
+    out = []
+    for queue, hour in sorted({*enqueued, *finished, *started}):
+        group = (HOURLY, 0, queue, None, None, hour * HOUR_US)
+        out.append(
+            {
+                "queue": queue,
+                "hour": _iso(hour * HOUR_US),
+                "enqueued": enqueued.get((queue, hour), 0),
+                "finished": finished.get((queue, hour), 0),
+                "wait_count": plan.counts.get(group, 0),
+                "wait_ms_p95": plan.value(group, HOURLY_PERCENTILE),
+                "partial": hour == last_hour,
+            }
+        )
+    return out
+
+
+def errors(rows: Any) -> list[dict[str, Any]]:
+    """Pass 3: the TOP_ERRORS most frequent error texts per queue, type and kind, grouped;
+    each with its count, and the kind's total items and number of distinct texts."""
+    from pyspark.sql import functions as F
+
+    text = F.trim(F.coalesce(F.col("Error"), F.lit("")))
+    kind = F.when(F.col("Status") == "Failed", F.lit("failed")).when(
+        (F.col("AttemptNum") > 1) & (text != ""), F.lit("retried")
+    )
+    shown = F.when(text == "", F.lit(NO_ERROR_TEXT)).otherwise(F.substring(text, 1, ERROR_CHARS))
+    grouped = F.regexp_replace(F.regexp_replace(shown, _VARYING, "#"), r"\s+", " ")
+    per_text = (
+        rows.where((F.col("Status") == "Failed") | (F.col("AttemptNum") > 1))  # cheap, first
+        .where(kind.isNotNull())
+        .groupBy("Queue", "Type", kind.alias("kind"), grouped.alias("error"))
+        .agg(F.count(F.lit(1)).alias("items"), F.min(shown).alias("example"))
+    )
+    by_kind: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    # A row per grouped text: few, unless the texts vary in more than numbers and ids.
+    for r in per_text.toArrow().to_pylist():
+        by_kind[(r["Queue"], r["Type"], r["kind"])].append(r)
+    out = []
+    for (queue, type_, kind), texts in sorted(by_kind.items()):
+        top = sorted(texts, key=lambda r: (-r["items"], r["error"]))[:TOP_ERRORS]
+        total = sum(r["items"] for r in texts)
+        out += [{"queue": queue, "type": type_, "kind": kind, "rank": rank, "error": r["error"],
+                 "example": r["example"], "items": r["items"], "texts": len(texts), "kind_items": total}
+                for rank, r in enumerate(top, 1)]
+    return out
 
 
 def _order(group: dict[str, Any]) -> tuple:

@@ -21,7 +21,10 @@ What the rows look like (the finished items of a purge with @Archive = 1):
   due after the database's backoff (1 s doubling, +-10 %). The row keeps the last attempt:
   ScheduledFor when it came due, StartedAt, Duration (ms) and UpdatedAt when it finished;
   an item cancelled while backing off keeps the ScheduledFor of the retry that never ran;
-- Priority mostly 0 (10 % 5, 2 % 10), a GroupKey on 20 %, a DedupKey on 30 %.
+- Priority mostly 0 (10 % 5, 2 % 10), a GroupKey on 20 %, a DedupKey on 30 %;
+- Error: a Failed item's one of four texts with numbers that vary by item (a tenth of them
+  the lease expiry dbo.Next_SyncQueue_utx writes), a retried item's the error of the attempt
+  before its retry, else empty.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ from typing import Any
 
 END = datetime(2024, 6, 3, tzinfo=timezone.utc)  # a fixed default: the same seed, the same rows
 FINISHED = ("Completed", "Failed", "Cancelled", "Terminated", "PartiallyCompleted")
+# dbo.Next_SyncQueue_utx's Error for an item whose worker vanished on its last attempt
+LEASE_EXPIRED = "the lease of the last attempt expired"
 _MASK53 = (1 << 53) - 1
-_DRAWS = (1, 2, 3, 4, 5, 6, 7, 8, *range(14, 22), 31, 32, *range(40, 49), 50, 51, 52)
+_DRAWS = (1, 2, 3, 4, 5, 6, 7, 8, *range(14, 22), 31, 32, *range(40, 53))
 
 
 @dataclass(frozen=True)
@@ -204,8 +209,19 @@ def generate(spark: Any, rows: int, seed: int = 7, *, end: datetime = END, days:
     priority = F.when(u(50) < 0.02, F.lit(10)).when(u(50) < 0.12, F.lit(5)).otherwise(F.lit(0))
     group = F.when(u(51) < 0.2, F.concat(F.lit("customer-"), (F.col("id") % 997).cast("string")))
     dedup = F.when(u(52) < 0.3, F.concat(F.lit("dedup-"), F.col("id").cast("string")))
-    error = (F.when(F.col("Status") == "Failed", F.lit("timeout talking to the remote system"))
-             .when(F.col("AttemptNum") > 1, F.lit("retried after a transient error"))
+    number = (F.col("id") % 9973).cast("string")  # varies by item, as ids and times in real errors do
+    timeout = F.concat(F.lit("timeout after 30 s talking to the remote system (request "), number, F.lit(")"))
+    unavailable = F.concat(F.lit("HTTP 503 from the remote system after "), number, F.lit(" ms"))
+    vanished = F.concat(F.lit(LEASE_EXPIRED + ": its worker, worker-"), (F.col("id") % 7).cast("string"),
+                        F.lit(", vanished"))
+    failed = (F.when(u(49) < 0.45, timeout).when(u(49) < 0.75, unavailable)
+              .when(u(49) < 0.9, F.lit("the remote system rejected the item: unknown account"))
+              .otherwise(vanished))
+    retried = (F.when(u(49) < 0.6, F.concat(F.lit("HTTP 429 too many requests, retry after "),
+                                            (F.col("id") % 60).cast("string"), F.lit(" s")))
+               .otherwise(F.lit("connection reset by peer")))
+    error = (F.when(F.col("Status") == "Failed", failed)
+             .when(F.col("AttemptNum") > 1, retried)
              .otherwise(F.lit("")))
     frame = frame.withColumn("fin_us", finished_us)
     updated = ts(F.col("fin_us"))

@@ -14,6 +14,7 @@ from typing import Any
 
 PARTITIONS = ("Queue", "Type", "Day")
 _INFERENCE = "spark.sql.sources.partitionColumnTypeInference.enabled"
+_TIMESTAMPS = "spark.sql.parquet.outputTimestampType"
 
 # Spark DDL: (name, type) in file order; Duration is milliseconds of the last attempt.
 COMMON = (
@@ -45,16 +46,32 @@ def partition_ddl() -> str:
 
 def write(frame: Any, root: str, mode: str = "append") -> None:
     """Write ``frame`` (rows with the COMMON columns, a Queue and a Type column, and any
-    columns of the queue's own) under ``root`` in this layout; Day comes from UpdatedAt."""
+    columns of the queue's own) under ``root`` in this layout; Day comes from UpdatedAt.
+
+    Timestamps are Parquet's INT64 microseconds (TIMESTAMP_MICROS), not Spark's default INT96,
+    which Parquet deprecated: a fifth smaller, faster to read, and read as such by every
+    engine. Archives written before hold INT96, and are read as well."""
     from pyspark.sql import functions as F
 
-    (frame.withColumn("Day", F.to_date(F.col("UpdatedAt")))
-     .write.mode(mode).partitionBy(*PARTITIONS).parquet(root))
+    conf = frame.sparkSession.conf
+    before = conf.get(_TIMESTAMPS, None)
+    conf.set(_TIMESTAMPS, "TIMESTAMP_MICROS")  # for this write only: the caller's value comes back
+    try:
+        (frame.withColumn("Day", F.to_date(F.col("UpdatedAt")))
+         .write.mode(mode).partitionBy(*PARTITIONS).parquet(root))
+    finally:
+        if before is None:
+            conf.unset(_TIMESTAMPS)
+        else:
+            conf.set(_TIMESTAMPS, before)
 
 
-def read(spark: Any, root: str) -> Any:
+def read(spark: Any, root: str, common_only: bool = False) -> Any:
     """Every archived row under ``root``, with Queue and Type as strings and Day as a date
-    (partition values are never guessed: a job type named "2024" stays a string)."""
+    (partition values are never guessed: a job type named "2024" stays a string).
+
+    ``common_only``: only the COMMON columns and the partitions, read with that schema: no
+    Spark job merges the files' own schemas first (what the report does)."""
     from pyspark.sql import functions as F
 
     # Partition types are inferred when the reader resolves the files, so the setting is
@@ -62,7 +79,10 @@ def read(spark: Any, root: str) -> Any:
     before = spark.conf.get(_INFERENCE, None)
     spark.conf.set(_INFERENCE, "false")
     try:
-        frame = spark.read.option("mergeSchema", "true").parquet(root)
+        if common_only:
+            frame = spark.read.schema(f"{ddl()}, Queue STRING, Type STRING, Day STRING").parquet(root)
+        else:
+            frame = spark.read.option("mergeSchema", "true").parquet(root)
     finally:
         if before is None:
             spark.conf.unset(_INFERENCE)

@@ -5,7 +5,8 @@ when a server is configured, the live health views.
 
 - ``report.json``: the figures (relq.pipeline.figures says exactly how each is computed);
 - ``report.html``: one self-contained page of tables, with the charts beside it;
-- ``throughput.png``, ``wait.png``, ``duration.png``, ``rates.png`` (relq.pipeline.charts).
+- ``throughput.png``, ``hourly.png``, ``wait.png``, ``duration.png``, ``rates.png``
+  (relq.pipeline.charts).
 
 report.json, schema_version 1 (a field is only ever added within a version; a change of
 meaning or a removal is a new version):
@@ -15,17 +16,24 @@ meaning or a removal is a new version):
      "input": {"archive": str, "master": str},
      "definitions": {name: sentence, ...},                      # figures.DEFINITIONS
      "figures": {
-       "summary": GROUP-FIGURES + {"first_enqueued", "first_finished", "last_finished"},
+       "summary": GROUP-FIGURES + {"first_enqueued", "first_finished", "last_finished",
+                                   "partial_hour"},                 # the hour of the last finish
        "groups": [{"level": "queue" | "type" | "step", "queue": str, "type": str | null,
                    "step": str | null, **GROUP-FIGURES}, ...],    # queue, its types, their steps
        "throughput": [{"queue": str, "hour": "...T13:00:00.000000Z", "status": str,
-                       "items": int}, ...]},
+                       "items": int}, ...],
+       "hourly": [{"queue": str, "hour": str, "enqueued": int, "finished": int,
+                   "wait_count": int, "wait_ms_p95": float | null, "partial": bool}, ...],
+       "errors": [{"queue": str, "type": str, "kind": "failed" | "retried", "rank": int,
+                   "error": str,                                # grouped: numbers and ids as #
+                   "example": str, "items": int, "texts": int,  # texts: of the kind, all
+                   "kind_items": int}, ...]},                   # items of the kind, all
      "health": {"state": "read" | "not configured" | "failed", "note": str,
                 "source": "dbo.QueueHealth_V, dbo.QueueThroughput_V",
                 "server": str | null,                           # never a password
                 "read_at": str | null,
                 "queues": [relq.status.QueueHealth as a dict, ...]},
-     "charts": ["throughput.png", "wait.png", "duration.png", "rates.png"]}
+     "charts": ["throughput.png", "hourly.png", "wait.png", "duration.png", "rates.png"]}
 
     GROUP-FIGURES: {"items": int, "statuses": {"Completed": int, "Failed": int,
         "Cancelled": int, "Terminated": int, "PartiallyCompleted": int, "other": int},
@@ -135,13 +143,16 @@ def _figures(spark: Any, layout: Any, figures: Any, archive: str) -> dict[str, A
     from pyspark.errors import PySparkException
 
     try:
-        numbers = figures.compute(layout.read(spark, archive))
+        numbers = figures.compute(layout.read(spark, archive, common_only=True))
     except Py4JJavaError as exc:  # a file Spark fails on while running a job: a corrupt Parquet file
         raise RelqError(f"cannot read the archive {archive}: {_java_cause(exc)}") from None
     except PySparkException as exc:  # AnalysisException and the other errors PySpark converts
         raise RelqError(f"cannot read the archive {archive}: {_first_line(exc)}") from None
     except figures.Empty:
         raise RelqError(f"the archive {archive} holds no rows: nothing to report") from None
+    except figures.NotAnArchive:
+        raise RelqError(f"cannot read the archive {archive}: it holds rows without a Queue, Type or "
+                        f"EnqueuedAt (not files in the layout <root>/Queue=/Type=/Day=)") from None
     return numbers
 
 

@@ -62,3 +62,18 @@ def test_rows_round_trip_through_the_layout(spark, tmp_path) -> None:
     assert back.count() == 2000
     assert back.where("Day <> to_date(UpdatedAt)").count() == 0
     assert {r.Queue for r in back.select("Queue").distinct().collect()} == {"Notification", "SyncQueue"}
+
+
+def test_the_layout_writes_int64_microseconds_and_keeps_the_callers_setting(spark, tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    key = "spark.sql.parquet.outputTimestampType"
+    spark.conf.set(key, "INT96")
+    try:
+        layout.write(history.generate(spark, 50, 3), str(tmp_path / "archive"))
+        assert spark.conf.get(key) == "INT96"
+    finally:
+        spark.conf.unset(key)
+    part = next((tmp_path / "archive").rglob("*.parquet"))
+    column = pq.ParquetFile(part).schema.column(0)  # EnqueuedAt
+    assert column.physical_type == "INT64" and "timeUnit=microseconds" in str(column.logical_type)

@@ -6,6 +6,7 @@ tolerance is floating-point rounding (relative 1e-9); counts and rates must be e
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -16,7 +17,7 @@ import pandas as pd
 import pytest
 
 from relq.errors import RelqError
-from relq.pipeline import charts, figures, history, layout, report
+from relq.pipeline import charts, figures, history, layout, report, units
 
 ROWS = 20_000
 FINISHED = ["Completed", "Failed", "Cancelled", "Terminated", "PartiallyCompleted"]
@@ -165,6 +166,9 @@ def test_the_data_exercises_every_rule_of_the_definitions(made) -> None:
     assert (rows["ScheduledFor"] > rows["EnqueuedAt"]).any()  # scheduled for later
     assert rows["wait_ms"].notna().sum() < len(rows)
     assert set(rows["Status"]) == set(FINISHED)
+    lease = rows["Error"].str.startswith(LEASE_EXPIRED)
+    assert lease.any() and rows.loc[lease, "duration_ms"].isna().all()  # a vanished worker: no duration
+    assert ((rows["AttemptNum"] > 1) & (rows["Status"] != "Failed") & (rows["Error"] != "")).any()
 
 
 def test_throughput_per_hour_matches_pandas(made) -> None:
@@ -245,38 +249,6 @@ def test_a_null_due_time_is_no_wait_not_zero(spark) -> None:
     assert row["wait_ms"] is None and row["duration_ms"] == 5.0
 
 
-def test_only_each_groups_own_ranks_reach_the_driver(spark) -> None:
-    """Groups of 1 to GROUPS values: ranks pooled over every group would bring back most rows
-    of the big groups (the ranks of the others); each group's own are at most 2 per percentile."""
-    from pyspark.sql import functions as F
-
-    groups = 150
-    stacked = (spark.range(groups)
-               .select(F.col("id").alias("g"), F.explode(F.sequence(F.lit(0), F.col("id"))).alias("i"))
-               .select(F.lit(0).alias("gid"), F.lit("Q").alias("Queue"), F.lit("T").alias("Type"),
-                       F.when(F.col("g") == 0, F.lit(None)).otherwise(F.concat(F.lit("S"), F.col("g")))
-                       .alias("Step"),
-                       F.lit("wait_ms").alias("m"), (F.col("i") * 7 % 101).cast("double").alias("v")))
-    rows = figures.wanted_ranks(stacked).collect()
-    assert 0 < len(rows) <= 2 * len(figures.PERCENTILES) * groups
-    sizes = {None if g == 0 else f"S{g}": g + 1 for g in range(groups)}
-    for row in rows:  # each row is at a rank its own group reads
-        n = sizes[row["Step"]]
-        assert row["r"] in {f((n - 1) * p) for p in figures.PERCENTILES for f in (np.floor, np.ceil)}, row
-    per_group = {}
-    for row in rows:
-        per_group.setdefault(row["Step"], set()).add(row["r"])
-    assert set(per_group) == set(sizes)  # the first step (Step NULL) among them
-    values = (stacked.groupBy("Step").agg(F.sort_array(F.collect_list("v")).alias("vs")).collect())
-    counts = {(0, "Q", "T", r["Step"]): {"wait_ms": len(r["vs"]), "duration_ms": 0} for r in values}
-    measured = stacked.select("Queue", "Type", "Step", F.col("v").alias("wait_ms"),
-                              F.lit(None).cast("double").alias("duration_ms"))
-    found = figures.percentiles(measured, counts)
-    for r in values:
-        want = np.percentile(r["vs"], PERCENT, method="linear")
-        assert found[(0, "Q", "T", r["Step"], "wait_ms")] == pytest.approx(list(want), rel=1e-9)
-
-
 def test_durations_fall_back_to_updated_minus_started(spark, tmp_path) -> None:
     """dbo.SyncQueueArchive has no Duration: an archive without it still has durations."""
     from pyspark.sql import functions as F
@@ -300,7 +272,11 @@ def test_the_json_has_its_documented_shape(made) -> None:
                          "health", "charts"}
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", data["generated_at"])
     assert data["input"] == {"archive": str(made["archive"]), "master": "local[2]"}
-    assert set(data["figures"]) == {"summary", "groups", "throughput"}
+    assert set(data["figures"]) == {"summary", "groups", "throughput", "hourly", "errors"}
+    assert set(data["figures"]["hourly"][0]) == {"queue", "hour", "enqueued", "finished", "wait_count",
+                                                 "wait_ms_p95", "partial"}
+    assert set(data["figures"]["errors"][0]) == {"queue", "type", "kind", "rank", "error", "example", "items",
+                                                 "texts", "kind_items"}
     assert {g["level"] for g in data["figures"]["groups"]} == {"queue", "type", "step"}
     group_keys = {"level", "queue", "type", "step", "items", "statuses", "retried", "retry_rate", "failed",
                   "failure_rate", "wait_ms", "duration_ms"}
@@ -308,9 +284,9 @@ def test_the_json_has_its_documented_shape(made) -> None:
     assert all(set(g["wait_ms"]) == {"count", "p50", "p95", "p99"} for g in data["figures"]["groups"])
     assert data["health"]["state"] == "not configured" and data["health"]["queues"] == []
     assert "no SQL Server configured" in data["health"]["note"]
-    assert data["charts"] == ["throughput.png", "wait.png", "duration.png", "rates.png"]
+    assert data["charts"] == ["throughput.png", "hourly.png", "wait.png", "duration.png", "rates.png"]
     assert set(data["definitions"]) >= {"wait_ms", "duration_ms", "percentiles", "retry_rate", "failure_rate",
-                                        "throughput"}
+                                        "throughput", "hourly", "errors"}
 
 
 def test_the_html_shows_the_figures_and_its_pictures_exist(made) -> None:
@@ -327,6 +303,8 @@ def test_the_html_shows_the_figures_and_its_pictures_exist(made) -> None:
     assert f"{ROWS:,}" in page
     summary = made["json"]["figures"]["summary"]
     assert f"{100 * summary['failure_rate']:.2f} %" in page
+    assert units.duration(summary["wait_ms"]["p95"]) in page  # human units in the page
+    assert "(partial)" in page
 
 
 def test_names_from_the_data_are_escaped_in_the_html(spark, tmp_path) -> None:
@@ -453,3 +431,187 @@ def test_settings_come_from_arguments_then_configuration() -> None:
     assert report.settings({}, "a") == ("a", report.DEFAULT_OUT, None)
     with pytest.raises(RelqError, match="pass --archive"):
         report.settings({"relq": {"mssql": "x"}})
+
+
+# -- why: hour by hour, error texts -------------------------------------------------------------------------
+
+
+def _hour(values: pd.Series) -> pd.Series:
+    return values.dt.floor("h").dt.strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+
+
+def test_hour_by_hour_matches_pandas(made) -> None:
+    rows = made["rows"]
+    enqueued = rows.groupby(["Queue", _hour(rows["EnqueuedAt"])]).size()
+    finished_rows = rows[rows["Status"].isin(FINISHED)]
+    finished = finished_rows.groupby(["Queue", _hour(finished_rows["UpdatedAt"])]).size()
+    waited = rows[rows["wait_ms"].notna()]
+    by_start = waited.groupby(["Queue", _hour(waited["StartedAt"])])["wait_ms"]
+    waits = {key: group.to_numpy() for key, group in by_start}
+    found = {(r["queue"], r["hour"]): r for r in made["json"]["figures"]["hourly"]}
+    assert set(found) == set(enqueued.index) | set(finished.index) | set(waits)
+    for key, r in found.items():
+        assert r["enqueued"] == enqueued.get(key, 0), key
+        assert r["finished"] == finished.get(key, 0), key
+        values = waits.get(key, np.array([]))
+        assert r["wait_count"] == len(values), key
+        if len(values):
+            assert r["wait_ms_p95"] == pytest.approx(float(np.percentile(values, 95)), rel=1e-9), key
+        else:
+            assert r["wait_ms_p95"] is None
+    last = _hour(rows["UpdatedAt"]).max()
+    assert {key[1] for key, r in found.items() if r["partial"]} == {last}
+    assert made["json"]["figures"]["summary"]["partial_hour"] == last
+    assert sum(r["enqueued"] for r in found.values()) == len(rows)
+
+
+def _grouped(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(figures._VARYING, "#", text))
+
+
+def test_error_texts_match_pandas(made) -> None:
+    rows = made["rows"]
+    text = rows["Error"].fillna("").str.strip(" ")
+    kind = np.where(rows["Status"] == "Failed", "failed",
+                    np.where((rows["AttemptNum"] > 1) & (text != ""), "retried", None))
+    shown = text.where(text != "", figures.NO_ERROR_TEXT).str.slice(0, figures.ERROR_CHARS)
+    frame = pd.DataFrame({"queue": rows["Queue"], "type": rows["Type"], "kind": kind, "shown": shown})
+    frame = frame[frame["kind"].notna()]
+    frame["error"] = frame["shown"].map(_grouped)
+    expected = []
+    for (queue, type_, k), of_kind in frame.groupby(["queue", "type", "kind"]):
+        counts = of_kind.groupby("error").agg(items=("shown", "size"), example=("shown", "min")).reset_index()
+        counts = counts.sort_values(["items", "error"], ascending=[False, True]).head(figures.TOP_ERRORS)
+        expected += [{"queue": queue, "type": type_, "kind": k, "rank": i + 1, "error": r.error,
+                      "example": r.example, "items": int(r.items), "texts": int(of_kind["error"].nunique()),
+                      "kind_items": len(of_kind)} for i, r in enumerate(counts.itertuples())]
+    found = made["json"]["figures"]["errors"]
+    assert found == expected
+    assert {r["kind"] for r in found} == {"failed", "retried"}
+    assert any(r["texts"] > 1 and "#" in r["error"] for r in found)  # numbers grouped, not each text apart
+
+
+def test_error_texts_are_grouped_and_counted_by_hand(spark, tmp_path) -> None:
+    texts = ["timeout after 30 s (request 12)", "timeout after 30 s (request 977)", "", "  ",
+             "bad id 0x1F and 123e4567-e89b-12d3-a456-426614174000"]
+    frame = history.generate(spark, len(texts) * 40, seed=3).limit(len(texts))
+    from pyspark.sql import functions as F
+
+    marked = frame.withColumn("n", F.monotonically_increasing_id())
+    ids = [r["n"] for r in marked.select("n").orderBy("n").collect()]
+    error = F.lit(None).cast("string")
+    for i, text in zip(ids, texts, strict=True):
+        error = F.when(F.col("n") == i, F.lit(text)).otherwise(error)
+    failed = marked.withColumn("Error", error).withColumn("Status", F.lit("Failed")).drop("n")
+    found = _run(spark, failed, tmp_path)["json"]["figures"]["errors"]
+    by_text = {}
+    for r in found:
+        by_text[r["error"]] = by_text.get(r["error"], 0) + r["items"]
+    assert by_text["timeout after # s (request #)"] == 2
+    assert by_text[figures.NO_ERROR_TEXT] == 2  # empty and blank alike
+    assert by_text["bad id # and #"] == 1
+
+
+# -- exact percentiles from histograms -----------------------------------------------------------------------
+
+
+def test_percentiles_from_buckets_are_exact_with_ties_zeros_and_negatives(spark) -> None:
+    """Values that share buckets, equal values, zeros and negatives (one bucket), a group of one:
+    each group's percentiles as NumPy's, whatever the bucket width."""
+    from pyspark.sql import functions as F
+
+    from relq.pipeline import percentiles as exact
+
+    rng = np.random.default_rng(5)
+    groups = {
+        "wide": np.concatenate([rng.lognormal(3, 2, 3000), np.zeros(40), -rng.random(30)]),
+        "ties": np.repeat([1.0, 2.0, 2.0, 3.5, 1000.0], 200),
+        "one": np.array([42.0]),
+        "tiny": rng.random(500) * 1e-6,
+    }
+    rows = [(name, float(v)) for name, values in groups.items() for v in values]
+    for scale in (1, 256):
+        frame = spark.createDataFrame(rows, "Step STRING, v DOUBLE").select(
+            F.lit("x").alias("s"), F.lit("Q").alias("Queue"), F.lit("T").alias("Type"), "Step",
+            F.lit(None).cast("long").alias("hour"), "v", exact.bucket(F.col("v"), scale).alias("b"))
+        counted = frame.groupBy(*exact.KEYS, "b").count().collect()
+        found: dict = {}
+        for r in counted:
+            found.setdefault(tuple(r[k] for k in exact.KEYS), {})[r["b"]] = r["count"]
+        members = {("x", 0, "Q", "T", name, None): [("x", "Q", "T", name, None)] for name in groups}
+        members[("x", 7, None, None, None, None)] = [("x", "Q", "T", name, None) for name in groups]
+        plan = exact.Plan(found, members, dict.fromkeys(members, figures.PERCENTILES))
+
+        def levels(facts):
+            step = facts.select("s", F.lit(0).alias("gid"), "Queue", "Type", "Step", "hour", "b", "v")
+            every = facts.select("s", F.lit(7).alias("gid"), *(F.lit(None).cast("string").alias(c)
+                                                               for c in ("Queue", "Type", "Step")),
+                                 "hour", "b", "v")
+            return step.unionByName(every)
+
+        plan.pick(spark, frame, levels)
+        everything = np.concatenate(list(groups.values()))
+        for group in members:
+            values = groups[group[4]] if group[1] == 0 else everything
+            want = np.percentile(values, PERCENT, method="linear")
+            got = [plan.value(group, p) for p in figures.PERCENTILES]
+            assert got == pytest.approx(list(want), rel=1e-12, abs=1e-15), (scale, group)
+        assert len(plan.values) <= 2 * len(figures.PERCENTILES) * len(members)  # only the ranks needed
+
+
+def test_buckets_grow_with_the_value(spark) -> None:
+    from pyspark.sql import functions as F
+
+    from relq.pipeline import percentiles as exact
+
+    values = sorted({0.0, -1.0, 5e-324, 1e-9, 0.999999, 1.0, 1.0000001, 2.0, 1e6, 1e300,
+                     *np.random.default_rng(1).lognormal(0, 5, 2000).tolist()})
+    buckets = [r["b"] for r in spark.createDataFrame([(v,) for v in values], "v DOUBLE")
+               .select(exact.bucket(F.col("v"), 256).alias("b")).collect()]
+    order = sorted(zip(values, buckets, strict=True))
+    assert all(a[1] <= b[1] for a, b in itertools.pairwise(order))
+    nothing = spark.range(1).select(exact.bucket(F.lit(None).cast("double"), 256).alias("b")).first()
+    assert nothing["b"] is None
+
+
+# -- the page's formats -------------------------------------------------------------------------------------
+
+
+def test_durations_read_in_human_units() -> None:
+    assert [units.duration(v) for v in (None, 0.0, 0.35, 5.25, 350.4, 50_071.0, 750_000.0, 11_520_000.0,
+                                        200_000_000.0)] == [
+        "-", "0.00 ms", "0.35 ms", "5.2 ms", "350 ms", "50.1 s", "12.5 min", "3.2 h", "2.3 d"]
+
+
+def test_a_lone_type_or_step_is_one_row() -> None:
+    from relq.pipeline.html import shown
+
+    def group(level, queue, type_=None, step=None):
+        return {"level": level, "queue": queue, "type": type_, "step": step}
+
+    groups = [group("queue", "N"), group("type", "N", "Reset"), group("step", "N", "Reset", None),
+              group("queue", "S"), group("type", "S", "A"), group("step", "S", "A", "Fetch"),
+              group("type", "S", "B"), group("step", "S", "B", None), group("step", "S", "B", "Push")]
+    labels = [name for _, name in shown(groups)]
+    assert labels == ["N / Reset", "S", "S / A (all at step Fetch)", "S / B", "S / B / (first step)",
+                      "S / B / Push"]
+
+
+def test_an_archive_of_int96_and_int64_files_reads_as_one(spark, tmp_path) -> None:
+    """Archives written before layout.write chose INT64 microseconds hold INT96 timestamps;
+    a later run appends INT64 files beside them: the report reads both."""
+    from pyspark.sql import functions as F
+
+    key = "spark.sql.parquet.outputTimestampType"
+    old = history.generate(spark, 600, seed=12, days=2).withColumn("Day", F.to_date("UpdatedAt"))
+    spark.conf.set(key, "INT96")
+    try:
+        old.write.partitionBy(*layout.PARTITIONS).parquet(str(tmp_path / "archive"))
+    finally:
+        spark.conf.unset(key)
+    layout.write(history.generate(spark, 400, seed=13, days=2), str(tmp_path / "archive"))
+    paths = report.run(str(tmp_path / "archive"), tmp_path / "out", spark=spark)
+    found = json.loads(paths.json.read_text(encoding="utf-8"))["figures"]
+    rows = with_measures(read_archive(tmp_path / "archive"))
+    assert_same(found["summary"], expected_group(rows), "summary")
+    assert found["summary"]["items"] == 1000

@@ -1,0 +1,164 @@
+"""Exact percentiles of many groups at once, in two passes over the rows and without sorting them.
+
+A value's *bucket* is ``floor(ln(v) * scale)`` (every v <= 0 shares one bucket below all others).
+Buckets grow with the value (Java's log is semi-monotonic, the multiplication by a power of two
+exact), so the k-th smallest value of a group lies in the bucket where the group's running count
+passes k, at a known offset inside it:
+
+1. **histograms** (Spark, one aggregation, the caller's): rows per (series, key, bucket), a few
+   thousand per key (``scale`` 256 makes each bucket 0.4 % wide);
+2. **locate** (driver): for each group, a union of keys (a queue is the union of its types' steps),
+   and each rank a percentile reads, the bucket and the offset in it;
+3. **pick** (Spark): only the rows in those buckets (well under 1 % of the rows) are ranked, inside
+   their bucket, and only the rows at the wanted offsets come back.
+
+The result is exact, the same value a sort of the whole group would give: NumPy's method "linear",
+the value at rank (n - 1) * p counting from 0, between its two closest ranks.
+
+Rows are *facts*: columns ``s`` (the series, say "wait_ms"), ``Queue``, ``Type``, ``Step``,
+``hour`` (keys, any of them NULL), ``v`` (the value, not NULL) and ``b`` (its bucket). A group
+is (series, gid, Queue, Type, Step, hour), gid telling roll-up levels apart (figures.LEVELS).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from functools import reduce
+from typing import Any
+
+KEYS = ("s", "Queue", "Type", "Step", "hour")
+GROUP = ("s", "gid", "Queue", "Type", "Step", "hour")
+NOT_POSITIVE = -(1 << 40)  # the bucket of every value <= 0: below ln(smallest double) * 2**16
+
+Key = tuple  # (s, Queue, Type, Step, hour)
+Group = tuple  # (s, gid, Queue, Type, Step, hour)
+
+
+def bucket(value: Any, scale: int) -> Any:
+    """The bucket of the double column ``value`` (a power-of-two ``scale``: the product is
+    exact); NULL for NULL."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.when(value > 0, F.floor(F.log(value) * F.lit(float(scale))))
+        .when(value.isNotNull(), F.lit(NOT_POSITIVE))
+        .cast("long")
+    )
+
+
+def ranks(n: int, p: float) -> tuple[int, int]:
+    """The two ranks (from 0) the percentile p of n values reads."""
+    position = (n - 1) * p
+    return math.floor(position), math.ceil(position)
+
+
+def interpolate(n: int, p: float, value_at: Callable[[int], float]) -> float | None:
+    """The value at rank (n - 1) * p, between its two closest ranks (NumPy's "linear")."""
+    if not n:
+        return None
+    position = (n - 1) * p
+    lower, higher = ranks(n, p)
+    if lower == higher:
+        return float(value_at(lower))
+    return (higher - position) * value_at(lower) + (position - lower) * value_at(higher)
+
+
+class Plan:
+    """Step 2: which bucket and offset each rank of each group is at.
+
+    ``members``: {group: the keys it is the union of}; ``wanted``: {group: the percentiles to
+    find}. After pick(), ``value(group, p)`` is the exact percentile."""
+
+    def __init__(
+        self,
+        found: dict[Key, dict[int, int]],
+        members: dict[Group, Iterable[Key]],
+        wanted: dict[Group, tuple[float, ...]],
+    ) -> None:
+        self.counts: dict[Group, int] = {}
+        self.at: dict[tuple[Group, int], tuple[int, int]] = {}  # (group, rank): (bucket, offset)
+        self.fine: set[tuple[Key, int]] = set()  # (key, bucket) whose rows pass 2 reads
+        self.values: dict[tuple[Group, int, int], float] = {}  # (group, bucket, offset): value
+        for group, keys in members.items():
+            keys = [k for k in keys if k in found]
+            merged: dict[int, int] = defaultdict(int)
+            for key in keys:
+                for b, n in found[key].items():
+                    merged[b] += n
+            order = sorted(merged)
+            ends = list(_running(merged[b] for b in order))  # rows up to and with each bucket
+            n = ends[-1] if ends else 0
+            self.counts[group] = n
+            if not n:
+                continue
+            for p in wanted[group]:
+                for rank in ranks(n, p):
+                    i = bisect.bisect_right(ends, rank)
+                    b = order[i]
+                    self.at[(group, rank)] = (b, rank - (ends[i - 1] if i else 0))
+                    self.fine.update((key, b) for key in keys if b in found[key])
+
+    def buckets(self, series: str) -> list[int]:
+        """The buckets of ``series`` pass 3 reads (for a cheap filter before the exact one)."""
+        return sorted({b for key, b in self.fine if key[0] == series})
+
+    def value(self, group: Group, p: float) -> float | None:
+        def value_at(rank: int) -> float:
+            b, offset = self.at[(group, rank)]
+            return self.values[(group, b, offset)]
+
+        return interpolate(self.counts.get(group, 0), p, value_at)
+
+    def pick(self, spark: Any, facts: Any, levels: Callable[[Any], Any]) -> None:
+        """Pass 3: the facts in the wanted buckets, each ranked in its group's bucket; ``levels``
+        turns facts (KEYS, v, b) into one row per group they belong to (GROUP, v, b). ``facts``
+        may hold more rows than those (say, every fact in a bucket any key wants)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        if not self.at:
+            return
+        fine = _table(spark, (*KEYS, "b"), [(*key, b) for key, b in self.fine])
+        offsets = _table(spark, (*GROUP, "b", "r"),
+                         list({(*group, b, offset) for (group, _), (b, offset) in self.at.items()}))
+        near = _join(facts, fine, (*KEYS, "b"))
+        ranked = levels(near).select(
+            *GROUP,
+            "b",
+            "v",
+            (F.row_number().over(Window.partitionBy(*GROUP, "b").orderBy("v")) - 1).alias("r"),
+        )
+        for row in _join(ranked, offsets, (*GROUP, "b", "r")).toArrow().to_pylist():
+            self.values[(tuple(row[k] for k in GROUP), row["b"], row["r"])] = row["v"]
+
+
+_TYPES = {"gid": "int32", "hour": "int64", "b": "int64", "r": "int64"}  # the others are strings
+
+
+def _table(spark: Any, columns: tuple[str, ...], rows: list[tuple]) -> Any:
+    """A small DataFrame of ``rows``, made through Arrow: Spark reads it in the JVM, where rows
+    given as Python objects would start Python workers to unpickle them (a second or more)."""
+    import pyarrow as pa
+
+    schema = pa.schema([(c, getattr(pa, _TYPES.get(c, "string"))()) for c in columns])
+    return spark.createDataFrame(pa.Table.from_pylist([dict(zip(columns, r, strict=True)) for r in rows],
+                                                      schema=schema))
+
+
+def _running(values: Iterable[int]) -> Iterable[int]:
+    total = 0
+    for value in values:
+        total += value
+        yield total
+
+
+def _join(big: Any, small: Any, keys: tuple[str, ...]) -> Any:
+    """``big``'s rows whose ``keys`` are in ``small`` (broadcast), NULL matching NULL."""
+    from pyspark.sql import functions as F
+
+    left, right = big.alias("l"), F.broadcast(small.alias("r"))
+    same = reduce(lambda a, b: a & b, (F.col(f"l.{k}").eqNullSafe(F.col(f"r.{k}")) for k in keys))
+    return left.join(right, same, "left_semi")
