@@ -34,7 +34,7 @@ from relq import db
 from relq.dashboard import access, metrics, privacy
 from relq.dashboard.chart import History
 from relq.dashboard.store import ACTIONS, LISTED, Column, Filter, Store
-from relq.errors import RelqError
+from relq.errors import Msg, RelqError
 from relq.status import SHOWN, QueueHealth
 
 HERE = Path(__file__).parent
@@ -51,12 +51,13 @@ OFFERED = {
 }
 # What a refusal means to the person who clicked (docs/errors.md).
 REFUSALS = {
-    735704: "no item has that key any more (purged or archived)",
-    735705: "the item changed since you looked: here it is as it is now; try again if it still applies",
-    735706: "its lifecycle does not allow that from its present status",
-    735707: "a value of the form is missing or invalid",
-    735708: "the item is finished or paused and can no longer change that way",
-    735711: "an unfinished item carries its DedupKey now",
+    Msg.NotFound: "no item has that key any more (purged or archived)",
+    Msg.StaleToken: "the item changed since you looked: here it is as it is now; "
+                    "try again if it still applies",
+    Msg.IllegalTransition: "its lifecycle does not allow that from its present status",
+    Msg.InvalidParameter: "a value of the form is missing or invalid",
+    Msg.NotEditable: "the item is finished or paused and can no longer change that way",
+    Msg.DuplicateKey: "an unfinished item carries its DedupKey now",
     229: "this login may not do that: controls need the role QueueAdmin",
 }
 
@@ -179,7 +180,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
             log.info("dashboard: %s %s %s by %s: refused, %s", action, queue, _iso(key), _client(request),
                      exc)
             reason = REFUSALS.get(exc.number or 0, str(exc))
-            return item(request, f"{action} refused: {reason}.", 409 if exc.number == 735705 else 400)
+            return item(request, f"{action} refused: {reason}.", 409 if exc.number == Msg.StaleToken else 400)
         log.info("dashboard: %s %s %s by %s: done, now %s", action, queue, _iso(key), _client(request),
                  after.get("Status"))
         url = request.url_for("item", queue=queue, key=_iso(key)).include_query_params(done=action)
@@ -209,7 +210,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
                     store.act(queue, "Retry", row["EnqueuedAt"], row["UpdatedAt"])
                     counts["retried"] += 1
                 except db.SqlError as exc:
-                    counts["stale" if exc.number == 735705 else "refused"] += 1
+                    counts["stale" if exc.number == Msg.StaleToken else "refused"] += 1
             if len(rows) < 500:
                 break
             after = rows[-1]["EnqueuedAt"]

@@ -43,7 +43,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from relq import db
-from relq.errors import RelqError
+from relq.errors import Msg, RelqError
 from relq.pipeline.queues import JOB, spec
 
 FINISHED = ("Failed", "Completed", "Cancelled", "Terminated", "PartiallyCompleted")
@@ -52,7 +52,7 @@ PURGE_LIMIT = 1000  # keys per call: one purge transaction (@BatchSize, at most 
 QUERY_TIMEOUT_S = 600
 FETCH_ROWS = 1000  # rows a read fetches at a time: a key range is streamed, never held whole
 DEADLOCK = 1205
-ENQUEUE_LOCK = 735709  # an Add_ procedure did not get its enqueue lock within its 10 s
+ENQUEUE_LOCK = Msg.KeyLock  # an Add_ procedure did not get its enqueue lock within its 10 s
 NO_OBJECT = (208, 2715, 2812)  # invalid object name, unknown type, unknown procedure
 RETRIES = 5
 BACKOFF_S = 0.2
@@ -317,7 +317,7 @@ class SqlSession:
             # not get the enqueue lock (behind other producers) can simply go again.
             rows = _retrying(lambda: self._query(s.name, sql, listed), (ENQUEUE_LOCK, DEADLOCK))
         except db.SqlError as exc:
-            found = _REJECTED.search(exc.text) if exc.number == 735707 else None
+            found = _REJECTED.search(exc.text) if exc.number == Msg.InvalidParameter else None
             if found:
                 raise ItemRejected(int(found[1]), found[2]) from exc
             raise

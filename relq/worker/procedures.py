@@ -11,16 +11,17 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from relq import db
+from relq.errors import Msg
 from relq.worker.handlers import Item
 
 # A report the database refused because the item is no longer this attempt's:
 # 735704 it is gone (archived), 735705 it changed since (cancelled, failed by a
 # sweep), 735708 it is finished, 735710 another worker claimed it after this
 # attempt's lease ran out.
-LOST = frozenset({735704, 735705, 735708, 735710})
+LOST = frozenset({Msg.NotFound, Msg.StaleToken, Msg.NotEditable, Msg.TakenOver})
 # Errors no retry can cure: a bad argument (a worker name over 128 characters), a
 # missing procedure (the database is not deployed), a permission the login lacks.
-FATAL = frozenset({735707, 2812, 229, 201})
+FATAL = frozenset({Msg.InvalidParameter, 2812, 229, 201})
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class SqlProcedures:
         finally:
             cursor.close()
         if not sets or not sets[0]:
-            raise Lost(claim.key, 735704, f"{self.queue} item {claim.key.isoformat()} is gone")
+            raise Lost(claim.key, Msg.NotFound, f"{self.queue} item {claim.key.isoformat()} is gone")
         fields = dict(zip(columns[0], sets[0][0], strict=True))
         return Item(self.queue, claim.key, fields["Type"], fields["Step"], claim.attempt, fields)
 

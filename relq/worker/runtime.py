@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from relq import db
+from relq.errors import Msg
 from relq.worker.handlers import Handlers, Item, NextStep, Permanent
 from relq.worker.procedures import FATAL, Claim, Lost, Procedures
 from relq.worker.stats import Stats
@@ -114,7 +115,7 @@ class Held:
         has begun or is no longer held: its own report, if any, ends it."""
         with self._lock:
             if key in self._started:
-                raise Lost(key, 735705, "its handler has begun: its own report ends it")
+                raise Lost(key, Msg.StaleToken, "its handler has begun: its own report ends it")
             claim = self._held(key)
             try:
                 self.procedures.report(claim, "Pending", error=f"released: {why}")
@@ -145,7 +146,7 @@ class Held:
     def _held(self, key: datetime) -> Claim:
         claim = None if self._closed else self._claims.get(key)
         if claim is None:
-            raise Lost(key, 735705, self.lost.get(key, "the item is no longer held by this worker"))
+            raise Lost(key, Msg.StaleToken, self.lost.get(key, "the item is no longer held by this worker"))
         return claim
 
     def _interval(self) -> float:
