@@ -48,8 +48,9 @@ GO
    @NewUpdatedAt: OUTPUT, the item's new token.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735704, 735705,
    735706, 735707 a missing or invalid parameter, 735708, 735709 the lock of the
-   item's DedupKey (taken for Pending from Failed) was not granted in 10 s, 735710, 735711. On error the caller
-   rolls back; nothing is written before the checks pass. */
+   item's DedupKey (taken for Pending from Failed) was not granted in 10 s,
+   735710, 735711. On error the caller rolls back; nothing is written before
+   the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Modify_Notification_utx
     @EnqueuedAt dbo.[_Timestamp],
     @UpdatedAt dbo.[_Timestamp],
