@@ -27,9 +27,9 @@ AS
 BEGIN
     DECLARE @Keys dbo.ItemKeyList;
     DECLARE @RetCode INT;
-    INSERT INTO @Keys (ItemKey) VALUES (N'order-1'), (N'order-2');
+    INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('DedupKey', N'order-1'), ('DedupKey', N'order-2');
 
-    EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @KeyColumn = 'DedupKey', @ItemKeys = @Keys;
+    EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
     EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-1');
@@ -40,18 +40,19 @@ BEGIN
         @Message = N'a GroupKey of the same text has a lock of its own';
 END;
 GO
-CREATE PROCEDURE Lock_ItemKeys_utxTests.[test Lock_ItemKeys_utx locks a group when the column is GroupKey]
+CREATE PROCEDURE Lock_ItemKeys_utxTests.[test Lock_ItemKeys_utx locks a group and a DedupKey when given both]
 AS
 BEGIN
     DECLARE @Keys dbo.ItemKeyList;
     DECLARE @RetCode INT;
-    INSERT INTO @Keys (ItemKey) VALUES (N'customer-7');
+    INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('GroupKey', N'customer-7'), ('DedupKey', N'order-9');
 
-    EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @KeyColumn = 'GroupKey', @ItemKeys = @Keys;
+    EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
     EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = Lock_ItemKeys_utxTests.Mode(N'GroupKey', N'customer-7');
     EXEC tSQLt.AssertEqualsString @Expected = N'NoLock', @Actual = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'customer-7');
+    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-9');
 END;
 GO
 -- A key given twice is locked once: one release frees it (a lock taken n times
@@ -62,9 +63,9 @@ BEGIN
     DECLARE @Keys dbo.ItemKeyList;
     DECLARE @RetCode INT;
     DECLARE @Resource NVARCHAR(255) = Lock_ItemKeys_utxTests.LockName(N'DedupKey', N'order-1');
-    INSERT INTO @Keys (ItemKey) VALUES (N'order-1'), (N'order-1');
+    INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('DedupKey', N'order-1'), ('DedupKey', N'order-1');
 
-    EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @KeyColumn = 'DedupKey', @ItemKeys = @Keys;
+    EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
     EXEC sys.sp_releaseapplock @Resource = @Resource, @LockOwner = 'Transaction';
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
@@ -86,9 +87,9 @@ BEGIN
     DECLARE @Resource NVARCHAR(255) = Lock_ItemKeys_utxTests.LockName(N'DedupKey', @Plain);
     DECLARE @UpperFree NVARCHAR(32);
     DECLARE @AccentFree NVARCHAR(32);
-    INSERT INTO @Keys (ItemKey) VALUES (@Plain), (@Upper), (@Accent);
+    INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('DedupKey', @Plain), ('DedupKey', @Upper), ('DedupKey', @Accent);
 
-    EXEC dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @KeyColumn = 'DedupKey', @ItemKeys = @Keys;
+    EXEC dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
     EXEC sys.sp_releaseapplock @Resource = @Resource, @LockOwner = 'Transaction';
     SET @UpperFree = Lock_ItemKeys_utxTests.Mode(N'DedupKey', @Upper);
     SET @AccentFree = Lock_ItemKeys_utxTests.Mode(N'DedupKey', @Accent);
@@ -107,7 +108,7 @@ BEGIN
     DECLARE @Keys dbo.ItemKeyList;
     DECLARE @RetCode INT;
 
-    EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @KeyColumn = 'GroupKey', @ItemKeys = @Keys;
+    EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
 END;
@@ -116,19 +117,19 @@ CREATE PROCEDURE Lock_ItemKeys_utxTests.[test Lock_ItemKeys_utx raises 735707 wh
 AS
 BEGIN
     DECLARE @Keys dbo.ItemKeyList;
-    INSERT INTO @Keys (ItemKey) VALUES (N'order-1');
+    INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('DedupKey', N'order-1');
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@Queue%';
 
-    EXEC dbo.Lock_ItemKeys_utx @Queue = NULL, @KeyColumn = 'DedupKey', @ItemKeys = @Keys;
+    EXEC dbo.Lock_ItemKeys_utx @Queue = NULL, @ItemKeys = @Keys;
 END;
 GO
-CREATE PROCEDURE Lock_ItemKeys_utxTests.[test Lock_ItemKeys_utx raises 735707 when the column is another]
+CREATE PROCEDURE Lock_ItemKeys_utxTests.[test Lock_ItemKeys_utx raises 735707 when a key is of another column]
 AS
 BEGIN
     DECLARE @Keys dbo.ItemKeyList;
-    INSERT INTO @Keys (ItemKey) VALUES (N'order-1');
-    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%@KeyColumn%';
+    INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('DedupKey', N'order-1'), ('EntityKey', N'C-1');
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735707, @ExpectedMessagePattern = N'%KeyColumn%';
 
-    EXEC dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @KeyColumn = 'EntityKey', @ItemKeys = @Keys;
+    EXEC dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
 END;
 GO

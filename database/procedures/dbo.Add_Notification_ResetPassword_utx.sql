@@ -62,8 +62,7 @@ BEGIN
     DECLARE @Last dbo.[_Timestamp];
     DECLARE @LockResult INT;
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.ItemKeyList;
-    DECLARE @GroupKeys dbo.ItemKeyList;
+    DECLARE @ItemKeys dbo.ItemKeyList;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -131,21 +130,31 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    -- Under the DedupKey's lock, so two producers of the same key cannot both miss it.
-    IF (@DedupKey IS NOT NULL)
+    -- The DedupKey and the ordered group, locked to the end of the transaction
+    -- (dbo.Lock_ItemKeys_utx): the DedupKey is checked by one transaction at a time, and
+    -- a group's items are enqueued by one, so they are committed in key order.
+    INSERT INTO @ItemKeys (KeyColumn, ItemKey)
+    SELECT
+        k.KeyColumn,
+        k.ItemKey
+    FROM (VALUES ('DedupKey', @DedupKey), ('GroupKey', @GroupKey)) AS k(KeyColumn, ItemKey)
+    WHERE k.ItemKey IS NOT NULL;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    IF (@RowCnt > 0)
         BEGIN
-            INSERT INTO @DedupKeys (ItemKey) VALUES (@DedupKey);
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             EXEC @RetCode = dbo.Lock_ItemKeys_utx
                 @Queue = N'dbo.Notification',
-                @KeyColumn = 'DedupKey',
-                @ItemKeys = @DedupKeys,
+                @ItemKeys = @ItemKeys,
                 @Caller = @Proc;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
+        END;
+    -- Under the DedupKey's lock, so two producers of the same key cannot both miss it.
+    IF (@DedupKey IS NOT NULL)
+        BEGIN
             SELECT @EnqueuedAt = n.EnqueuedAt
             FROM dbo.Notification AS n
             WHERE
@@ -153,21 +162,6 @@ BEGIN
                 AND n.DedupKey IS NOT NULL
                 AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
             IF (@EnqueuedAt IS NOT NULL) RETURN 0;
-        END;
-    IF (@GroupKey IS NOT NULL)
-        BEGIN
-            INSERT INTO @GroupKeys (ItemKey) VALUES (@GroupKey);
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-            EXEC @RetCode = dbo.Lock_ItemKeys_utx
-                @Queue = N'dbo.Notification',
-                @KeyColumn = 'GroupKey',
-                @ItemKeys = @GroupKeys,
-                @Caller = @Proc;
-            SELECT @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
         END;
 
     -- The enqueue lock is the session's, held from here to the INSERT's end and

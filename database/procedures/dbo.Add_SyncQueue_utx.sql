@@ -72,9 +72,7 @@ BEGIN
     DECLARE @Last dbo.[_Timestamp];
     DECLARE @LockResult INT;
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.ItemKeyList;
-    DECLARE @GroupKeys dbo.ItemKeyList;
-    DECLARE @DedupCount INT;
+    DECLARE @ItemKeys dbo.ItemKeyList;
     -- KeepNo: the item of this call whose row an item shares (itself when inserted).
     DECLARE @Plan TABLE (
         ItemNo INT NOT NULL PRIMARY KEY,
@@ -129,29 +127,17 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    INSERT INTO @DedupKeys (ItemKey)
-    SELECT i.DedupKey FROM @Items AS i
-    WHERE i.DedupKey IS NOT NULL;
+    -- Each DedupKey and each ordered group of the call, locked to the end of the transaction
+    -- (dbo.Lock_ItemKeys_utx): a DedupKey is checked by one transaction at a time, and a
+    -- group's items are enqueued by one, so no later item of a group is committed before
+    -- an earlier one.
+    INSERT INTO @ItemKeys (KeyColumn, ItemKey)
     SELECT
-        @RowCnt = @@ROWCOUNT,
-        @ErrNo = @@ERROR;
-    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-    SET @DedupCount = @RowCnt;
-    IF (@DedupCount > 0)
-        BEGIN
-            EXEC @RetCode = dbo.Lock_ItemKeys_utx
-                @Queue = N'dbo.SyncQueue',
-                @KeyColumn = 'DedupKey',
-                @ItemKeys = @DedupKeys,
-                @Caller = @Proc;
-            SELECT @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
-        END;
-    -- An ordered group's items are enqueued one transaction at a time, so that no later
-    -- item of a group is committed before an earlier one (dbo.Lock_ItemKeys_utx).
-    INSERT INTO @GroupKeys (ItemKey)
-    SELECT i.GroupKey FROM @Items AS i
-    WHERE i.GroupKey IS NOT NULL;
+        k.KeyColumn,
+        k.ItemKey
+    FROM @Items AS i
+    CROSS APPLY (VALUES ('DedupKey', i.DedupKey), ('GroupKey', i.GroupKey)) AS k(KeyColumn, ItemKey)
+    WHERE k.ItemKey IS NOT NULL;
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
@@ -160,8 +146,7 @@ BEGIN
         BEGIN
             EXEC @RetCode = dbo.Lock_ItemKeys_utx
                 @Queue = N'dbo.SyncQueue',
-                @KeyColumn = 'GroupKey',
-                @ItemKeys = @GroupKeys,
+                @ItemKeys = @ItemKeys,
                 @Caller = @Proc;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
@@ -169,7 +154,11 @@ BEGIN
 
     -- Under the DedupKeys' locks, so two producers of the same DedupKey cannot both miss it.
     -- Every item of a DedupKey finds the same holder, so a holder's key is all of theirs.
-    IF (@DedupCount = 0)
+    IF
+        NOT EXISTS (
+            SELECT 1 FROM @ItemKeys AS k
+            WHERE k.KeyColumn = 'DedupKey'
+        )
         BEGIN
             -- No DedupKey: nothing to look for, and no read of the queue, where a scan
             -- could wait for another producer's uncommitted items.

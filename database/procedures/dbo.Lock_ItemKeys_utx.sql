@@ -2,7 +2,7 @@ SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
 /* dbo.Lock_ItemKeys_utx: takes, for the caller's transaction, an exclusive
-   application lock per key of @ItemKeys in the column @KeyColumn of the queue
+   application lock per key of @ItemKeys (a DedupKey or a GroupKey) of the queue
    @Queue, so that two transactions adding items with the same DedupKey, or to
    the same ordered group, do it one after the other, while transactions with
    other keys, or none, never wait for each other.
@@ -14,27 +14,27 @@ GO
      (dbo.Add_<Queue>_utx), so without this a later producer could commit a
      larger key of the group first, and every claim whose group check reached the
      earlier, uncommitted item would wait for that producer's transaction.
-   The lock's name is '<@Queue>.<@KeyColumn>#' and CHECKSUM of the key: CHECKSUM
+   The lock's name is '<@Queue>.<KeyColumn>#' and CHECKSUM of the key: CHECKSUM
    gives one value to keys that are equal under their collation
    (https://learn.microsoft.com/sql/t-sql/functions/checksum-transact-sql), as
    the queue compares them, where an application lock's name is compared as
    binary, case and all
    (https://learn.microsoft.com/sql/relational-databases/system-stored-procedures/sp-getapplock-transact-sql);
-   two keys with one checksum merely share a lock. The locks of one call are
-   taken in the order of their names, so two calls cannot deadlock on them (two
+   two keys with one checksum merely share a lock. The locks of one call (an
+   enqueue's DedupKeys and groups together) are taken in the order of their
+   names, so two calls cannot deadlock on them (two
    calls in each of two transactions, in opposite orders, can: SQL Server then
    ends one, and its caller gets 735709), and are held to the end of the
    transaction.
    @Queue: the queue's table, N'dbo.<Queue>' (1 to 200 characters).
-   @KeyColumn: DedupKey or GroupKey.
-   @ItemKeys: the keys (duplicates allowed; empty: nothing to lock).
+   @ItemKeys: the keys, each with its KeyColumn, DedupKey or GroupKey
+     (duplicates allowed; empty: nothing to lock).
    @Caller: the procedure to name in an error (NULL: this one).
-   Returns 0; 1 on error: 735702 outside a transaction, 735707 no @Queue or
-   another @KeyColumn, 735709 a lock not granted in 10 s (another open
+   Returns 0; 1 on error: 735702 outside a transaction, 735707 no @Queue or a
+   key of another column, 735709 a lock not granted in 10 s (another open
    transaction holds the same key). On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Lock_ItemKeys_utx
     @Queue NVARCHAR(200),
-    @KeyColumn VARCHAR(20),
     @ItemKeys dbo.ItemKeyList READONLY,
     @Caller NVARCHAR(128) = NULL
 AS
@@ -58,9 +58,13 @@ BEGIN
             RAISERROR (735707, 16, 1, @Proc, N'@Queue is required');
             GOTO EXIT_ERROR;
         END;
-    IF (ISNULL(@KeyColumn, '') NOT IN ('DedupKey', 'GroupKey'))
+    IF
+        EXISTS (
+            SELECT 1 FROM @ItemKeys AS k
+            WHERE k.KeyColumn NOT IN ('DedupKey', 'GroupKey')
+        )
         BEGIN
-            RAISERROR (735707, 16, 1, @Proc, N'@KeyColumn must be DedupKey or GroupKey');
+            RAISERROR (735707, 16, 1, @Proc, N'@ItemKeys: KeyColumn must be DedupKey or GroupKey');
             GOTO EXIT_ERROR;
         END;
 
@@ -70,7 +74,7 @@ BEGIN
         r.[Resource]
     FROM (
         SELECT DISTINCT
-            @Queue + N'.' + CAST(@KeyColumn AS NVARCHAR(20)) + N'#'
+            @Queue + N'.' + CAST(k.KeyColumn AS NVARCHAR(20)) + N'#'
             + CAST(CHECKSUM(k.ItemKey) AS NVARCHAR(11)) AS [Resource]
         FROM @ItemKeys AS k
     ) AS r;

@@ -37,7 +37,7 @@ BEGIN
     DECLARE @Error dbo.WebResponse;
     DECLARE @ScheduledFor dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.ItemKeyList;
+    DECLARE @ItemKeys dbo.ItemKeyList;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -56,8 +56,10 @@ BEGIN
         END;
 
     BEGIN TRANSACTION Modify_Notification_Batch;
-    INSERT INTO @DedupKeys (ItemKey)
-    SELECT n.DedupKey
+    INSERT INTO @ItemKeys (KeyColumn, ItemKey)
+    SELECT
+        'DedupKey' AS KeyColumn,
+        n.DedupKey
     FROM @Outcomes AS o
     INNER JOIN dbo.Notification AS n ON o.EnqueuedAt = n.EnqueuedAt
     WHERE o.[Status] = 'Pending' AND n.DedupKey IS NOT NULL AND n.[Status] = 'Failed';
@@ -69,8 +71,7 @@ BEGIN
         BEGIN
             EXEC @RetCode = dbo.Lock_ItemKeys_utx
                 @Queue = N'dbo.Notification',
-                @KeyColumn = 'DedupKey',
-                @ItemKeys = @DedupKeys,
+                @ItemKeys = @ItemKeys,
                 @Caller = @Proc;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;

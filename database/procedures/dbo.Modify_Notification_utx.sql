@@ -85,7 +85,7 @@ BEGIN
     DECLARE @BackoffMs BIGINT;
     DECLARE @ErrNo INT;
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.ItemKeyList;
+    DECLARE @ItemKeys dbo.ItemKeyList;
     DECLARE @RowCnt INT;
 
     SET @NewUpdatedAt = NULL;
@@ -120,8 +120,11 @@ BEGIN
     -- DedupKey never changes, so it is read before the row is locked.
     IF (@Status = 'Pending')
         BEGIN
-            INSERT INTO @DedupKeys (ItemKey)
-            SELECT n.DedupKey FROM dbo.Notification AS n
+            INSERT INTO @ItemKeys (KeyColumn, ItemKey)
+            SELECT
+                'DedupKey' AS KeyColumn,
+                n.DedupKey
+            FROM dbo.Notification AS n
             WHERE n.EnqueuedAt = @EnqueuedAt AND n.DedupKey IS NOT NULL AND n.[Status] = 'Failed';
             SELECT
                 @RowCnt = @@ROWCOUNT,
@@ -131,8 +134,7 @@ BEGIN
                 BEGIN
                     EXEC @RetCode = dbo.Lock_ItemKeys_utx
                         @Queue = N'dbo.Notification',
-                        @KeyColumn = 'DedupKey',
-                        @ItemKeys = @DedupKeys,
+                        @ItemKeys = @ItemKeys,
                         @Caller = @Proc;
                     SELECT @ErrNo = @@ERROR;
                     IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;

@@ -37,7 +37,7 @@ BEGIN
     DECLARE @Error dbo.WebResponse;
     DECLARE @ScheduledFor dbo.[_Timestamp];
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.ItemKeyList;
+    DECLARE @ItemKeys dbo.ItemKeyList;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -56,8 +56,10 @@ BEGIN
         END;
 
     BEGIN TRANSACTION Modify_SyncQueue_Batch;
-    INSERT INTO @DedupKeys (ItemKey)
-    SELECT q.DedupKey
+    INSERT INTO @ItemKeys (KeyColumn, ItemKey)
+    SELECT
+        'DedupKey' AS KeyColumn,
+        q.DedupKey
     FROM @Outcomes AS o
     INNER JOIN dbo.SyncQueue AS q ON o.EnqueuedAt = q.EnqueuedAt
     WHERE o.[Status] = 'Pending' AND q.DedupKey IS NOT NULL AND q.[Status] = 'Failed';
@@ -69,8 +71,7 @@ BEGIN
         BEGIN
             EXEC @RetCode = dbo.Lock_ItemKeys_utx
                 @Queue = N'dbo.SyncQueue',
-                @KeyColumn = 'DedupKey',
-                @ItemKeys = @DedupKeys,
+                @ItemKeys = @ItemKeys,
                 @Caller = @Proc;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;

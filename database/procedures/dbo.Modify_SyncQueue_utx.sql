@@ -79,7 +79,7 @@ BEGIN
     DECLARE @BackoffMs BIGINT;
     DECLARE @ErrNo INT;
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.ItemKeyList;
+    DECLARE @ItemKeys dbo.ItemKeyList;
     DECLARE @RowCnt INT;
 
     SET @NewUpdatedAt = NULL;
@@ -114,8 +114,11 @@ BEGIN
     -- DedupKey never changes, so it is read before the row is locked.
     IF (@Status = 'Pending')
         BEGIN
-            INSERT INTO @DedupKeys (ItemKey)
-            SELECT q.DedupKey FROM dbo.SyncQueue AS q
+            INSERT INTO @ItemKeys (KeyColumn, ItemKey)
+            SELECT
+                'DedupKey' AS KeyColumn,
+                q.DedupKey
+            FROM dbo.SyncQueue AS q
             WHERE q.EnqueuedAt = @EnqueuedAt AND q.DedupKey IS NOT NULL AND q.[Status] = 'Failed';
             SELECT
                 @RowCnt = @@ROWCOUNT,
@@ -125,8 +128,7 @@ BEGIN
                 BEGIN
                     EXEC @RetCode = dbo.Lock_ItemKeys_utx
                         @Queue = N'dbo.SyncQueue',
-                        @KeyColumn = 'DedupKey',
-                        @ItemKeys = @DedupKeys,
+                        @ItemKeys = @ItemKeys,
                         @Caller = @Proc;
                     SELECT @ErrNo = @@ERROR;
                     IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;

@@ -50,7 +50,7 @@ BEGIN
     DECLARE @Target dbo.QueueState;
     DECLARE @Duration dbo.Duration;
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.ItemKeyList;
+    DECLARE @ItemKeys dbo.ItemKeyList;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -95,8 +95,11 @@ BEGIN
     -- before the row is locked.
     IF (@Action = 'Retry')
         BEGIN
-            INSERT INTO @DedupKeys (ItemKey)
-            SELECT n.DedupKey FROM dbo.Notification AS n
+            INSERT INTO @ItemKeys (KeyColumn, ItemKey)
+            SELECT
+                'DedupKey' AS KeyColumn,
+                n.DedupKey
+            FROM dbo.Notification AS n
             WHERE n.EnqueuedAt = @EnqueuedAt AND n.DedupKey IS NOT NULL AND n.[Status] = 'Failed';
             SELECT
                 @RowCnt = @@ROWCOUNT,
@@ -106,8 +109,7 @@ BEGIN
                 BEGIN
                     EXEC @RetCode = dbo.Lock_ItemKeys_utx
                         @Queue = N'dbo.Notification',
-                        @KeyColumn = 'DedupKey',
-                        @ItemKeys = @DedupKeys,
+                        @ItemKeys = @ItemKeys,
                         @Caller = @Proc;
                     SELECT @ErrNo = @@ERROR;
                     IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;

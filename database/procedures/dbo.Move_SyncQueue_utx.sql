@@ -50,7 +50,7 @@ BEGIN
     DECLARE @Target dbo.QueueState;
     DECLARE @Duration dbo.Duration;
     DECLARE @RetCode INT;
-    DECLARE @DedupKeys dbo.ItemKeyList;
+    DECLARE @ItemKeys dbo.ItemKeyList;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -95,8 +95,11 @@ BEGIN
     -- before the row is locked.
     IF (@Action = 'Retry')
         BEGIN
-            INSERT INTO @DedupKeys (ItemKey)
-            SELECT q.DedupKey FROM dbo.SyncQueue AS q
+            INSERT INTO @ItemKeys (KeyColumn, ItemKey)
+            SELECT
+                'DedupKey' AS KeyColumn,
+                q.DedupKey
+            FROM dbo.SyncQueue AS q
             WHERE q.EnqueuedAt = @EnqueuedAt AND q.DedupKey IS NOT NULL AND q.[Status] = 'Failed';
             SELECT
                 @RowCnt = @@ROWCOUNT,
@@ -106,8 +109,7 @@ BEGIN
                 BEGIN
                     EXEC @RetCode = dbo.Lock_ItemKeys_utx
                         @Queue = N'dbo.SyncQueue',
-                        @KeyColumn = 'DedupKey',
-                        @ItemKeys = @DedupKeys,
+                        @ItemKeys = @ItemKeys,
                         @Caller = @Proc;
                     SELECT @ErrNo = @@ERROR;
                     IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
