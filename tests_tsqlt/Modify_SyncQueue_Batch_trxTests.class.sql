@@ -354,6 +354,45 @@ BEGIN
         [Status] = CASE WHEN EnqueuedAt = '2024-01-01T00:00:02' AND @SecondFailed = 1 THEN 'Failed' ELSE [Status] END;
 END;
 GO
+-- Reports the two items of AddDedupItems in one batch, the first with @FirstStatus and
+-- the second with @SecondStatus, the spy recording the locks held at each report, and
+-- asserts that the batch succeeded with two reports, @HeldOne of them holding dedup-1's
+-- lock and @HeldTwo dedup-2's.
+CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.AssertLocksHeld
+    @FirstStatus VARCHAR(20),
+    @SecondStatus VARCHAR(20),
+    @HeldOne INT,
+    @HeldTwo INT
+AS
+BEGIN
+    DECLARE @Outcomes dbo.SyncQueueOutcomeList;
+    DECLARE @RetCode INT;
+    DECLARE @Calls INT;
+    DECLARE @One INT;
+    DECLARE @Two INT;
+    CREATE TABLE #Locks (
+        EnqueuedAt DATETIME2(7) NOT NULL, ModeOne NVARCHAR(32) NOT NULL, ModeTwo NVARCHAR(32) NOT NULL
+    );
+    EXEC Modify_SyncQueue_Batch_trxTests.SpyLocks;
+    INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
+    VALUES
+    ('2024-01-01T00:00:01', '2024-01-01T00:00:05', @FirstStatus),
+    ('2024-01-01T00:00:02', '2024-01-01T00:00:06', @SecondStatus);
+
+    EXEC @RetCode = dbo.Modify_SyncQueue_Batch_trx @Outcomes = @Outcomes;
+
+    SELECT
+        @Calls = COUNT(*),
+        @One = SUM(CASE WHEN l.ModeOne = N'Exclusive' THEN 1 ELSE 0 END),
+        @Two = SUM(CASE WHEN l.ModeTwo = N'Exclusive' THEN 1 ELSE 0 END)
+    FROM #Locks AS l;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Calls, @Message = N'reports';
+    EXEC tSQLt.AssertEquals @Expected = @HeldOne, @Actual = @One, @Message = N'reports made holding dedup-1';
+    EXEC tSQLt.AssertEquals @Expected = @HeldTwo, @Actual = @Two, @Message = N'reports made holding dedup-2';
+END;
+GO
 -- A Pending outcome for a Failed item takes its DedupKey lock, as Add_ does, before any row:
 -- taken at the Pending item alone, it would come after the rows of the items
 -- before it, and an enqueue holding it and reading their DedupKey would deadlock.
@@ -362,67 +401,22 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx locks the DedupKey of a Failed item before the first report when it is put back]
 AS
 BEGIN
-    DECLARE @Outcomes dbo.SyncQueueOutcomeList;
-    DECLARE @RetCode INT;
-    DECLARE @Calls INT;
-    DECLARE @HeldOne INT;
-    DECLARE @HeldTwo INT;
-    CREATE TABLE #Locks (
-        EnqueuedAt DATETIME2(7) NOT NULL, ModeOne NVARCHAR(32) NOT NULL, ModeTwo NVARCHAR(32) NOT NULL
-    );
     EXEC Modify_SyncQueue_Batch_trxTests.FakeQueue;
     EXEC Modify_SyncQueue_Batch_trxTests.AddDedupItems @SecondFailed = 1;
-    EXEC Modify_SyncQueue_Batch_trxTests.SpyLocks;
-    INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
-    VALUES
-    ('2024-01-01T00:00:02', '2024-01-01T00:00:06', 'Pending'),
-    ('2024-01-01T00:00:01', '2024-01-01T00:00:05', 'Completed');
 
-    EXEC @RetCode = dbo.Modify_SyncQueue_Batch_trx @Outcomes = @Outcomes;
-
-    SELECT
-        @Calls = COUNT(*),
-        @HeldOne = SUM(CASE WHEN l.ModeOne = N'Exclusive' THEN 1 ELSE 0 END),
-        @HeldTwo = SUM(CASE WHEN l.ModeTwo = N'Exclusive' THEN 1 ELSE 0 END)
-    FROM #Locks AS l;
-
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Calls, @Message = N'reports';
-    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @HeldTwo, @Message = N'reports made holding dedup-2';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @HeldOne, @Message = N'reports made holding dedup-1';
+    EXEC Modify_SyncQueue_Batch_trxTests.AssertLocksHeld
+        @FirstStatus = 'Completed', @SecondStatus = 'Pending', @HeldOne = 0, @HeldTwo = 2;
 END;
 GO
 --[@tSQLt:NoTransaction]('Modify_SyncQueue_Batch_trxTests.RollbackLeftOpen')
 CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx leaves enqueues free when no outcome is Pending]
 AS
 BEGIN
-    DECLARE @Outcomes dbo.SyncQueueOutcomeList;
-    DECLARE @RetCode INT;
-    DECLARE @Calls INT;
-    DECLARE @Held INT;
-    CREATE TABLE #Locks (
-        EnqueuedAt DATETIME2(7) NOT NULL, ModeOne NVARCHAR(32) NOT NULL, ModeTwo NVARCHAR(32) NOT NULL
-    );
     EXEC Modify_SyncQueue_Batch_trxTests.FakeQueue;
     EXEC Modify_SyncQueue_Batch_trxTests.AddDedupItems;
-    EXEC Modify_SyncQueue_Batch_trxTests.SpyLocks;
-    INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
-    VALUES
-    ('2024-01-01T00:00:01', '2024-01-01T00:00:05', 'Completed'),
-    ('2024-01-01T00:00:02', '2024-01-01T00:00:06', 'Failed');
 
-    EXEC @RetCode = dbo.Modify_SyncQueue_Batch_trx @Outcomes = @Outcomes;
-
-    SELECT
-        @Calls = COUNT(*),
-        @Held = SUM(
-            CASE WHEN l.ModeOne = N'Exclusive' THEN 1 ELSE 0 END + CASE WHEN l.ModeTwo = N'Exclusive' THEN 1 ELSE 0 END
-        )
-    FROM #Locks AS l;
-
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Calls, @Message = N'reports';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Held, @Message = N'reports made holding a DedupKey lock';
+    EXEC Modify_SyncQueue_Batch_trxTests.AssertLocksHeld
+        @FirstStatus = 'Completed', @SecondStatus = 'Failed', @HeldOne = 0, @HeldTwo = 0;
 END;
 GO
 -- A worker putting an item back (Processing to Pending) keeps its key unfinished:
@@ -431,33 +425,11 @@ GO
 CREATE PROCEDURE Modify_SyncQueue_Batch_trxTests.[test Modify_SyncQueue_Batch_trx takes no DedupKey lock when a claimed item is put back]
 AS
 BEGIN
-    DECLARE @Outcomes dbo.SyncQueueOutcomeList;
-    DECLARE @RetCode INT;
-    DECLARE @Calls INT;
-    DECLARE @Held INT;
-    CREATE TABLE #Locks (
-        EnqueuedAt DATETIME2(7) NOT NULL, ModeOne NVARCHAR(32) NOT NULL, ModeTwo NVARCHAR(32) NOT NULL
-    );
     EXEC Modify_SyncQueue_Batch_trxTests.FakeQueue;
     EXEC Modify_SyncQueue_Batch_trxTests.AddDedupItems;
-    EXEC Modify_SyncQueue_Batch_trxTests.SpyLocks;
-    INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])
-    VALUES
-    ('2024-01-01T00:00:01', '2024-01-01T00:00:05', 'Pending'),
-    ('2024-01-01T00:00:02', '2024-01-01T00:00:06', 'Pending');
 
-    EXEC @RetCode = dbo.Modify_SyncQueue_Batch_trx @Outcomes = @Outcomes;
-
-    SELECT
-        @Calls = COUNT(*),
-        @Held = SUM(
-            CASE WHEN l.ModeOne = N'Exclusive' THEN 1 ELSE 0 END + CASE WHEN l.ModeTwo = N'Exclusive' THEN 1 ELSE 0 END
-        )
-    FROM #Locks AS l;
-
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Calls, @Message = N'reports';
-    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Held, @Message = N'reports made holding a DedupKey lock';
+    EXEC Modify_SyncQueue_Batch_trxTests.AssertLocksHeld
+        @FirstStatus = 'Pending', @SecondStatus = 'Pending', @HeldOne = 0, @HeldTwo = 0;
 END;
 GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
