@@ -70,7 +70,7 @@ def table(queues: list[QueueHealth]) -> Table:
         other = sum(n for status, n in q.items.items() if status not in SHOWN)
         grid.add_row(
             q.queue, *(str(q.items.get(s, 0)) for s in SHOWN), str(other),
-            _age(q.oldest_due_s), str(q.past_lease),
+            age(q.oldest_due_s), str(q.past_lease),
             f"{q.completed_per_min:.1f}", f"{q.failed_per_min:.1f}",
             _ms(q.p50_ms), _ms(q.p95_ms),
             style="red" if q.past_lease or (q.oldest_due_s or 0) > 300 else None,
@@ -93,10 +93,11 @@ def watch(conn: Any, every_s: float, console: Console) -> None:
             return
 
 
-def _age(seconds: int | None) -> str:
+def age(seconds: int | None) -> str:
+    """How long ago, as status and the dashboard show it: 42s, 3m07s, 2h05m; - for none."""
     if seconds is None:
         return "-"
-    minutes, s = divmod(seconds, 60)
+    minutes, s = divmod(int(seconds), 60)
     hours, m = divmod(minutes, 60)
     return f"{hours}h{m:02d}m" if hours else f"{m}m{s:02d}s" if m else f"{s}s"
 

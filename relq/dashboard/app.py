@@ -35,7 +35,7 @@ from relq.dashboard import access, metrics, privacy
 from relq.dashboard.chart import History
 from relq.dashboard.store import ACTIONS, LISTED, Column, Filter, Store
 from relq.errors import Msg, RelqError
-from relq.status import SHOWN, QueueHealth
+from relq.status import SHOWN, QueueHealth, age
 
 HERE = Path(__file__).parent
 PAGE = 50  # items per page
@@ -90,7 +90,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
     settings = settings or Settings()
     history = history or History(every_s=max(settings.refresh_s, 1.0))
     templates = Jinja2Templates(directory=str(HERE / "templates"))
-    templates.env.filters.update(when=_when, age=_age, ms=_ms, rate=_rate, short=_short)
+    templates.env.filters.update(when=_when, age=age, ms=_ms, rate=_rate, short=_short)
     templates.env.globals.update(settings=settings, SHOWN=SHOWN,
                                  chart=lambda queue: history.svg(queue, settings.clock()))
 
@@ -326,14 +326,6 @@ def _when(value: Any) -> str:
     if isinstance(value, datetime):
         return value.isoformat(sep=" ", timespec="microseconds")
     return "" if value is None else str(value)
-
-
-def _age(seconds: int | None) -> str:
-    if seconds is None:
-        return "-"
-    minutes, s = divmod(int(seconds), 60)
-    hours, m = divmod(minutes, 60)
-    return f"{hours}h{m:02d}m" if hours else f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 def _ms(value: int | None) -> str:
