@@ -1028,3 +1028,37 @@ BEGIN
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
+-- The enqueue lock is the session's only while it inserts; a DedupKey's and a group's
+-- locks are the transaction's, to its end (dbo.Lock_ItemKeys_utx's names; APPLOCK_MODE:
+-- https://learn.microsoft.com/sql/t-sql/functions/applock-mode-transact-sql).
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx keeps the DedupKey and group locks and frees the enqueue lock when it returns]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    DECLARE @DedupKey NVARCHAR(200) = N'reset-42';
+    DECLARE @GroupKey NVARCHAR(200) = N'user-42';
+    EXEC Add_Notification_ResetPassword_utxTests.FakeNotificationTables;
+
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_utx
+        @UserID = 42,
+        @Username = N'alice',
+        @OTP = 'A1B2C3',
+        @EmailTo = N'alice@example.com',
+        @GroupKey = @GroupKey,
+        @DedupKey = @DedupKey;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'Exclusive',
+        @Actual = APPLOCK_MODE(N'public', N'dbo.Notification.DedupKey#' + CAST(CHECKSUM(@DedupKey) AS NVARCHAR(11)), N'Transaction'),
+        @Message = N'the DedupKey''s lock';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'Exclusive',
+        @Actual = APPLOCK_MODE(N'public', N'dbo.Notification.GroupKey#' + CAST(CHECKSUM(@GroupKey) AS NVARCHAR(11)), N'Transaction'),
+        @Message = N'the group''s lock';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'NoLock',
+        @Actual = APPLOCK_MODE(N'public', N'dbo.Notification', N'Session'),
+        @Message = N'the enqueue lock';
+END;
+GO

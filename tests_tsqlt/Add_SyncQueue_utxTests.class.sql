@@ -82,6 +82,37 @@ BEGIN
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
+-- The enqueue lock is the session's only while it inserts; a DedupKey's and a group's
+-- locks are the transaction's, to its end (dbo.Lock_ItemKeys_utx's names; APPLOCK_MODE:
+-- https://learn.microsoft.com/sql/t-sql/functions/applock-mode-transact-sql).
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx keeps the DedupKey and group locks and frees the enqueue lock when it returns]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @RetCode INT;
+    DECLARE @DedupKey NVARCHAR(200) = N'order-7';
+    DECLARE @GroupKey NVARCHAR(200) = N'customer-7';
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
+    INSERT INTO @Items (ItemNo, [Type], EntityKey, GroupKey, DedupKey)
+    VALUES (1, 'AddTestJobA', N'C-1', @GroupKey, @DedupKey);
+
+    EXEC @RetCode = dbo.Add_SyncQueue_utx @Items = @Items;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'Exclusive',
+        @Actual = APPLOCK_MODE(N'public', N'dbo.SyncQueue.DedupKey#' + CAST(CHECKSUM(@DedupKey) AS NVARCHAR(11)), N'Transaction'),
+        @Message = N'the DedupKey''s lock';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'Exclusive',
+        @Actual = APPLOCK_MODE(N'public', N'dbo.SyncQueue.GroupKey#' + CAST(CHECKSUM(@GroupKey) AS NVARCHAR(11)), N'Transaction'),
+        @Message = N'the group''s lock';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'NoLock',
+        @Actual = APPLOCK_MODE(N'public', N'dbo.SyncQueue', N'Session'),
+        @Message = N'the enqueue lock';
+END;
+GO
 CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx keeps the given ScheduledFor when an item has one]
 AS
 BEGIN
