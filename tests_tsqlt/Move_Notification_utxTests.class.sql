@@ -358,6 +358,37 @@ BEGIN
         EXEC tSQLt.Fail @Message0 = N'without @ScheduledFor the retry is due at the time of the call';
 END;
 GO
+-- A retry checks its DedupKey under that key's lock, held for the transaction; a cancel
+-- takes none (dbo.Lock_ItemKeys_utx's names; APPLOCK_MODE:
+-- https://learn.microsoft.com/sql/t-sql/functions/applock-mode-transact-sql).
+CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx holds the lock of the DedupKey when a Failed item with one gets Retry]
+AS
+BEGIN
+    DECLARE @Failed DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Pending DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Retried NVARCHAR(200) = N'order-1';
+    DECLARE @Cancelled NVARCHAR(200) = N'order-2';
+    DECLARE @RetRetry INT;
+    DECLARE @RetCancel INT;
+    EXEC Move_Notification_utxTests.FakeQueue;
+    EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = @Failed, @Status = 'Failed', @DedupKey = @Retried;
+    EXEC Move_Notification_utxTests.AddItem @EnqueuedAt = @Pending, @Status = 'Pending', @DedupKey = @Cancelled;
+
+    EXEC @RetRetry = dbo.Move_Notification_utx @EnqueuedAt = @Failed, @Action = 'Retry';
+    EXEC @RetCancel = dbo.Move_Notification_utx @EnqueuedAt = @Pending, @Action = 'Cancel';
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetRetry, @Message = N'retry';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCancel, @Message = N'cancel';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'Exclusive',
+        @Actual = APPLOCK_MODE(N'public', N'dbo.Notification.DedupKey#' + CAST(CHECKSUM(@Retried) AS NVARCHAR(11)), N'Transaction'),
+        @Message = N'the retried item''s DedupKey';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'NoLock',
+        @Actual = APPLOCK_MODE(N'public', N'dbo.Notification.DedupKey#' + CAST(CHECKSUM(@Cancelled) AS NVARCHAR(11)), N'Transaction'),
+        @Message = N'the cancelled item''s DedupKey';
+END;
+GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx retries the item at the given time when a Failed item gets Retry with ScheduledFor]
 AS
 BEGIN
