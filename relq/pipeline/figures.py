@@ -52,12 +52,11 @@ Definitions (the JSON's "definitions" repeats them; tests recompute them with pa
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from relq.pipeline import percentiles as exact
+from relq.pipeline.spark import settings
 
 PERCENTILES = (0.5, 0.95, 0.99)
 HOURLY_PERCENTILE = 0.95
@@ -72,6 +71,7 @@ LEASE_EXPIRED = "the lease of the last attempt expired"
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 HOUR_US = 3_600_000_000
 _SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+_FILE_TASKS = "spark.sql.files.minPartitionNum"
 LEVELS = {0: "step", 1: "type", 3: "queue", 7: "all"}  # as grouping_id of rollup(Queue, Type, Step)
 # Buckets per unit of ln(ms) (relq.pipeline.percentiles): 256 (0.4 % wide) for the groups of the
 # tables, 16 (6 % wide) for the waits per queue and hour, groups a hundred times smaller.
@@ -157,24 +157,26 @@ def compute(frame: Any) -> dict[str, Any]:
     JSON-ready values: {"summary", "groups", "throughput", "hourly", "errors"}. Three passes
     over the rows: one aggregation for every count and histogram, one filter for the values at
     the percentiles' ranks (relq.pipeline.percentiles), one for the error texts."""
-    with few_shuffle_partitions(frame.sparkSession):
+    with settings(frame.sparkSession, sized(frame.sparkSession.sparkContext.defaultParallelism)):
         return _compute(frame)
 
 
-@contextmanager
-def few_shuffle_partitions(spark: Any) -> Iterator[None]:
-    """Every shuffle of the report carries a small result (aggregates, the rows at a few ranks):
-    as many partitions as the cores, not Spark's 200, each of which every map task writes a file
-    for (that alone cost more than half of the report). The caller's value comes back after."""
-    before = spark.conf.get(_SHUFFLE_PARTITIONS, None)
-    spark.conf.set(_SHUFFLE_PARTITIONS, str(max(2, spark.sparkContext.defaultParallelism)))
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(_SHUFFLE_PARTITIONS)
-        else:
-            spark.conf.set(_SHUFFLE_PARTITIONS, before)
+def sized(cores: int) -> dict[str, str]:
+    """The report's Spark settings for ``cores`` cores (each pass's planned with them; the
+    caller's come back after):
+
+    - every shuffle carries a small result (aggregates, the rows at a few ranks): as many
+      partitions as the cores, not Spark's 200, each of which every map task writes a file for
+      (that alone cost more than half of the report);
+    - the archive's files are read in at least four tasks a core. Spark packs files into as
+      many tasks as the cores when they are small beside spark.sql.files.maxPartitionBytes
+      (128 MiB): a million rows of history came in two tasks of 68 % and 32 % of the rows, one
+      core idle for a third of each pass. More, smaller tasks share the rows out evenly; a
+      large archive is split by maxPartitionBytes as before. ("spark.sql.files.minPartitionNum:
+      the suggested (not guaranteed) minimum number of split file partitions",
+      https://spark.apache.org/docs/latest/sql-performance-tuning.html)"""
+    cores = max(2, cores)
+    return {_SHUFFLE_PARTITIONS: str(cores), _FILE_TASKS: str(4 * cores)}
 
 
 def _compute(frame: Any) -> dict[str, Any]:
@@ -186,7 +188,7 @@ def _compute(frame: Any) -> dict[str, Any]:
         raise NotAnArchive
     counts = _counts(tally)
     plan = exact.Plan(found, *_wanted(counts, tally))
-    plan.pick(rows.sparkSession, _facts(rows, plan), _levels)
+    plan.pick(rows.sparkSession, _facts(rows, plan))
     groups = sorted((_group(key, c, plan) for key, c in counts.items()), key=_order)
     summary = next(g for g in groups if g["level"] == "all")
     spans = counts[(7, None, None, None)]
@@ -202,7 +204,7 @@ def _compute(frame: Any) -> dict[str, Any]:
         "groups": [g for g in groups if g["level"] != "all"],
         "throughput": _throughput(tally),
         "hourly": _hourly(tally, plan, last_hour),
-        "errors": errors(rows),
+        "errors": errors(frame),
     }
 
 
@@ -239,9 +241,10 @@ _SETS = {  # the grouping sets of pass 1: the tally, and each series' histogram
 
 def _aggregate(rows: Any) -> tuple[list[dict[str, Any]], dict[tuple, dict[int, int]]]:
     """Pass 1, one aggregation over grouping sets: the tally, items per (queue, type, step,
-    status, retried, hour enqueued, hour finished) with their counts of waits and durations and
-    their first and last times, which every count of the report adds up (a few thousand rows a
-    week of history); and the histograms, {(series, queue, type, step, hour): {bucket: rows}}."""
+    status, retried, hour enqueued, hour finished) with their first and last times, which every
+    count of the report adds up (a few thousand rows a week of history); and the histograms,
+    {(series, queue, type, step, hour): {bucket: rows}}, whose sums count the waits and
+    durations of each group (percentiles.Plan.counts)."""
     from pyspark.sql import functions as F
 
     columns = list(dict.fromkeys(c for kept in _SETS.values() for c in kept))
@@ -254,8 +257,6 @@ def _aggregate(rows: Any) -> tuple[list[dict[str, Any]], dict[tuple, dict[int, i
         .agg(
             F.grouping_id().alias("set"),
             F.count(F.lit(1)).alias("items"),
-            F.count("wait_ms").alias("wait_n"),
-            F.count("duration_ms").alias("duration_n"),
             F.min("enqueued_us").alias("first_enqueued"),
             F.min("updated_us").alias("first_updated"),
             F.max("updated_us").alias("last_updated"),
@@ -287,8 +288,6 @@ def _counts(tally: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
                 {
                     "items": 0,
                     "retried": 0,
-                    "wait_ms": 0,
-                    "duration_ms": 0,
                     "statuses": dict.fromkeys((*FINISHED, "other"), 0),
                     "first_enqueued": None,
                     "first_updated": None,
@@ -297,8 +296,6 @@ def _counts(tally: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
             )
             c["items"] += row["items"]
             c["retried"] += row["items"] if row["retried"] else 0
-            c["wait_ms"] += row["wait_n"]
-            c["duration_ms"] += row["duration_n"]
             c["statuses"][row["Status"] if row["Status"] in FINISHED else "other"] += row["items"]
             for name, pick in (("first_enqueued", min), ("first_updated", min), ("last_updated", max)):
                 values = [v for v in (c[name], row[name]) if v is not None]
@@ -319,9 +316,8 @@ def _facts(rows: Any, plan: exact.Plan) -> Any:
     none_text, none_hour = F.lit(None).cast("string"), F.lit(None).cast("long")
 
     def fact(series: str, type_: Any, step: Any, hour: Any) -> Any:
-        wanted = ", ".join(map(str, plan.buckets(series))) or "NULL"  # one expression, not a call each
         return F.when(
-            F.expr(f"{_BUCKET[series]} IN ({wanted})"),
+            F.col(_BUCKET[series]).isin(plan.buckets(series)),
             F.struct(
                 F.lit(series).alias("s"),
                 F.col("Queue").alias("Queue"),
@@ -343,30 +339,6 @@ def _facts(rows: Any, plan: exact.Plan) -> Any:
     # No filter on a computed column: Spark would push it below the projections, computing
     # every value again inside it; an empty array simply yields no row.
     return rows.select(F.inline(near))
-
-
-def _levels(facts: Any) -> Any:
-    """The facts once per group they count in (percentiles.GROUP): a wait or duration in its
-    step, type, queue and overall; a wait per hour in its queue's hour only."""
-    from pyspark.sql import functions as F
-
-    none = F.lit(None).cast("string")
-    levels = F.array(
-        *(
-            F.struct(
-                F.lit(gid).alias("gid"),
-                (F.col("Queue") if gid < 7 else none).alias("Queue"),
-                (F.col("Type") if gid < 3 else none).alias("Type"),
-                (F.col("Step") if gid == 0 else none).alias("Step"),
-            )
-            for gid in LEVELS
-        )
-    )
-    return (
-        facts.select("s", "hour", "v", "b", F.explode(levels).alias("g"))
-        .where((F.col("s") != HOURLY) | (F.col("g.gid") == 0))
-        .select("s", "g.gid", "g.Queue", "g.Type", "g.Step", "hour", "b", "v")
-    )
 
 
 def _wanted(counts: dict[tuple, dict[str, Any]], tally: list[dict[str, Any]]) -> tuple[dict, dict]:
@@ -412,7 +384,10 @@ def _group(key: tuple, c: dict[str, Any], plan: exact.Plan) -> dict[str, Any]:
         "failed": c["statuses"]["Failed"],
         "failure_rate": c["statuses"]["Failed"] / items,
         **{
-            m: {"count": c[m], **{f"p{round(p * 100)}": plan.value((m, *key, None), p) for p in PERCENTILES}}
+            m: {
+                "count": plan.counts.get((m, *key, None), 0),
+                **{f"p{round(p * 100)}": plan.value((m, *key, None), p) for p in PERCENTILES},
+            }
             for m in MEASURES
         },
     }
@@ -457,7 +432,10 @@ def _hourly(tally: list[dict[str, Any]], plan: exact.Plan, last_hour: int) -> li
 
 def errors(rows: Any) -> list[dict[str, Any]]:
     """Pass 3: the TOP_ERRORS most frequent error texts per queue, type and kind, grouped;
-    each with its count, and the kind's total items and number of distinct texts."""
+    each with its count, and the kind's total items and number of distinct texts. ``rows``:
+    archive rows as read (the columns Queue, Type, Status, AttemptNum and Error), not
+    prepare()'s: Spark then computed prepare()'s columns for every row of this pass, 40 % of
+    its time at five million rows."""
     from pyspark.sql import functions as F
 
     text = F.trim(F.coalesce(F.col("Error"), F.lit("")))
@@ -465,12 +443,19 @@ def errors(rows: Any) -> list[dict[str, Any]]:
         (F.col("AttemptNum") > 1) & (text != ""), F.lit("retried")
     )
     shown = F.when(text == "", F.lit(NO_ERROR_TEXT)).otherwise(F.substring(text, 1, ERROR_CHARS))
-    grouped = F.regexp_replace(F.regexp_replace(shown, _VARYING, "#"), r"\s+", " ")
-    per_text = (
+    # Items per text as written first, a hash aggregation (a row per distinct text, far fewer
+    # than items where texts repeat), then grouped: the regular expressions run once per distinct
+    # text, and the example (the min of a string, which Spark aggregates by sorting its rows,
+    # SortAggregate in the plan) is taken over those rows, not over every failed item.
+    written = (
         rows.where((F.col("Status") == "Failed") | (F.col("AttemptNum") > 1))  # cheap, first
         .where(kind.isNotNull())
-        .groupBy("Queue", "Type", kind.alias("kind"), grouped.alias("error"))
-        .agg(F.count(F.lit(1)).alias("items"), F.min(shown).alias("example"))
+        .groupBy("Queue", "Type", kind.alias("kind"), shown.alias("shown"))
+        .agg(F.count(F.lit(1)).alias("items"))
+    )
+    grouped = F.regexp_replace(F.regexp_replace(F.col("shown"), _VARYING, "#"), r"\s+", " ")
+    per_text = written.groupBy("Queue", "Type", "kind", grouped.alias("error")).agg(
+        F.sum("items").alias("items"), F.min("shown").alias("example")
     )
     by_kind: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     # A row per grouped text: few, unless the texts vary in more than numbers and ids.

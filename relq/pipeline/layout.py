@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from relq.pipeline.spark import settings
+
 PARTITIONS = ("Queue", "Type", "Day")
 _INFERENCE = "spark.sql.sources.partitionColumnTypeInference.enabled"
 _TIMESTAMPS = "spark.sql.parquet.outputTimestampType"
@@ -53,17 +55,10 @@ def write(frame: Any, root: str, mode: str = "append") -> None:
     engine. Archives written before hold INT96, and are read as well."""
     from pyspark.sql import functions as F
 
-    conf = frame.sparkSession.conf
-    before = conf.get(_TIMESTAMPS, None)
-    conf.set(_TIMESTAMPS, "TIMESTAMP_MICROS")  # for this write only: the caller's value comes back
-    try:
+    # For this write only: the caller's value comes back.
+    with settings(frame.sparkSession, {_TIMESTAMPS: "TIMESTAMP_MICROS"}):
         (frame.withColumn("Day", F.to_date(F.col("UpdatedAt")))
          .write.mode(mode).partitionBy(*PARTITIONS).parquet(root))
-    finally:
-        if before is None:
-            conf.unset(_TIMESTAMPS)
-        else:
-            conf.set(_TIMESTAMPS, before)
 
 
 def read(spark: Any, root: str, common_only: bool = False) -> Any:
@@ -76,18 +71,11 @@ def read(spark: Any, root: str, common_only: bool = False) -> Any:
 
     # Partition types are inferred when the reader resolves the files, so the setting is
     # switched off for that call only and the caller's session gets its own value back.
-    before = spark.conf.get(_INFERENCE, None)
-    spark.conf.set(_INFERENCE, "false")
-    try:
+    with settings(spark, {_INFERENCE: "false"}):
         if common_only:
             frame = spark.read.schema(f"{ddl()}, Queue STRING, Type STRING, Day STRING").parquet(root)
         else:
             frame = spark.read.option("mergeSchema", "true").parquet(root)
-    finally:
-        if before is None:
-            spark.conf.unset(_INFERENCE)
-        else:
-            spark.conf.set(_INFERENCE, before)
     return frame.withColumn("Day", F.to_date(F.col("Day")))
 
 

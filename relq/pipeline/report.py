@@ -150,6 +150,9 @@ def _figures(spark: Any, layout: Any, figures: Any, archive: str) -> dict[str, A
         raise RelqError(f"cannot read the archive {archive}: {_first_line(exc)}") from None
     except figures.Empty:
         raise RelqError(f"the archive {archive} holds no rows: nothing to report") from None
+    except figures.exact.Changed:
+        raise RelqError(f"the archive {archive} changed while the report read it (a file was rewritten): "
+                        f"run the report again") from None
     except figures.NotAnArchive:
         raise RelqError(f"cannot read the archive {archive}: it holds rows without a Queue, Type or "
                         f"EnqueuedAt (not files in the layout <root>/Queue=/Type=/Day=)") from None

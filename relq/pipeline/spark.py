@@ -12,7 +12,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,24 @@ def session(master: str | None = None, app: str = "relq", **conf: str) -> Any:
         if "JAVA_GATEWAY_EXITED" in str(exc):
             raise RelqError(f"Spark's JVM did not start on {java.where}: see Java's message above") from None
         raise
+
+
+@contextmanager
+def settings(spark: Any, values: Mapping[str, str]) -> Iterator[None]:
+    """The session's SQL settings ``values`` for the block only: each setting's value before
+    comes back after it (one the caller never set is unset again)."""
+    conf = spark.conf
+    before = {key: conf.get(key, None) for key in values}
+    for key, value in values.items():
+        conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                conf.unset(key)
+            else:
+                conf.set(key, value)
 
 
 def require_utc(spark: Any, command: str) -> None:

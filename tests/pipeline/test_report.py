@@ -376,6 +376,20 @@ def test_a_folder_that_is_not_an_archive_is_one_line(spark, tmp_path) -> None:
     assert "cannot read the archive" in _one_line(exc)
 
 
+def test_an_archive_that_changed_between_the_passes_is_one_line(spark, tmp_path, monkeypatch) -> None:
+    from relq.pipeline import percentiles as exact
+
+    layout.write(history.generate(spark, 50, seed=5), str(tmp_path / "archive"))
+
+    def changed(frame):
+        raise exact.Changed("('wait_ms', 'Q', 'T', None, None) bucket 7: 3 values counted, 4 found")
+
+    monkeypatch.setattr(figures, "compute", changed)
+    with pytest.raises(RelqError) as exc:
+        report.run(str(tmp_path / "archive"), tmp_path / "out", spark=spark)
+    assert "changed while the report read it" in _one_line(exc)
+
+
 def test_a_corrupt_parquet_file_is_one_line(spark, tmp_path) -> None:
     archive = tmp_path / "archive"
     layout.write(history.generate(spark, 200, seed=5), str(archive))
@@ -541,15 +555,7 @@ def test_percentiles_from_buckets_are_exact_with_ties_zeros_and_negatives(spark)
         members = {("x", 0, "Q", "T", name, None): [("x", "Q", "T", name, None)] for name in groups}
         members[("x", 7, None, None, None, None)] = [("x", "Q", "T", name, None) for name in groups]
         plan = exact.Plan(found, members, dict.fromkeys(members, figures.PERCENTILES))
-
-        def levels(facts):
-            step = facts.select("s", F.lit(0).alias("gid"), "Queue", "Type", "Step", "hour", "b", "v")
-            every = facts.select("s", F.lit(7).alias("gid"), *(F.lit(None).cast("string").alias(c)
-                                                               for c in ("Queue", "Type", "Step")),
-                                 "hour", "b", "v")
-            return step.unionByName(every)
-
-        plan.pick(spark, frame, levels)
+        plan.pick(spark, frame)
         everything = np.concatenate(list(groups.values()))
         for group in members:
             values = groups[group[4]] if group[1] == 0 else everything
@@ -557,6 +563,33 @@ def test_percentiles_from_buckets_are_exact_with_ties_zeros_and_negatives(spark)
             got = [plan.value(group, p) for p in figures.PERCENTILES]
             assert got == pytest.approx(list(want), rel=1e-12, abs=1e-15), (scale, group)
         assert len(plan.values) <= 2 * len(figures.PERCENTILES) * len(members)  # only the ranks needed
+
+
+def test_rows_that_changed_between_the_passes_are_refused_not_reported(spark) -> None:
+    """A row appended after the histograms were counted lands in a bucket the plan reads: pass 3
+    finds more values there than pass 1 counted, and says so instead of reading a wrong rank."""
+    from pyspark.sql import functions as F
+
+    from relq.pipeline import percentiles as exact
+
+    def facts(values):
+        return spark.createDataFrame([(float(v),) for v in values], "v DOUBLE").select(
+            F.lit("x").alias("s"), F.lit("Q").alias("Queue"), F.lit("T").alias("Type"),
+            F.lit(None).cast("string").alias("Step"), F.lit(None).cast("long").alias("hour"), "v",
+            exact.bucket(F.col("v"), 256).alias("b"))
+
+    before = [1.0, 2.0, 3.0, 4.0, 5.0]
+    found: dict = {}
+    for r in facts(before).groupBy(*exact.KEYS, "b").count().collect():
+        found.setdefault(tuple(r[k] for k in exact.KEYS), {})[r["b"]] = r["count"]
+    key = ("x", "Q", "T", None, None)
+    group = ("x", 0, "Q", "T", None, None)
+    plan = exact.Plan(found, {group: [key]}, {group: (0.5,)})
+    plan.pick(spark, facts(before))
+    assert plan.value(group, 0.5) == 3.0
+    changed = exact.Plan(found, {group: [key]}, {group: (0.5,)})
+    with pytest.raises(exact.Changed, match="1 values counted, 2 found"):
+        changed.pick(spark, facts([*before, 3.0]))
 
 
 def test_buckets_grow_with_the_value(spark) -> None:
