@@ -14,9 +14,9 @@ passes k, at a known offset inside it:
    group's values in each bucket it reads and takes the values at the wanted offsets.
 
 The result is exact, the same value a sort of the whole group would give: NumPy's method "linear",
-the value at rank (n - 1) * p counting from 0, between its two closest ranks. Pass 3 checks that it
-found as many values in each cell as pass 1 counted: both read the files Spark listed once, and a
-file rewritten in place between the passes raises Changed instead of giving a wrong figure.
+the value at rank (n - 1) * p counting from 0, between its two closest ranks. Step 3 checks that it
+found as many values in each cell as step 1 counted: both passes read the files Spark listed once,
+and a file rewritten in place between them raises Changed instead of giving a wrong figure.
 
 Rows are *facts*: columns ``s`` (the series, say "wait_ms"), ``Queue``, ``Type``, ``Step``,
 ``hour`` (keys, any of them NULL), ``v`` (the value, not NULL) and ``b`` (its bucket). A group
@@ -41,8 +41,8 @@ Group = tuple  # (s, gid, Queue, Type, Step, hour)
 
 
 class Changed(Exception):
-    """Pass 3 found another number of values in a cell than pass 1 counted: the rows changed
-    between the passes."""
+    """Step 3 (pick) found another number of values in a cell than the histograms of step 1
+    counted: the rows changed between the two passes."""
 
 
 def bucket(value: Any, scale: int) -> Any:
@@ -123,7 +123,7 @@ class Plan:
         return interpolate(self.counts.get(group, 0), p, value_at)
 
     def pick(self, spark: Any, facts: Any) -> None:
-        """Pass 3: the facts (KEYS, v, b) in the wanted cells, on the driver, each group's values in
+        """Step 3: the facts (KEYS, v, b) in the wanted cells, on the driver, each group's values in
         a bucket sorted and read at the wanted offsets. ``facts`` may hold more rows than those
         (say, every fact in a bucket any key wants): only the wanted cells' leave Spark."""
         if not self.at:
