@@ -162,8 +162,8 @@ def compute(frame: Any) -> dict[str, Any]:
 
 
 def sized(cores: int) -> dict[str, str]:
-    """The report's Spark settings for ``cores`` cores (each pass's planned with them; the
-    caller's come back after):
+    """The report's Spark settings for ``cores`` cores (its passes are planned with them; the
+    caller's own come back after):
 
     - every shuffle carries a small result (aggregates, the rows at a few ranks): as many
       partitions as the cores, not Spark's 200, each of which every map task writes a file for
@@ -433,9 +433,7 @@ def _hourly(tally: list[dict[str, Any]], plan: exact.Plan, last_hour: int) -> li
 def errors(rows: Any) -> list[dict[str, Any]]:
     """Pass 3: the TOP_ERRORS most frequent error texts per queue, type and kind, grouped;
     each with its count, and the kind's total items and number of distinct texts. ``rows``:
-    archive rows as read (the columns Queue, Type, Status, AttemptNum and Error), not
-    prepare()'s: Spark then computed prepare()'s columns for every row of this pass, 40 % of
-    its time at five million rows."""
+    archive rows as read (it reads their columns Queue, Type, Status, AttemptNum and Error)."""
     from pyspark.sql import functions as F
 
     text = F.trim(F.coalesce(F.col("Error"), F.lit("")))

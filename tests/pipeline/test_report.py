@@ -18,6 +18,7 @@ import pytest
 
 from relq.errors import RelqError
 from relq.pipeline import charts, figures, history, layout, report, units
+from relq.pipeline.spark import settings
 
 ROWS = 20_000
 FINISHED = ["Completed", "Failed", "Cancelled", "Terminated", "PartiallyCompleted"]
@@ -563,6 +564,27 @@ def test_percentiles_from_buckets_are_exact_with_ties_zeros_and_negatives(spark)
             got = [plan.value(group, p) for p in figures.PERCENTILES]
             assert got == pytest.approx(list(want), rel=1e-12, abs=1e-15), (scale, group)
         assert len(plan.values) <= 2 * len(figures.PERCENTILES) * len(members)  # only the ranks needed
+
+
+def test_the_report_reads_a_small_archive_in_more_tasks_than_cores_and_leaves_the_setting(
+        spark, tmp_path) -> None:
+    """Spark packs small files into as many read tasks as the cores, however uneven; the
+    report's passes ask for four a core (figures.sized), and the caller's session is as it was."""
+    layout.write(history.generate(spark, 3000, seed=8, days=3), str(tmp_path / "archive"))
+    files = len(list((tmp_path / "archive").rglob("*.parquet")))
+    cores = spark.sparkContext.defaultParallelism
+    assert files > cores
+
+    def tasks():
+        return layout.read(spark, str(tmp_path / "archive"), common_only=True).rdd.getNumPartitions()
+
+    alone = tasks()
+    with settings(spark, figures.sized(cores)):
+        sized = tasks()
+    assert alone <= cores < sized <= 4 * cores
+    figures.compute(layout.read(spark, str(tmp_path / "archive"), common_only=True))
+    assert spark.conf.get("spark.sql.files.minPartitionNum", None) is None
+    assert tasks() == alone
 
 
 def test_rows_that_changed_between_the_passes_are_refused_not_reported(spark) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from relq.errors import RelqError
 from relq.pipeline import report
-from relq.pipeline.spark import Java, find_java, java_major, session
+from relq.pipeline.spark import Java, find_java, java_major, session, settings
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fake java executables are shell scripts")
 
@@ -145,3 +145,28 @@ def test_a_jvm_that_does_not_start_is_one_line_naming_the_java(tmp_path) -> None
     assert done.stderr.strip().splitlines()[-1] == (
         f"error: Spark's JVM did not start on Java 17 (JAVA_HOME={tmp_path / 'jdk'}): "
         f"see Java's message above")
+
+
+class _Conf:
+    """A session's conf as pyspark.sql.conf.RuntimeConfig behaves: get(key, None) is None for
+    a setting nobody set."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = dict(values)
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+    def unset(self, key: str) -> None:
+        self.values.pop(key, None)
+
+
+def test_settings_hold_for_the_block_and_give_back_the_callers_own_even_on_an_error() -> None:
+    spark = types.SimpleNamespace(conf=_Conf({"a": "caller's"}))
+    with pytest.raises(ZeroDivisionError), settings(spark, {"a": "mine", "b": "mine too"}):
+        assert spark.conf.values == {"a": "mine", "b": "mine too"}
+        1 / 0  # noqa: B018
+    assert spark.conf.values == {"a": "caller's"}  # b, never set by the caller, is unset again
