@@ -25,9 +25,10 @@ work, each measured on its own:
 Both peaks are reset before each step (writing 5 to /proc/<pid>/clear_refs, Linux 4.0 and
 later); where that is refused, a step's peak is the process's peak so far, and the table
 says so. Each step also reports the CPU seconds its processes used (the JVM's, and Python's),
-which other work on a shared machine changes much less than the elapsed time, and the load
-average after it. Linux only (/proc). Never part of the tests: speed goals are measured, not
-asserted.
+which other work on a shared machine changes much less than the elapsed time, the JVM's split
+by its threads (compiling: HotSpot's JIT compilers; tasks: Spark's tasks; other: planning, GC,
+shuffle and Py4J), and the load average after it. Linux only (/proc). Never part of the tests:
+speed goals are measured, not asserted.
 """
 
 from __future__ import annotations
@@ -80,6 +81,42 @@ def cpu_seconds(pid: int | str) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# The JVM's threads that compile (HotSpot's C1 and C2 compilers: "C1 CompilerThre", a name the
+# kernel keeps 15 characters of) and that run Spark's tasks ("Executor task i" in PySpark 4.3).
+_COMPILING = ("C1 CompilerThre", "C2 CompilerThre")
+_TASKS = "Executor task"
+
+
+def thread_cpu(pid: int | str, proc: Path = Path("/proc")) -> dict[str, float]:
+    """CPU seconds (user + system) of a process's threads so far, added up per thread name."""
+    found: dict[str, float] = {}
+    try:
+        threads = list((proc / str(pid) / "task").iterdir())
+    except OSError:
+        return found
+    for thread in threads:
+        try:
+            stat = (thread / "stat").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        found[name] = found.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+def jvm_cpu_split(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """The JVM's CPU seconds between two thread_cpu() readings: compiling (the JIT compilers),
+    tasks (Spark's tasks) and other (the driver's planning, GC, shuffle, Py4J). A thread that
+    ended between the readings is not counted."""
+    split = {"compiling": 0.0, "tasks": 0.0, "other": 0.0}
+    for name, seconds in after.items():
+        used = seconds - before.get(name, 0.0)
+        kind = "compiling" if name.startswith(_COMPILING) else "tasks" if name.startswith(_TASKS) else "other"
+        split[kind] += max(used, 0.0)
+    return split
+
+
 def jvm_pid() -> int | None:
     """The Java process among this process's descendants (PySpark's gateway JVM)."""
     children: dict[int, list[int]] = {}
@@ -123,6 +160,7 @@ def one(rows: int, master: str, workdir: Path, driver_memory: str | None) -> Non
     def measure(step: str, work) -> float:
         resets = [reset_peak("self"), jvm is not None and reset_peak(jvm)]
         cpu = [cpu_seconds("self"), jvm and cpu_seconds(jvm)]
+        threads = thread_cpu(jvm) if jvm else {}
         began = time.perf_counter()
         work()
         seconds = time.perf_counter() - began
@@ -133,6 +171,7 @@ def one(rows: int, master: str, workdir: Path, driver_memory: str | None) -> Non
             "jvm_peak_mib": None if jvm is None else (peak_kib(jvm) or 0) / 1024,
             "python_cpu_s": (cpu_seconds("self") or 0) - (cpu[0] or 0),
             "jvm_cpu_s": None if jvm is None else (cpu_seconds(jvm) or 0) - (cpu[1] or 0),
+            "jvm_cpu_split_s": None if jvm is None else jvm_cpu_split(threads, thread_cpu(jvm)),
             "peaks_reset": all(resets), "spark_start_s": startup_s, "load_1min_after": load,
             "master": spark.sparkContext.master, "cores": spark.sparkContext.defaultParallelism,
             "jvm_heap_max_mib": spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**20,
@@ -254,6 +293,10 @@ def _line(r: dict) -> str:
                 f"load average after {r['load_1min_after']:.1f})")
     jvm = "?" if r["jvm_peak_mib"] is None else f"{r['jvm_peak_mib']:,.0f}"
     jvm_cpu = "?" if r["jvm_cpu_s"] is None else f"{r['jvm_cpu_s']:.1f}"
+    split = r.get("jvm_cpu_split_s")
+    if split:
+        jvm_cpu += (f" (compiling {split['compiling']:.1f}, tasks {split['tasks']:.1f}, "
+                    f"other {split['other']:.1f})")
     return (f"{r['rows']:>10,} rows  {r['step']:<42} {r['seconds']:8.2f} s  "
             f"{r['rows_per_s']:>10,.0f} rows/s  "
             f"peak RSS: driver (Python) {r['driver_peak_mib']:,.0f} MiB, JVM {jvm} MiB "
