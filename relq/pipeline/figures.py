@@ -191,7 +191,7 @@ def _compute(frame: Any) -> dict[str, Any]:
     plan.pick(rows.sparkSession, _facts(rows, plan))
     groups = sorted((_group(key, c, plan) for key, c in counts.items()), key=_order)
     summary = next(g for g in groups if g["level"] == "all")
-    spans = counts[(7, None, None, None)]
+    spans = {name: _span(tally, name, pick) for name, pick in _SPANS.items()}
     last_hour = spans["last_updated"] // HOUR_US
     return {
         "summary": {
@@ -264,43 +264,45 @@ def _aggregate(rows: Any) -> tuple[list[dict[str, Any]], dict[tuple, dict[int, i
         .toArrow()
         .to_pylist()
     )
-    tally = [r for r in table if r["set"] == ids["tally"]]
+    series_of = {ids[series]: series for series in (*MEASURES, HOURLY)}
+    tally: list[dict[str, Any]] = []
     found: dict[tuple, dict[int, int]] = defaultdict(dict)
-    for series in (*MEASURES, HOURLY):
-        for r in table:
-            if r["set"] == ids[series] and r[_BUCKET[series]] is not None:
-                key = (
-                    (series, r["Queue"], None, None, r["started_hour"])
-                    if series == HOURLY
-                    else (series, r["Queue"], r["Type"], r["Step"], None)
-                )
-                found[key][r[_BUCKET[series]]] = r["items"]
+    for r in table:
+        if r["set"] == ids["tally"]:
+            tally.append(r)
+            continue
+        series = series_of[r["set"]]
+        if r[_BUCKET[series]] is not None:
+            key = (
+                (series, r["Queue"], None, None, r["started_hour"])
+                if series == HOURLY
+                else (series, r["Queue"], r["Type"], r["Step"], None)
+            )
+            found[key][r[_BUCKET[series]]] = r["items"]
     return tally, found
 
 
 def _counts(tally: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
     """The tally added up per group of every level: {(gid, queue, type, step): counts}."""
-    found: dict[tuple, dict[str, Any]] = {}
+    found: dict[tuple, dict[str, Any]] = defaultdict(
+        lambda: {"items": 0, "retried": 0, "statuses": dict.fromkeys((*FINISHED, "other"), 0)})
     for row in tally:
+        status = row["Status"] if row["Status"] in FINISHED else "other"
         for gid in LEVELS:
-            c = found.setdefault(
-                _level_key(gid, row["Queue"], row["Type"], row["Step"]),
-                {
-                    "items": 0,
-                    "retried": 0,
-                    "statuses": dict.fromkeys((*FINISHED, "other"), 0),
-                    "first_enqueued": None,
-                    "first_updated": None,
-                    "last_updated": None,
-                },
-            )
+            c = found[_level_key(gid, row["Queue"], row["Type"], row["Step"])]
             c["items"] += row["items"]
             c["retried"] += row["items"] if row["retried"] else 0
-            c["statuses"][row["Status"] if row["Status"] in FINISHED else "other"] += row["items"]
-            for name, pick in (("first_enqueued", min), ("first_updated", min), ("last_updated", max)):
-                values = [v for v in (c[name], row[name]) if v is not None]
-                c[name] = pick(values) if values else None
-    return found
+            c["statuses"][status] += row["items"]
+    return dict(found)
+
+
+_SPANS = {"first_enqueued": min, "first_updated": min, "last_updated": max}
+
+
+def _span(tally: list[dict[str, Any]], name: str, pick: Any) -> int | None:
+    """The archive's first or last time ``name`` (microseconds), from the tally's per row."""
+    values = [r[name] for r in tally if r[name] is not None]
+    return pick(values) if values else None
 
 
 def _level_key(gid: int, queue: str | None, type_: str | None, step: str | None) -> tuple:
