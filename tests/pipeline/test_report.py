@@ -588,8 +588,9 @@ def test_the_report_reads_a_small_archive_in_more_tasks_than_cores_and_leaves_th
 
 
 def test_rows_that_changed_between_the_passes_are_refused_not_reported(spark) -> None:
-    """A row appended after the histograms were counted lands in a bucket the plan reads: pass 3
-    finds more values there than pass 1 counted, and says so instead of reading a wrong rank."""
+    """A row appended after the histograms were counted lands in a bucket the plan reads: the
+    pick finds more values there than the histograms counted, and says so instead of reading a
+    wrong rank."""
     from pyspark.sql import functions as F
 
     from relq.pipeline import percentiles as exact
