@@ -144,7 +144,8 @@ class Plan:
         if wrong.size:
             key, b = cells[wrong[0]]
             raise Changed(f"{key} bucket {b}: {counted[wrong[0]]} values counted, {found[wrong[0]]} found")
-        values = near["v"].to_numpy()[np.lexsort((near["v"].to_numpy(), cell))]
+        v = near["v"].to_numpy()
+        values = v[np.lexsort((v, cell))]  # by cell, then by value
         ends = np.cumsum(found)
 
         def of(i: int) -> Any:  # the sorted values of cell i
