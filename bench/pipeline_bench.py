@@ -75,9 +75,15 @@ def reset_peak(pid: int | str) -> bool:
 def cpu_seconds(pid: int | str) -> float | None:
     """User plus system CPU time of a process so far, in seconds (None if unreadable)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return _stat_cpu(Path(f"/proc/{pid}/stat").read_text())
     except OSError:
         return None
+
+
+def _stat_cpu(stat: str) -> float:
+    """The CPU seconds (utime + stime) in a /proc/<pid>/stat or task/<tid>/stat line: after the
+    name in parentheses, which may hold spaces and parentheses itself (proc(5))."""
+    fields = stat.rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -100,8 +106,7 @@ def thread_cpu(pid: int | str, proc: Path = Path("/proc")) -> dict[str, float]:
         except OSError:  # the thread ended meanwhile
             continue
         name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat.rsplit(")", 1)[1].split()
-        found[name] = found.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        found[name] = found.get(name, 0.0) + _stat_cpu(stat)
     return found
 
 
