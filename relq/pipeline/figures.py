@@ -56,7 +56,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from relq.pipeline import percentiles as exact
-from relq.pipeline.spark import settings
+from relq.pipeline.spark import excluding, settings
 
 PERCENTILES = (0.5, 0.95, 0.99)
 HOURLY_PERCENTILE = 0.95
@@ -83,6 +83,12 @@ ERROR_CHARS = 300  # an error text is grouped and kept up to this many character
 _VARYING = (
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|0x[0-9a-fA-F]+|[0-9]+"
 )
+
+# Spark 4's optimizer turns a SUM over a grouped COUNT(1) into one count of the rows (SPARK-57043,
+# https://github.com/apache/spark/pull/56129): error_texts' two aggregations would become one over
+# every failed item, its regular expressions run on each and its example (min of a string) sort
+# them all, twice the time at five million rows. errors() plans it without that rule.
+COLLAPSES_COUNTS = "org.apache.spark.sql.catalyst.optimizer.CollapseGroupedSumOfCount"
 
 DEFINITIONS = {
     "wait_ms": "StartedAt - max(EnqueuedAt, ScheduledFor) of the last attempt, at least 0; none for "
@@ -436,31 +442,12 @@ def errors(rows: Any) -> list[dict[str, Any]]:
     """Pass 3: the TOP_ERRORS most frequent error texts per queue, type and kind, grouped;
     each with its count, and the kind's total items and number of distinct texts. ``rows``:
     archive rows as read (it reads their columns Queue, Type, Status, AttemptNum and Error)."""
-    from pyspark.sql import functions as F
-
-    text = F.trim(F.coalesce(F.col("Error"), F.lit("")))
-    kind = F.when(F.col("Status") == "Failed", F.lit("failed")).when(
-        (F.col("AttemptNum") > 1) & (text != ""), F.lit("retried")
-    )
-    shown = F.when(text == "", F.lit(NO_ERROR_TEXT)).otherwise(F.substring(text, 1, ERROR_CHARS))
-    # Items per text as written first, a hash aggregation (a row per distinct text, far fewer
-    # than items where texts repeat), then grouped: the regular expressions run once per distinct
-    # text, and the example (the min of a string, which Spark aggregates by sorting its rows,
-    # SortAggregate in the plan) is taken over those rows, not over every failed item.
-    written = (
-        rows.where((F.col("Status") == "Failed") | (F.col("AttemptNum") > 1))  # cheap, first
-        .where(kind.isNotNull())
-        .groupBy("Queue", "Type", kind.alias("kind"), shown.alias("shown"))
-        .agg(F.count(F.lit(1)).alias("items"))
-    )
-    grouped = F.regexp_replace(F.regexp_replace(F.col("shown"), _VARYING, "#"), r"\s+", " ")
-    per_text = written.groupBy("Queue", "Type", "kind", grouped.alias("error")).agg(
-        F.sum("items").alias("items"), F.min("shown").alias("example")
-    )
+    spark = rows.sparkSession
     by_kind: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    # A row per grouped text: few, unless the texts vary in more than numbers and ids.
-    for r in per_text.toArrow().to_pylist():
-        by_kind[(r["Queue"], r["Type"], r["kind"])].append(r)
+    with settings(spark, excluding(spark, COLLAPSES_COUNTS)):  # read when the query is planned
+        # A row per grouped text: few, unless the texts vary in more than numbers and ids.
+        for r in error_texts(rows).toArrow().to_pylist():
+            by_kind[(r["Queue"], r["Type"], r["kind"])].append(r)
     out = []
     for (queue, type_, kind), texts in sorted(by_kind.items()):
         top = sorted(texts, key=lambda r: (-r["items"], r["error"]))[:TOP_ERRORS]
@@ -469,6 +456,32 @@ def errors(rows: Any) -> list[dict[str, Any]]:
                  "example": r["example"], "items": r["items"], "texts": len(texts), "kind_items": total}
                 for rank, r in enumerate(top, 1)]
     return out
+
+
+def error_texts(rows: Any) -> Any:
+    """Items per queue, type, kind and grouped error text, with an example as written (a
+    DataFrame: Queue, Type, kind, error, items, example). Counted as written first, a hash
+    aggregation (a row per distinct text, far fewer than items where texts repeat), then grouped:
+    the regular expressions run once per distinct text, and the example (the min of a string,
+    which Spark aggregates by sorting its rows, SortAggregate in the plan) is taken over those
+    rows, not over every failed item. Planned as such without COLLAPSES_COUNTS only."""
+    from pyspark.sql import functions as F
+
+    text = F.trim(F.coalesce(F.col("Error"), F.lit("")))
+    kind = F.when(F.col("Status") == "Failed", F.lit("failed")).when(
+        (F.col("AttemptNum") > 1) & (text != ""), F.lit("retried")
+    )
+    shown = F.when(text == "", F.lit(NO_ERROR_TEXT)).otherwise(F.substring(text, 1, ERROR_CHARS))
+    written = (
+        rows.where((F.col("Status") == "Failed") | (F.col("AttemptNum") > 1))  # cheap, first
+        .where(kind.isNotNull())
+        .groupBy("Queue", "Type", kind.alias("kind"), shown.alias("shown"))
+        .agg(F.count(F.lit(1)).alias("items"))
+    )
+    grouped = F.regexp_replace(F.regexp_replace(F.col("shown"), _VARYING, "#"), r"\s+", " ")
+    return written.groupBy("Queue", "Type", "kind", grouped.alias("error")).agg(
+        F.sum("items").alias("items"), F.min("shown").alias("example")
+    )
 
 
 def _order(group: dict[str, Any]) -> tuple:

@@ -34,6 +34,7 @@ DEFAULT_MASTER = "local[*]"
 TIME_ZONE = "spark.sql.session.timeZone"
 UTC_NAMES = frozenset({"UTC", "ETC/UTC", "GMT", "ETC/GMT", "Z", "+00:00", "UCT", "ETC/UCT", "ZULU",
                        "UNIVERSAL"})
+EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
 ISO_MICROS = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"  # a timestamp as text, in the session's time zone: UTC
 
 
@@ -170,6 +171,14 @@ def settings(spark: Any, values: Mapping[str, str]) -> Iterator[None]:
                 conf.unset(key)
             else:
                 conf.set(key, value)
+
+
+def excluding(spark: Any, *rules: str) -> dict[str, str]:
+    """For settings(): spark.sql.optimizer.excludedRules with ``rules`` (Catalyst optimizer rules,
+    by class name) added to those the session already excludes. Spark skips a name that is none
+    of its rules, so a rule a later Spark drops or an earlier one lacks is harmless."""
+    current = [r.strip() for r in (spark.conf.get(EXCLUDED_RULES, None) or "").split(",") if r.strip()]
+    return {EXCLUDED_RULES: ",".join(dict.fromkeys([*current, *rules]))}
 
 
 def require_utc(spark: Any, command: str) -> None:

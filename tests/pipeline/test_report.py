@@ -18,7 +18,7 @@ import pytest
 
 from relq.errors import RelqError
 from relq.pipeline import charts, figures, history, layout, report, units
-from relq.pipeline.spark import settings
+from relq.pipeline.spark import EXCLUDED_RULES, settings
 
 ROWS = 20_000
 FINISHED = ["Completed", "Failed", "Cancelled", "Terminated", "PartiallyCompleted"]
@@ -525,6 +525,29 @@ def test_error_texts_are_grouped_and_counted_by_hand(spark, tmp_path) -> None:
     assert by_text["timeout after # s (request #)"] == 2
     assert by_text[figures.NO_ERROR_TEXT] == 2  # empty and blank alike
     assert by_text["bad id # and #"] == 1
+
+
+
+def test_error_texts_are_counted_as_written_before_they_are_grouped(spark, tmp_path, monkeypatch) -> None:
+    """Two aggregations, as figures.error_texts writes them: Spark's optimizer would make them one
+    over every failed item (figures.COLLAPSES_COUNTS), and the caller's rules are left as they were."""
+    layout.write(history.generate(spark, 2000, seed=5), str(tmp_path / "archive"))
+    planned = []
+
+    def kept(rows):
+        planned.append(real(rows))
+        return planned[-1]
+
+    real = figures.error_texts
+    monkeypatch.setattr(figures, "error_texts", kept)
+    spark.conf.set(EXCLUDED_RULES, "org.apache.spark.sql.catalyst.optimizer.ConstantFolding")
+    try:
+        assert figures.errors(layout.read(spark, str(tmp_path / "archive"), common_only=True))
+        assert spark.conf.get(EXCLUDED_RULES) == "org.apache.spark.sql.catalyst.optimizer.ConstantFolding"
+    finally:
+        spark.conf.unset(EXCLUDED_RULES)
+    plan = planned[0]._jdf.queryExecution().optimizedPlan().toString()  # as planned by errors()
+    assert plan.count("Aggregate [") == 2, plan
 
 
 # -- exact percentiles from histograms -----------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 from relq.errors import RelqError
 from relq.pipeline import report
-from relq.pipeline.spark import Java, find_java, java_major, session, settings
+from relq.pipeline.spark import EXCLUDED_RULES, Java, excluding, find_java, java_major, session, settings
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fake java executables are shell scripts")
 
@@ -170,3 +170,10 @@ def test_settings_hold_for_the_block_and_give_back_the_callers_own_even_on_an_er
         assert spark.conf.values == {"a": "mine", "b": "mine too"}
         1 / 0  # noqa: B018
     assert spark.conf.values == {"a": "caller's"}  # b, never set by the caller, is unset again
+
+
+def test_excluding_adds_rules_to_the_callers_own_once() -> None:
+    spark = types.SimpleNamespace(conf=_Conf({}))
+    assert excluding(spark, "a.B") == {EXCLUDED_RULES: "a.B"}
+    spark.conf.set(EXCLUDED_RULES, " x.Y , a.B,")
+    assert excluding(spark, "a.B", "c.D") == {EXCLUDED_RULES: "x.Y,a.B,c.D"}
