@@ -527,18 +527,16 @@ def test_error_texts_are_grouped_and_counted_by_hand(spark, tmp_path) -> None:
     assert by_text["bad id # and #"] == 1
 
 
-
 def test_error_texts_are_counted_as_written_before_they_are_grouped(spark, tmp_path, monkeypatch) -> None:
     """Two aggregations, as figures.error_texts writes them: Spark's optimizer would make them one
     over every failed item (figures.COLLAPSES_COUNTS), and the caller's rules are left as they were."""
     layout.write(history.generate(spark, 2000, seed=5), str(tmp_path / "archive"))
-    planned = []
+    real, planned = figures.error_texts, []
 
     def kept(rows):
         planned.append(real(rows))
         return planned[-1]
 
-    real = figures.error_texts
     monkeypatch.setattr(figures, "error_texts", kept)
     spark.conf.set(EXCLUDED_RULES, "org.apache.spark.sql.catalyst.optimizer.ConstantFolding")
     try:
