@@ -1034,6 +1034,7 @@ GO
 CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx keeps the DedupKey and group locks and frees the enqueue lock when it returns]
 AS
 BEGIN
+    DECLARE @Mode NVARCHAR(32); -- an EXEC takes no function call as an argument
     DECLARE @RetCode INT;
     DECLARE @DedupKey NVARCHAR(200) = N'reset-42';
     DECLARE @GroupKey NVARCHAR(200) = N'user-42';
@@ -1048,17 +1049,20 @@ BEGIN
         @DedupKey = @DedupKey;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    SET @Mode = APPLOCK_MODE(N'public', N'dbo.Notification.DedupKey#' + CAST(CHECKSUM(@DedupKey) AS NVARCHAR(11)), N'Transaction');
     EXEC tSQLt.AssertEqualsString
         @Expected = N'Exclusive',
-        @Actual = APPLOCK_MODE(N'public', N'dbo.Notification.DedupKey#' + CAST(CHECKSUM(@DedupKey) AS NVARCHAR(11)), N'Transaction'),
+        @Actual = @Mode,
         @Message = N'the DedupKey''s lock';
+    SET @Mode = APPLOCK_MODE(N'public', N'dbo.Notification.GroupKey#' + CAST(CHECKSUM(@GroupKey) AS NVARCHAR(11)), N'Transaction');
     EXEC tSQLt.AssertEqualsString
         @Expected = N'Exclusive',
-        @Actual = APPLOCK_MODE(N'public', N'dbo.Notification.GroupKey#' + CAST(CHECKSUM(@GroupKey) AS NVARCHAR(11)), N'Transaction'),
+        @Actual = @Mode,
         @Message = N'the group''s lock';
+    SET @Mode = APPLOCK_MODE(N'public', N'dbo.Notification', N'Session');
     EXEC tSQLt.AssertEqualsString
         @Expected = N'NoLock',
-        @Actual = APPLOCK_MODE(N'public', N'dbo.Notification', N'Session'),
+        @Actual = @Mode,
         @Message = N'the enqueue lock';
 END;
 GO

@@ -88,6 +88,7 @@ GO
 CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx keeps the DedupKey and group locks and frees the enqueue lock when it returns]
 AS
 BEGIN
+    DECLARE @Mode NVARCHAR(32); -- an EXEC takes no function call as an argument
     DECLARE @Items dbo.SyncQueueItemList;
     DECLARE @RetCode INT;
     DECLARE @DedupKey NVARCHAR(200) = N'order-7';
@@ -99,17 +100,20 @@ BEGIN
     EXEC @RetCode = dbo.Add_SyncQueue_utx @Items = @Items;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
+    SET @Mode = APPLOCK_MODE(N'public', N'dbo.SyncQueue.DedupKey#' + CAST(CHECKSUM(@DedupKey) AS NVARCHAR(11)), N'Transaction');
     EXEC tSQLt.AssertEqualsString
         @Expected = N'Exclusive',
-        @Actual = APPLOCK_MODE(N'public', N'dbo.SyncQueue.DedupKey#' + CAST(CHECKSUM(@DedupKey) AS NVARCHAR(11)), N'Transaction'),
+        @Actual = @Mode,
         @Message = N'the DedupKey''s lock';
+    SET @Mode = APPLOCK_MODE(N'public', N'dbo.SyncQueue.GroupKey#' + CAST(CHECKSUM(@GroupKey) AS NVARCHAR(11)), N'Transaction');
     EXEC tSQLt.AssertEqualsString
         @Expected = N'Exclusive',
-        @Actual = APPLOCK_MODE(N'public', N'dbo.SyncQueue.GroupKey#' + CAST(CHECKSUM(@GroupKey) AS NVARCHAR(11)), N'Transaction'),
+        @Actual = @Mode,
         @Message = N'the group''s lock';
+    SET @Mode = APPLOCK_MODE(N'public', N'dbo.SyncQueue', N'Session');
     EXEC tSQLt.AssertEqualsString
         @Expected = N'NoLock',
-        @Actual = APPLOCK_MODE(N'public', N'dbo.SyncQueue', N'Session'),
+        @Actual = @Mode,
         @Message = N'the enqueue lock';
 END;
 GO

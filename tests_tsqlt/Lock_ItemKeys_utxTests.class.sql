@@ -25,6 +25,7 @@ GO
 CREATE PROCEDURE Lock_ItemKeys_utxTests.[test Lock_ItemKeys_utx holds an exclusive lock per key when given keys]
 AS
 BEGIN
+    DECLARE @Mode NVARCHAR(32); -- an EXEC takes no function call as an argument
     DECLARE @Keys dbo.ItemKeyList;
     DECLARE @RetCode INT;
     INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('DedupKey', N'order-1'), ('DedupKey', N'order-2');
@@ -32,17 +33,22 @@ BEGIN
     EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-1');
-    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-2');
-    EXEC tSQLt.AssertEqualsString @Expected = N'NoLock', @Actual = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-3');
+    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-1');
+    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = @Mode;
+    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-2');
+    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = @Mode;
+    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-3');
+    EXEC tSQLt.AssertEqualsString @Expected = N'NoLock', @Actual = @Mode;
+    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'GroupKey', N'order-1');
     EXEC tSQLt.AssertEqualsString
-        @Expected = N'NoLock', @Actual = Lock_ItemKeys_utxTests.Mode(N'GroupKey', N'order-1'),
+        @Expected = N'NoLock', @Actual = @Mode,
         @Message = N'a GroupKey of the same text has a lock of its own';
 END;
 GO
 CREATE PROCEDURE Lock_ItemKeys_utxTests.[test Lock_ItemKeys_utx locks a group and a DedupKey when given both]
 AS
 BEGIN
+    DECLARE @Mode NVARCHAR(32); -- an EXEC takes no function call as an argument
     DECLARE @Keys dbo.ItemKeyList;
     DECLARE @RetCode INT;
     INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('GroupKey', N'customer-7'), ('DedupKey', N'order-9');
@@ -50,9 +56,12 @@ BEGIN
     EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = Lock_ItemKeys_utxTests.Mode(N'GroupKey', N'customer-7');
-    EXEC tSQLt.AssertEqualsString @Expected = N'NoLock', @Actual = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'customer-7');
-    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-9');
+    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'GroupKey', N'customer-7');
+    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = @Mode;
+    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'customer-7');
+    EXEC tSQLt.AssertEqualsString @Expected = N'NoLock', @Actual = @Mode;
+    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-9');
+    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = @Mode;
 END;
 GO
 -- A key given twice is locked once: one release frees it (a lock taken n times
@@ -60,6 +69,7 @@ GO
 CREATE PROCEDURE Lock_ItemKeys_utxTests.[test Lock_ItemKeys_utx locks a key once when it is given twice]
 AS
 BEGIN
+    DECLARE @Mode NVARCHAR(32); -- an EXEC takes no function call as an argument
     DECLARE @Keys dbo.ItemKeyList;
     DECLARE @RetCode INT;
     DECLARE @Resource NVARCHAR(255) = Lock_ItemKeys_utxTests.LockName(N'DedupKey', N'order-1');
@@ -69,7 +79,8 @@ BEGIN
     EXEC sys.sp_releaseapplock @Resource = @Resource, @LockOwner = 'Transaction';
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    EXEC tSQLt.AssertEqualsString @Expected = N'NoLock', @Actual = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-1');
+    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-1');
+    EXEC tSQLt.AssertEqualsString @Expected = N'NoLock', @Actual = @Mode;
 END;
 GO
 -- Keys equal under the database's collation (as the queue's unique DedupKey index
@@ -87,6 +98,8 @@ BEGIN
     DECLARE @Resource NVARCHAR(255) = Lock_ItemKeys_utxTests.LockName(N'DedupKey', @Plain);
     DECLARE @UpperFree NVARCHAR(32);
     DECLARE @AccentFree NVARCHAR(32);
+    DECLARE @UpperExpected NVARCHAR(32) = CASE WHEN @Upper = @Plain THEN N'NoLock' ELSE N'Exclusive' END;
+    DECLARE @AccentExpected NVARCHAR(32) = CASE WHEN @Accent = @Plain THEN N'NoLock' ELSE N'Exclusive' END;
     INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('DedupKey', @Plain), ('DedupKey', @Upper), ('DedupKey', @Accent);
 
     EXEC dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
@@ -95,10 +108,10 @@ BEGIN
     SET @AccentFree = Lock_ItemKeys_utxTests.Mode(N'DedupKey', @Accent);
 
     EXEC tSQLt.AssertEqualsString
-        @Expected = CASE WHEN @Upper = @Plain THEN N'NoLock' ELSE N'Exclusive' END, @Actual = @UpperFree,
+        @Expected = @UpperExpected, @Actual = @UpperFree,
         @Message = N'the upper-case key';
     EXEC tSQLt.AssertEqualsString
-        @Expected = CASE WHEN @Accent = @Plain THEN N'NoLock' ELSE N'Exclusive' END, @Actual = @AccentFree,
+        @Expected = @AccentExpected, @Actual = @AccentFree,
         @Message = N'the accented key';
 END;
 GO

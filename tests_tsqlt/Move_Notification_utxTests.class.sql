@@ -364,6 +364,7 @@ GO
 CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx holds the lock of the DedupKey when a Failed item with one gets Retry]
 AS
 BEGIN
+    DECLARE @Mode NVARCHAR(32); -- an EXEC takes no function call as an argument
     DECLARE @Failed DATETIME2(7) = '2024-01-01T00:00:00';
     DECLARE @Pending DATETIME2(7) = '2024-01-01T00:01:00';
     DECLARE @Retried NVARCHAR(200) = N'order-1';
@@ -379,13 +380,15 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetRetry, @Message = N'retry';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCancel, @Message = N'cancel';
+    SET @Mode = APPLOCK_MODE(N'public', N'dbo.Notification.DedupKey#' + CAST(CHECKSUM(@Retried) AS NVARCHAR(11)), N'Transaction');
     EXEC tSQLt.AssertEqualsString
         @Expected = N'Exclusive',
-        @Actual = APPLOCK_MODE(N'public', N'dbo.Notification.DedupKey#' + CAST(CHECKSUM(@Retried) AS NVARCHAR(11)), N'Transaction'),
+        @Actual = @Mode,
         @Message = N'the retried item''s DedupKey';
+    SET @Mode = APPLOCK_MODE(N'public', N'dbo.Notification.DedupKey#' + CAST(CHECKSUM(@Cancelled) AS NVARCHAR(11)), N'Transaction');
     EXEC tSQLt.AssertEqualsString
         @Expected = N'NoLock',
-        @Actual = APPLOCK_MODE(N'public', N'dbo.Notification.DedupKey#' + CAST(CHECKSUM(@Cancelled) AS NVARCHAR(11)), N'Transaction'),
+        @Actual = @Mode,
         @Message = N'the cancelled item''s DedupKey';
 END;
 GO

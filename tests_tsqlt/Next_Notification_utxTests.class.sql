@@ -147,6 +147,8 @@ CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims t
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @FiveMinutesAgo dbo.[_Timestamp] = DATEADD(MINUTE, -5, @Now);
+    DECLARE @TenMinutesAgo dbo.[_Timestamp] = DATEADD(MINUTE, -10, @Now);
     DECLARE @Key1 dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Key2 dbo.[_Timestamp] = '2024-01-01T00:00:02';
     DECLARE @Key3 dbo.[_Timestamp] = '2024-01-01T00:00:03';
@@ -160,11 +162,11 @@ BEGIN
     EXEC Next_Notification_utxTests.FakeQueue;
     -- Key1 is the oldest key but due later; Key2 and Key3 are due at the same time: the key breaks the tie.
     EXEC Next_Notification_utxTests.AddItem
-        @EnqueuedAt = @Key1, @ScheduledFor = DATEADD(MINUTE, -5, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key1, @ScheduledFor = @FiveMinutesAgo, @UpdatedAt = @OldToken;
     EXEC Next_Notification_utxTests.AddItem
-        @EnqueuedAt = @Key2, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key2, @ScheduledFor = @TenMinutesAgo, @UpdatedAt = @OldToken;
     EXEC Next_Notification_utxTests.AddItem
-        @EnqueuedAt = @Key3, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key3, @ScheduledFor = @TenMinutesAgo, @UpdatedAt = @OldToken;
 
     SET @Before = SYSUTCDATETIME();
     EXEC @RetCode = dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
@@ -209,6 +211,7 @@ CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims a
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @OneMinuteAgo dbo.[_Timestamp] = DATEADD(MINUTE, -1, @Now);
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @EnqueuedAt dbo.[_Timestamp];
@@ -220,7 +223,7 @@ BEGIN
         @EnqueuedAt = @Key,
         @Status = 'Error',
         @AttemptNum = 1,
-        @ScheduledFor = DATEADD(MINUTE, -1, @Now),
+        @ScheduledFor = @OneMinuteAgo,
         @UpdatedAt = @OldToken,
         @Step = 'Fetch';
 
@@ -372,6 +375,7 @@ CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims a
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @TenMinutesAgo dbo.[_Timestamp] = DATEADD(MINUTE, -10, @Now);
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @EnqueuedAt dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
@@ -383,7 +387,7 @@ BEGIN
         @EnqueuedAt = @Key,
         @Status = 'Error',
         @AttemptNum = 3,
-        @ScheduledFor = DATEADD(MINUTE, -10, @Now),
+        @ScheduledFor = @TenMinutesAgo,
         @UpdatedAt = '2024-01-01T00:00:05';
 
     EXEC dbo.Next_Notification_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
@@ -402,6 +406,8 @@ CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx skips it
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @OneMinuteAgo dbo.[_Timestamp] = DATEADD(MINUTE, -1, @Now);
+    DECLARE @InAnHour dbo.[_Timestamp] = DATEADD(HOUR, 1, @Now);
     DECLARE @Due dbo.[_Timestamp] = DATEADD(MINUTE, -10, SYSUTCDATETIME());
     DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @Pending dbo.[_Timestamp] = '2024-01-01T00:00:09';
@@ -422,7 +428,7 @@ BEGIN
         @AttemptNum = 1,
         @ScheduledFor = @Due,
         @LockedBy = N'worker-2',
-        @LeaseUntil = DATEADD(HOUR, 1, @Now),
+        @LeaseUntil = @InAnHour,
         @UpdatedAt = @OldToken;
     EXEC Next_Notification_utxTests.AddItem
         @EnqueuedAt = '2024-01-01T00:00:03',
@@ -455,7 +461,7 @@ BEGIN
         @ScheduledFor = @Due,
         @UpdatedAt = @OldToken;
     EXEC Next_Notification_utxTests.AddItem
-        @EnqueuedAt = @Pending, @ScheduledFor = DATEADD(MINUTE, -1, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Pending, @ScheduledFor = @OneMinuteAgo, @UpdatedAt = @OldToken;
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -584,6 +590,8 @@ CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims t
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @FiveMinutesAgo dbo.[_Timestamp] = DATEADD(MINUTE, -5, @Now);
+    DECLARE @TenMinutesAgo dbo.[_Timestamp] = DATEADD(MINUTE, -10, @Now);
     DECLARE @Key1 dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Key2 dbo.[_Timestamp] = '2024-01-01T00:00:02';
     DECLARE @Key3 dbo.[_Timestamp] = '2024-01-01T00:00:03';
@@ -597,11 +605,11 @@ BEGIN
     EXEC Next_Notification_utxTests.FakeQueue;
     -- Key1 is the oldest key but due later; Key2 and Key3 are due at the same time: the key breaks the tie.
     EXEC Next_Notification_utxTests.AddItem
-        @EnqueuedAt = @Key1, @ScheduledFor = DATEADD(MINUTE, -5, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key1, @ScheduledFor = @FiveMinutesAgo, @UpdatedAt = @OldToken;
     EXEC Next_Notification_utxTests.AddItem
-        @EnqueuedAt = @Key2, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key2, @ScheduledFor = @TenMinutesAgo, @UpdatedAt = @OldToken;
     EXEC Next_Notification_utxTests.AddItem
-        @EnqueuedAt = @Key3, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key3, @ScheduledFor = @TenMinutesAgo, @UpdatedAt = @OldToken;
 
     SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
     SET @Before = SYSUTCDATETIME();

@@ -146,6 +146,8 @@ CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the ear
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @FiveMinutesAgo dbo.[_Timestamp] = DATEADD(MINUTE, -5, @Now);
+    DECLARE @TenMinutesAgo dbo.[_Timestamp] = DATEADD(MINUTE, -10, @Now);
     DECLARE @Key1 dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Key2 dbo.[_Timestamp] = '2024-01-01T00:00:02';
     DECLARE @Key3 dbo.[_Timestamp] = '2024-01-01T00:00:03';
@@ -159,11 +161,11 @@ BEGIN
     EXEC Next_SyncQueue_utxTests.FakeQueue;
     -- Key1 is the oldest key but due later; Key2 and Key3 are due at the same time: the key breaks the tie.
     EXEC Next_SyncQueue_utxTests.AddItem
-        @EnqueuedAt = @Key1, @ScheduledFor = DATEADD(MINUTE, -5, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key1, @ScheduledFor = @FiveMinutesAgo, @UpdatedAt = @OldToken;
     EXEC Next_SyncQueue_utxTests.AddItem
-        @EnqueuedAt = @Key2, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key2, @ScheduledFor = @TenMinutesAgo, @UpdatedAt = @OldToken;
     EXEC Next_SyncQueue_utxTests.AddItem
-        @EnqueuedAt = @Key3, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key3, @ScheduledFor = @TenMinutesAgo, @UpdatedAt = @OldToken;
 
     SET @Before = SYSUTCDATETIME();
     EXEC @RetCode = dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
@@ -208,6 +210,7 @@ CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims an Erro
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @OneMinuteAgo dbo.[_Timestamp] = DATEADD(MINUTE, -1, @Now);
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @EnqueuedAt dbo.[_Timestamp];
@@ -219,7 +222,7 @@ BEGIN
         @EnqueuedAt = @Key,
         @Status = 'Error',
         @AttemptNum = 1,
-        @ScheduledFor = DATEADD(MINUTE, -1, @Now),
+        @ScheduledFor = @OneMinuteAgo,
         @UpdatedAt = @OldToken,
         @Step = 'Fetch';
 
@@ -371,6 +374,7 @@ CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims an item
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @TenMinutesAgo dbo.[_Timestamp] = DATEADD(MINUTE, -10, @Now);
     DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @EnqueuedAt dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
@@ -382,7 +386,7 @@ BEGIN
         @EnqueuedAt = @Key,
         @Status = 'Error',
         @AttemptNum = 3,
-        @ScheduledFor = DATEADD(MINUTE, -10, @Now),
+        @ScheduledFor = @TenMinutesAgo,
         @UpdatedAt = '2024-01-01T00:00:05';
 
     EXEC dbo.Next_SyncQueue_utx @EnqueuedAt = @EnqueuedAt OUTPUT, @UpdatedAt = @UpdatedAt OUTPUT;
@@ -401,6 +405,8 @@ CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx skips items wh
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @OneMinuteAgo dbo.[_Timestamp] = DATEADD(MINUTE, -1, @Now);
+    DECLARE @InAnHour dbo.[_Timestamp] = DATEADD(HOUR, 1, @Now);
     DECLARE @Due dbo.[_Timestamp] = DATEADD(MINUTE, -10, SYSUTCDATETIME());
     DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
     DECLARE @Pending dbo.[_Timestamp] = '2024-01-01T00:00:09';
@@ -421,7 +427,7 @@ BEGIN
         @AttemptNum = 1,
         @ScheduledFor = @Due,
         @LockedBy = N'worker-2',
-        @LeaseUntil = DATEADD(HOUR, 1, @Now),
+        @LeaseUntil = @InAnHour,
         @UpdatedAt = @OldToken;
     EXEC Next_SyncQueue_utxTests.AddItem
         @EnqueuedAt = '2024-01-01T00:00:03',
@@ -454,7 +460,7 @@ BEGIN
         @ScheduledFor = @Due,
         @UpdatedAt = @OldToken;
     EXEC Next_SyncQueue_utxTests.AddItem
-        @EnqueuedAt = @Pending, @ScheduledFor = DATEADD(MINUTE, -1, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Pending, @ScheduledFor = @OneMinuteAgo, @UpdatedAt = @OldToken;
     SELECT
         q.EnqueuedAt,
         q.[Status],
@@ -583,6 +589,8 @@ CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the ear
 AS
 BEGIN
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
+    DECLARE @FiveMinutesAgo dbo.[_Timestamp] = DATEADD(MINUTE, -5, @Now);
+    DECLARE @TenMinutesAgo dbo.[_Timestamp] = DATEADD(MINUTE, -10, @Now);
     DECLARE @Key1 dbo.[_Timestamp] = '2024-01-01T00:00:01';
     DECLARE @Key2 dbo.[_Timestamp] = '2024-01-01T00:00:02';
     DECLARE @Key3 dbo.[_Timestamp] = '2024-01-01T00:00:03';
@@ -596,11 +604,11 @@ BEGIN
     EXEC Next_SyncQueue_utxTests.FakeQueue;
     -- Key1 is the oldest key but due later; Key2 and Key3 are due at the same time: the key breaks the tie.
     EXEC Next_SyncQueue_utxTests.AddItem
-        @EnqueuedAt = @Key1, @ScheduledFor = DATEADD(MINUTE, -5, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key1, @ScheduledFor = @FiveMinutesAgo, @UpdatedAt = @OldToken;
     EXEC Next_SyncQueue_utxTests.AddItem
-        @EnqueuedAt = @Key2, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key2, @ScheduledFor = @TenMinutesAgo, @UpdatedAt = @OldToken;
     EXEC Next_SyncQueue_utxTests.AddItem
-        @EnqueuedAt = @Key3, @ScheduledFor = DATEADD(MINUTE, -10, @Now), @UpdatedAt = @OldToken;
+        @EnqueuedAt = @Key3, @ScheduledFor = @TenMinutesAgo, @UpdatedAt = @OldToken;
 
     SET TRANSACTION ISOLATION LEVEL SERIALIZABLE;
     SET @Before = SYSUTCDATETIME();

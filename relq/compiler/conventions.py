@@ -18,7 +18,7 @@ from relq.compiler.facts import Definition, Finding, Reference
 from relq.compiler.layout import MIGRATION_NAME, TEST_CLASS_NAME, Source
 from relq.compiler.messages import MESSAGE_MARK
 from relq.compiler.names import key, local_name
-from relq.compiler.tree import code, flat, line, qualified, statements, walk, words
+from relq.compiler.tree import code, flat, line, qualified, squash, statements, walk, words
 
 MAX_TRANSACTION_NAME = 32  # SQL Server refuses longer transaction names
 MAX_IDENTIFIER = 128  # sysname: SQL Server refuses a longer name of any object
@@ -674,6 +674,29 @@ def _describable(ctx: FileContext) -> Iterator[Finding]:
                                       f"NONE: without it, tools cannot describe the procedures that "
                                       f"reach it (sp_describe_first_result_set stops at an extended "
                                       f"procedure)")
+
+
+_CONSTANTS = ("quoted_literal", "integer_literal", "numeric_literal", "null_literal", "binary_literal")
+
+
+@check("exec-argument", "an EXEC passes constants, variables or DEFAULT, never an expression")
+def _exec_argument(ctx: FileContext) -> Iterator[Finding]:
+    """SQL Server refuses a function call or any other expression as a procedure's argument:
+    "The parameter values supplied with a procedure call must be constants or a variable; a
+    function name cannot be used as a parameter value"
+    (https://learn.microsoft.com/sql/relational-databases/stored-procedures/specify-parameters).
+    sqlfluff parses one; the batch would fail to compile (in a test class, the test is never
+    created). Tests as much as procedures."""
+    for seg, _ in ctx.creates("execute_script_statement"):
+        positional, named = exec_args(seg)
+        for value in [*positional, *named.values()]:
+            parts = code(value) if value.is_type("expression") else [value]
+            if len(parts) == 1 and parts[0].is_type("parameter", *_CONSTANTS):
+                continue
+            if value.raw.strip().upper() == "DEFAULT":
+                continue
+            yield _finding(line(value), f"SQL Server refuses an expression as an EXEC argument "
+                                        f"({squash(value)[:60]}): assign it to a variable first")
 
 
 @check("utc-time", "times are UTC: SYSUTCDATETIME()")

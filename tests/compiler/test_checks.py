@@ -269,6 +269,10 @@ CASES = [
     Case("READPAST without READCOMMITTEDLOCK",
          [(NEXT, "READPAST, READCOMMITTEDLOCK)", "READPAST)")],
          [(NEXT, "WITH (UPDLOCK, ROWLOCK, READPAST)", "readpast-lock", "add READCOMMITTEDLOCK")]),
+    Case("a function call as an EXEC argument",
+         [(FN_TESTS, "@Expected = 1, @Actual = @Known;", "@Expected = 1, @Actual = ABS(@Known);")],
+         [(FN_TESTS, "@Actual = ABS(@Known)", "exec-argument", "SQL Server refuses an expression as an EXEC "
+                                                               "argument (ABS(@Known))")]),
     Case("sp_releaseapplock without WITH RESULT SETS NONE",
          [(LOG, "        @Why = @Note;\n    RETURN 0;",
            "        @Why = @Note;\n"
