@@ -60,10 +60,13 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC tSQLt.AssertEqualsString @Expected = 'Sales', @Actual = @Queue, @Message = N'@Queue';
+    -- Text columns of a # table take tempdb's collation unless COLLATE DATABASE_DEFAULT gives them
+    -- the database's, so that comparing them with the tables' never fails on a collation conflict
+    -- (https://learn.microsoft.com/sql/relational-databases/collations/set-or-change-the-column-collation).
     CREATE TABLE #Expected (
-        Queue VARCHAR(255) NULL,
-        Endpoint VARCHAR(255) NULL,
-        Machine VARCHAR(255) NULL
+        Queue VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Endpoint VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Machine VARCHAR(255) COLLATE DATABASE_DEFAULT NULL
     );
     INSERT INTO #Expected (Queue, Endpoint, Machine) VALUES ('Sales', 'Sales', NULL);
     EXEC Add_TransportQueue_utxTests.AssertQueuesAreExpected;
@@ -85,9 +88,9 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
     EXEC tSQLt.AssertEqualsString @Expected = 'Sales.Web01', @Actual = @Queue, @Message = N'@Queue';
     CREATE TABLE #Expected (
-        Queue VARCHAR(255) NULL,
-        Endpoint VARCHAR(255) NULL,
-        Machine VARCHAR(255) NULL
+        Queue VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Endpoint VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Machine VARCHAR(255) COLLATE DATABASE_DEFAULT NULL
     );
     INSERT INTO #Expected (Queue, Endpoint, Machine)
     VALUES
@@ -124,9 +127,9 @@ BEGIN
         @Expected = 'Sales.Web01', @Actual = @SecondaryQueue, @Message = N'secondary: @Queue';
     -- The fake has no primary key: a second insert would show as a duplicate row.
     CREATE TABLE #Expected (
-        Queue VARCHAR(255) NULL,
-        Endpoint VARCHAR(255) NULL,
-        Machine VARCHAR(255) NULL
+        Queue VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Endpoint VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Machine VARCHAR(255) COLLATE DATABASE_DEFAULT NULL
     );
     INSERT INTO #Expected (Queue, Endpoint, Machine)
     VALUES
@@ -146,9 +149,9 @@ BEGIN
         @Endpoint = 'Sales', @Machine = 'Web01', @Case = N'secondary queue without its primary';
 
     CREATE TABLE #Expected (
-        Queue VARCHAR(255) NULL,
-        Endpoint VARCHAR(255) NULL,
-        Machine VARCHAR(255) NULL
+        Queue VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Endpoint VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Machine VARCHAR(255) COLLATE DATABASE_DEFAULT NULL
     );
     INSERT INTO #Expected (Queue, Endpoint, Machine) VALUES ('Billing', 'Billing', NULL);
     EXEC Add_TransportQueue_utxTests.AssertQueuesAreExpected;
@@ -185,9 +188,9 @@ BEGIN
         @Endpoint = 'Sales', @Machine = '.', @Case = N'secondary, machine that is a dot';
 
     CREATE TABLE #Expected (
-        Queue VARCHAR(255) NULL,
-        Endpoint VARCHAR(255) NULL,
-        Machine VARCHAR(255) NULL
+        Queue VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Endpoint VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Machine VARCHAR(255) COLLATE DATABASE_DEFAULT NULL
     );
     INSERT INTO #Expected (Queue, Endpoint, Machine) VALUES ('Sales', 'Sales', NULL);
     EXEC Add_TransportQueue_utxTests.AssertQueuesAreExpected;
@@ -205,9 +208,9 @@ BEGIN
         @Endpoint = 'Sales', @Machine = 'Web01 ', @Case = N'machine with a trailing space';
 
     CREATE TABLE #Expected (
-        Queue VARCHAR(255) NULL,
-        Endpoint VARCHAR(255) NULL,
-        Machine VARCHAR(255) NULL
+        Queue VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Endpoint VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Machine VARCHAR(255) COLLATE DATABASE_DEFAULT NULL
     );
     INSERT INTO #Expected (Queue, Endpoint, Machine) VALUES ('Sales', 'Sales', NULL);
     EXEC Add_TransportQueue_utxTests.AssertQueuesAreExpected;
@@ -229,9 +232,9 @@ BEGIN
         @Endpoint = @LongEndpoint, @Machine = @Machine, @Case = N'secondary of 256 characters';
 
     CREATE TABLE #Expected (
-        Queue VARCHAR(255) NULL,
-        Endpoint VARCHAR(255) NULL,
-        Machine VARCHAR(255) NULL
+        Queue VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Endpoint VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Machine VARCHAR(255) COLLATE DATABASE_DEFAULT NULL
     );
     INSERT INTO #Expected (Queue, Endpoint, Machine) VALUES (@LongEndpoint, @LongEndpoint, NULL);
     EXEC Add_TransportQueue_utxTests.AssertQueuesAreExpected;
@@ -266,9 +269,9 @@ BEGIN
     EXEC tSQLt.AssertEqualsString
         @Expected = @LongestSecondary, @Actual = @SecondaryQueue, @Message = N'secondary: @Queue';
     CREATE TABLE #Expected (
-        Queue VARCHAR(255) NULL,
-        Endpoint VARCHAR(255) NULL,
-        Machine VARCHAR(255) NULL
+        Queue VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Endpoint VARCHAR(255) COLLATE DATABASE_DEFAULT NULL,
+        Machine VARCHAR(255) COLLATE DATABASE_DEFAULT NULL
     );
     INSERT INTO #Expected (Queue, Endpoint, Machine)
     VALUES

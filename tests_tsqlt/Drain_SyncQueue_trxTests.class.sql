@@ -198,10 +198,13 @@ BEGIN
     DECLARE @Logged INT;
     DECLARE @LaterStatus VARCHAR(20);
     DECLARE @LaterAttempts INT;
+    -- Text columns of a # table take tempdb's collation unless COLLATE DATABASE_DEFAULT gives them
+    -- the database's, so that comparing them with the tables' never fails on a collation conflict
+    -- (https://learn.microsoft.com/sql/relational-databases/collations/set-or-change-the-column-collation).
     CREATE TABLE #JobLog (
         EnqueuedAt DATETIME2(7) NOT NULL,
-        EntityKey NVARCHAR(200) NOT NULL,
-        Payload NVARCHAR(MAX) NULL
+        EntityKey NVARCHAR(200) COLLATE DATABASE_DEFAULT NOT NULL,
+        Payload NVARCHAR(MAX) COLLATE DATABASE_DEFAULT NULL
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
@@ -275,8 +278,8 @@ BEGIN
     DECLARE @InventoryLogged INT;
     CREATE TABLE #JobLog (
         EnqueuedAt DATETIME2(7) NOT NULL,
-        EntityKey NVARCHAR(200) NOT NULL,
-        Payload NVARCHAR(MAX) NULL
+        EntityKey NVARCHAR(200) COLLATE DATABASE_DEFAULT NOT NULL,
+        Payload NVARCHAR(MAX) COLLATE DATABASE_DEFAULT NULL
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
@@ -336,8 +339,8 @@ BEGIN
     DECLARE @Logged INT;
     CREATE TABLE #JobLog (
         EnqueuedAt DATETIME2(7) NOT NULL,
-        EntityKey NVARCHAR(200) NOT NULL,
-        Payload NVARCHAR(MAX) NULL
+        EntityKey NVARCHAR(200) COLLATE DATABASE_DEFAULT NOT NULL,
+        Payload NVARCHAR(MAX) COLLATE DATABASE_DEFAULT NULL
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     EXEC Drain_SyncQueue_trxTests.SetBackoffWithoutJitter;
@@ -392,8 +395,8 @@ BEGIN
     DECLARE @Logged INT;
     CREATE TABLE #JobLog (
         EnqueuedAt DATETIME2(7) NOT NULL,
-        EntityKey NVARCHAR(200) NOT NULL,
-        Payload NVARCHAR(MAX) NULL
+        EntityKey NVARCHAR(200) COLLATE DATABASE_DEFAULT NOT NULL,
+        Payload NVARCHAR(MAX) COLLATE DATABASE_DEFAULT NULL
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     EXEC Drain_SyncQueue_trxTests.SetBackoffWithoutJitter;
@@ -435,8 +438,8 @@ BEGIN
     DECLARE @Logged INT;
     CREATE TABLE #JobLog (
         EnqueuedAt DATETIME2(7) NOT NULL,
-        EntityKey NVARCHAR(200) NOT NULL,
-        Payload NVARCHAR(MAX) NULL
+        EntityKey NVARCHAR(200) COLLATE DATABASE_DEFAULT NOT NULL,
+        Payload NVARCHAR(MAX) COLLATE DATABASE_DEFAULT NULL
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     EXEC Drain_SyncQueue_trxTests.SetBackoffWithoutJitter;
@@ -484,8 +487,8 @@ BEGIN
     DECLARE @Logged INT;
     CREATE TABLE #JobLog (
         EnqueuedAt DATETIME2(7) NOT NULL,
-        EntityKey NVARCHAR(200) NOT NULL,
-        Payload NVARCHAR(MAX) NULL
+        EntityKey NVARCHAR(200) COLLATE DATABASE_DEFAULT NOT NULL,
+        Payload NVARCHAR(MAX) COLLATE DATABASE_DEFAULT NULL
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
@@ -529,8 +532,8 @@ BEGIN
     DECLARE @History INT;
     CREATE TABLE #JobLog (
         EnqueuedAt DATETIME2(7) NOT NULL,
-        EntityKey NVARCHAR(200) NOT NULL,
-        Payload NVARCHAR(MAX) NULL
+        EntityKey NVARCHAR(200) COLLATE DATABASE_DEFAULT NOT NULL,
+        Payload NVARCHAR(MAX) COLLATE DATABASE_DEFAULT NULL
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
@@ -676,8 +679,8 @@ BEGIN
     DECLARE @Logged INT;
     CREATE TABLE #JobLog (
         EnqueuedAt DATETIME2(7) NOT NULL,
-        EntityKey NVARCHAR(200) NOT NULL,
-        Payload NVARCHAR(MAX) NULL
+        EntityKey NVARCHAR(200) COLLATE DATABASE_DEFAULT NOT NULL,
+        Payload NVARCHAR(MAX) COLLATE DATABASE_DEFAULT NULL
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)

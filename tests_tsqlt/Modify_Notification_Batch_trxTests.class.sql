@@ -369,8 +369,11 @@ BEGIN
     DECLARE @Calls INT;
     DECLARE @One INT;
     DECLARE @Two INT;
+    -- Text columns of a # table take tempdb's collation unless COLLATE DATABASE_DEFAULT gives them
+    -- the database's, so that comparing them with the tables' never fails on a collation conflict
+    -- (https://learn.microsoft.com/sql/relational-databases/collations/set-or-change-the-column-collation).
     CREATE TABLE #Locks (
-        EnqueuedAt DATETIME2(7) NOT NULL, ModeOne NVARCHAR(32) NOT NULL, ModeTwo NVARCHAR(32) NOT NULL
+        EnqueuedAt DATETIME2(7) NOT NULL, ModeOne NVARCHAR(32) COLLATE DATABASE_DEFAULT NOT NULL, ModeTwo NVARCHAR(32) COLLATE DATABASE_DEFAULT NOT NULL
     );
     EXEC Modify_Notification_Batch_trxTests.SpyLocks;
     INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status])

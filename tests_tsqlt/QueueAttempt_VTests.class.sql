@@ -23,12 +23,15 @@ CREATE PROCEDURE QueueAttempt_VTests.[test QueueAttempt_V gives the attempts of 
 AS
 BEGIN
     EXEC QueueAttempt_VTests.AddAttempts;
+    -- Text columns of a # table take tempdb's collation unless COLLATE DATABASE_DEFAULT gives them
+    -- the database's, so that comparing them with the tables' never fails on a collation conflict
+    -- (https://learn.microsoft.com/sql/relational-databases/collations/set-or-change-the-column-collation).
     CREATE TABLE #Expected (
         StartedAt DATETIME2(7),
         AttemptNum INT,
-        LockedBy NVARCHAR(128),
-        Outcome VARCHAR(20),
-        Error NVARCHAR(MAX)
+        LockedBy NVARCHAR(128) COLLATE DATABASE_DEFAULT,
+        Outcome VARCHAR(20) COLLATE DATABASE_DEFAULT,
+        Error NVARCHAR(MAX) COLLATE DATABASE_DEFAULT
     );
     INSERT INTO #Expected (StartedAt, AttemptNum, LockedBy, Outcome, Error)
     VALUES
