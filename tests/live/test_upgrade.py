@@ -4,7 +4,9 @@ lost, and a second deploy changes nothing."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -30,16 +32,33 @@ WHERE
 """
 
 
-def checkout(commit: str, into: Path) -> Path:
-    """The project's database/ and tests_tsqlt/ as they were at ``commit``."""
+def deploy_release(commit: str, into: Path, mssql: db.Target, database: str) -> None:
+    """Deploy ``database`` as users did from the release ``commit``: with that release's own
+    relq (its build and deploy, in a Python process of their own), not today's, whose build
+    checks the old files would not all pass."""
     into.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "database", "tests_tsqlt"],
-                             capture_output=True, check=False)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], capture_output=True, check=False)
     if archive.returncode != 0:
         pytest.fail(f"git cannot read {commit[:7]} ({archive.stderr.decode().strip()}): the upgrade "
                     f"test needs the repository's history (actions/checkout: fetch-depth: 0)")
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into
+    done = subprocess.run([sys.executable, "-c", _DEPLOY_AS_RELEASED, str(into), database], cwd=into,
+                          env={**os.environ, "PYTHONPATH": str(into), "RELQ_MSSQL": mssql.conn_str},
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"release {commit[:7]} did not deploy with its own relq:\n{done.stdout}\n{done.stderr}")
+
+
+# The release's relq (first on the path: PYTHONPATH), its deploy as `invoke deploy --create-db` ran it.
+_DEPLOY_AS_RELEASED = """
+import sys
+from pathlib import Path
+import relq.deploy.apply
+from relq import db
+root = Path(sys.argv[1]).resolve()
+assert Path(relq.deploy.apply.__file__).resolve().is_relative_to(root), relq.deploy.apply.__file__
+relq.deploy.apply.deploy(root, db.resolve_target(None, None), create_db=sys.argv[2])
+"""
 
 
 def due_index(cursor) -> tuple[list[tuple[str, bool]], set[str], str | None]:
@@ -80,7 +99,7 @@ def purge_archiving(conn) -> list[tuple]:
 def test_a_database_of_the_first_release_is_upgraded_with_its_work_in_place(
     mssql, new_database: str, tmp_path: Path
 ) -> None:
-    deploy(checkout(FIRST_RELEASE, tmp_path / "release-1"), mssql, create_db=new_database)
+    deploy_release(FIRST_RELEASE, tmp_path / "release-1", mssql, new_database)
     conn = db.connect(db.with_database(mssql.conn_str, new_database))
     cursor = conn.cursor()
     db.run_batch(cursor, """
@@ -131,7 +150,7 @@ def test_a_database_of_the_last_release_gets_duration_in_its_archives_and_keeps_
 ) -> None:
     """The upgrade where V0003 alters the archives (the first release had none) and
     V0002 rebuilds Notification's claim index."""
-    deploy(checkout(LAST_RELEASE, tmp_path / "release-last"), mssql, create_db=new_database)
+    deploy_release(LAST_RELEASE, tmp_path / "release-last", mssql, new_database)
     conn = db.connect(db.with_database(mssql.conn_str, new_database))
     cursor = conn.cursor()
     durations = ("SELECT COL_LENGTH(N'dbo.SyncQueueArchive', N'Duration'), "
