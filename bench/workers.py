@@ -61,7 +61,7 @@ SET NOCOUNT ON;
 DECLARE @Outcomes dbo.{queue}OutcomeList;
 INSERT INTO @Outcomes (EnqueuedAt, UpdatedAt, [Status], Response)
 SELECT j.EnqueuedAt, j.UpdatedAt, 'Completed', N'bench'
-FROM OPENJSON(?) WITH (EnqueuedAt DATETIME2(7), UpdatedAt DATETIME2(7)) AS j;
+FROM OPENJSON(CAST(? AS NVARCHAR(MAX))) WITH (EnqueuedAt DATETIME2(7), UpdatedAt DATETIME2(7)) AS j;
 EXEC dbo.Modify_{queue}_Batch_trx @Outcomes = @Outcomes;
 """
 

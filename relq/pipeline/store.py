@@ -18,7 +18,10 @@ partitionColumn/lowerBound/upperBound would do, written out.
 Lists of items and keys travel as one JSON parameter that the batch turns into
 the procedure's table type with OPENJSON: FreeTDS (Debian's ODBC driver) sends
 table-valued parameters only from 1.4 on, jTDS never, and JSON text converts to
-DATETIME2 exactly.
+DATETIME2 exactly. The parameter is cast to NVARCHAR(MAX) in the batch: ODBC drivers
+send a string of more than 4,000 bytes as a long text (SQL_WLONGVARCHAR), which
+FreeTDS and Microsoft's driver declare as ntext, a type SQL Server's JSON functions
+are not documented to take (https://github.com/mkleehammer/pyodbc/issues/620).
 
 The connection string is shipped to the executors inside the store and never
 printed: the store's repr masks the password (relq.db.mask). On a cluster it
@@ -154,7 +157,7 @@ _ENQUEUE_JOBS = """SET NOCOUNT ON;
 DECLARE @Items dbo.{queue}ItemList;
 INSERT INTO @Items (ItemNo, [Type], EntityKey, Payload, ScheduledFor, [Priority], GroupKey, DedupKey)
 SELECT j.ItemNo, j.[Type], j.EntityKey, j.Payload, j.ScheduledFor, j.[Priority], j.GroupKey, j.DedupKey
-FROM OPENJSON(?) WITH (
+FROM OPENJSON(CAST(? AS NVARCHAR(MAX))) WITH (
     ItemNo INT '$.ItemNo',
     [Type] NVARCHAR(MAX) '$.Type',
     EntityKey NVARCHAR(MAX) '$.EntityKey',
@@ -175,7 +178,7 @@ INSERT INTO @Items (
 )
 SELECT j.ItemNo, j.UserID, j.Username, j.OTP, j.EmailTo, j.PreferredLanguage, j.PhoneNumber, j.ScheduledFor,
     j.[Priority], j.GroupKey, j.DedupKey
-FROM OPENJSON(?) WITH (
+FROM OPENJSON(CAST(? AS NVARCHAR(MAX))) WITH (
     ItemNo INT '$.ItemNo',
     UserID INT '$.UserID',
     Username NVARCHAR(MAX) '$.Username',
@@ -417,6 +420,7 @@ class SqlSession:
             raise ValueError(f"at most {PURGE_LIMIT} keys a call")
         ((count,),) = self._query(
             name,
-            f"SELECT COUNT_BIG(*) FROM OPENJSON(?) AS k INNER JOIN dbo.Worker_{name}_V AS v "
-            f"ON v.EnqueuedAt = CONVERT(DATETIME2(7), k.[value], 126);", json.dumps(list(keys)))
+            f"SELECT COUNT_BIG(*) FROM OPENJSON(CAST(? AS NVARCHAR(MAX))) AS k "
+            f"INNER JOIN dbo.Worker_{name}_V AS v ON v.EnqueuedAt = CONVERT(DATETIME2(7), k.[value], 126);",
+            json.dumps(list(keys)))
         return int(count)
