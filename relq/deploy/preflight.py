@@ -117,14 +117,26 @@ def read(cursor, database: str, numbers: list[int]) -> Facts:
                         f"the login needs to see them (VIEW ANY DATABASE)")
     (edition, version, server_collation, exists, level, rcsi, collation, sysadmin, serveradmin,
      login), = rows
-    taken: dict[int, Message] = {}
-    if numbers:
-        listed = ", ".join(str(int(n)) for n in numbers)
-        taken = {n: Message(severity, text) for n, severity, text in db.query(
-            cursor, f"SELECT message_id, severity, [text] FROM sys.messages "
-                    f"WHERE language_id = {US_ENGLISH} AND message_id IN ({listed});")}
     return Facts(database, edition, version, server_collation, bool(exists), level, bool(rcsi), collation,
-                 _flag(sysadmin), _flag(serveradmin), login, taken)
+                 _flag(sysadmin), _flag(serveradmin), login, registered(cursor, numbers))
+
+
+def registered(cursor, numbers: list[int]) -> dict[int, Message]:
+    """The server's (US English) messages of ``numbers``, by number."""
+    if not numbers:
+        return {}
+    listed = ", ".join(str(int(n)) for n in numbers)
+    return {n: Message(severity, text) for n, severity, text in db.query(
+        cursor, f"SELECT message_id, severity, [text] FROM sys.messages "
+                f"WHERE language_id = {US_ENGLISH} AND message_id IN ({listed});")}
+
+
+def still_to_register(cursor, messages: dict[int, Message], numbers: list[int]) -> list[int]:
+    """Of ``numbers`` (the preflight's to_register), those the server still has otherwise than
+    ``messages``: read again under the deploy lock, since a deploy that held it first may have
+    registered them meanwhile (its plan would then run their files again for nothing)."""
+    found = registered(cursor, numbers)
+    return [n for n in numbers if found.get(n) != messages[n]]
 
 
 def judge(facts: Facts, messages: dict[int, Message]) -> Verdict:

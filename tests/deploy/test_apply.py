@@ -11,7 +11,7 @@ from rich.console import Console
 
 from relq import db
 from relq.deploy.apply import DeployFailed, deploy
-from relq.deploy.preflight import PreflightFailed
+from relq.deploy.preflight import PreflightFailed, project_messages
 from tests.conftest import Project
 
 
@@ -48,6 +48,7 @@ class Connection:
         self.trancount = 1  # what @@TRANCOUNT answers after a failure
         self.rollback_fails = False
         self.messages: list[tuple] = []  # sys.messages rows of the project's numbers
+        self.messages_once_locked: list[tuple] | None = None  # what another deploy registered meanwhile
         self.rows: dict[str, int] = {}  # sys.partitions: the tables that exist, with their rows
         self._autocommit = True
 
@@ -64,6 +65,8 @@ class Connection:
         if "DB_NAME()" in sql:
             return [("relq_db",)]
         if "sp_getapplock" in sql:
+            if self.messages_once_locked is not None:
+                self.messages = self.messages_once_locked
             return [(0,)]
         if "OBJECT_ID(N'relq.DeployJournal'" in sql:
             return [(1 if self.journal else None,)]
@@ -250,6 +253,19 @@ def test_a_message_runs_as_a_registration_that_checks_the_number_first(project: 
     deploy(project.root, TARGET)
     (registration,) = [s for s in sql_log(conn) if "sp_addmessage @msgnum = 59001" in s]
     assert registration.index("FROM sys.messages") < registration.index("THROW 50000")
+
+
+def test_messages_another_deploy_registered_while_this_one_waited_for_the_lock_are_not_run_again(
+    project: Project, server
+) -> None:
+    """As when two deploys start at once: the second's preflight finds the messages missing, and
+    once it holds the lock the first has registered them (and journaled every file)."""
+    result = project.build()
+    conn = server["conn"] = Connection(journal={p: result.sources[p].checksum for p in result.order})
+    conn.messages_once_locked = [(n, m.severity, m.text) for n, m in project_messages(result).items()]
+    outcome = deploy(project.root, TARGET)
+    assert not any("sp_addmessage" in s for s in sql_log(conn))
+    assert outcome.plan.changes == []
 
 
 FN = "database/functions/dbo.JobIsKnown_fn.sql"
