@@ -107,8 +107,8 @@ def connect(mssql: db.Target, database: str) -> Iterator:
     """Opens connections to the test's database, and closes them (rolling back) at the end."""
     opened = []
 
-    def open_(autocommit: bool = True):
-        conn = db.connect(db.with_database(mssql.conn_str, database), autocommit=autocommit)
+    def open_():
+        conn = db.connect(db.with_database(mssql.conn_str, database))
         conn.timeout = 60
         opened.append(conn)
         return conn
@@ -119,11 +119,19 @@ def connect(mssql: db.Target, database: str) -> Iterator:
 
 
 def enqueue_open(conn, queue: str, name: str, dedup: str | None = None, group: str | None = None):
-    """Producer A: enqueues inside a transaction it leaves open; returns the new key."""
-    sql = QUEUES[queue][0]
-    code, key = conn.cursor().execute(sql, name, dedup, group).fetchone()
+    """Producer A: enqueues inside a transaction it leaves open (BEGIN TRANSACTION on an
+    autocommit connection, as relq.db.transaction opens one: pyodbc's autocommit=False opens
+    none with Microsoft's driver until a statement writes); returns the new key."""
+    cursor = conn.cursor()
+    db.run_batch(cursor, "BEGIN TRANSACTION;")
+    code, key = cursor.execute(QUEUES[queue][0], name, dedup, group).fetchone()
     assert code == 0
     return key
+
+
+def commit(conn) -> None:
+    """Ends the transaction enqueue_open left open."""
+    db.run_batch(conn.cursor(), "COMMIT TRANSACTION;")
 
 
 def claim_all(conn, queue: str) -> set:
@@ -142,20 +150,20 @@ KEY_LOCK = {"SyncQueue": "dbo.SyncQueue", "Notification": "dbo.Notification"}  #
 
 def clear(conn, queue: str) -> None:
     """The module's database is shared by its tests: each starts from an empty queue."""
-    conn.cursor().execute(CLEAR[queue])
+    db.run_batch(conn.cursor(), CLEAR[queue])
 
 
 @pytest.mark.parametrize("queue", list(QUEUES))
 def test_a_producer_in_an_open_transaction_holds_up_no_other_producer(connect, queue: str) -> None:
     admin = connect()
     clear(admin, queue)
-    a = connect(autocommit=False)
+    a = connect()
     key_a = enqueue_open(a, queue, "producer-a")
 
     key_b = QUEUES[queue][1](connect(), "producer-b", None)  # returns while A's transaction is open
 
     assert key_b > key_a
-    a.commit()
+    commit(a)
     assert claim_all(admin, queue) == {key_a, key_b}
 
 
@@ -199,13 +207,13 @@ def test_a_producer_of_the_same_dedup_key_waits_and_gets_the_first_item(
 ) -> None:
     admin = connect()
     clear(admin, queue)
-    a = connect(autocommit=False)
+    a = connect()
     key_a = enqueue_open(a, queue, "producer-a", dedup="order-42")
 
     waiting, results, thread = wait_for_b(
         admin, database, lambda: QUEUES[queue][1](connect(), "producer-b", dedup="order-42")
     )
-    a.commit()
+    commit(a)
     thread.join(WAIT_S)
 
     assert waiting, "producer B did not wait for the DedupKey's lock"
@@ -219,13 +227,13 @@ def test_a_producer_into_the_same_group_waits_so_the_group_commits_in_key_order(
 ) -> None:
     admin = connect()
     clear(admin, queue)
-    a = connect(autocommit=False)
+    a = connect()
     key_a = enqueue_open(a, queue, "producer-a", group="customer-7")
 
     waiting, results, thread = wait_for_b(
         admin, database, lambda: QUEUES[queue][1](connect(), "producer-b", group="customer-7")
     )
-    a.commit()
+    commit(a)
     thread.join(WAIT_S)
 
     assert waiting, "producer B did not wait for the group's lock"
@@ -268,9 +276,9 @@ def test_an_error_under_the_key_lock_releases_it(connect, queue: str) -> None:
         assert held == "NoLock"
         assert failing.cursor().execute("SELECT @@TRANCOUNT;").fetchone()[0] == 0
 
-        other = connect(autocommit=False)
+        other = connect()
         key = enqueue_open(other, queue, "after-the-failure")  # 735709 after 10 s if the lock leaked
-        other.commit()
+        commit(other)
         assert claim_all(admin, queue) == {key}
     finally:
         admin.cursor().execute(remove)
