@@ -77,6 +77,22 @@ def tail(path: Path, lines: int = 20) -> str:
     return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
 
 
+def stop_while_holding(proc: subprocess.Popen, cursor, holding: str) -> None:
+    """Stop ``proc`` (SIGSTOP) at an instant it holds items: a worker between a report and its
+    next claim holds none. A statement it had already sent still ends on the server, so what
+    it holds is read once that has had time to; stopped, it sends nothing more."""
+    deadline = time.monotonic() + START_DEADLINE_S
+    while True:
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.5)
+        if db.query(cursor, holding)[0][0] > 0:
+            return
+        assert time.monotonic() < deadline, "the stopped worker never held an item"
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="stops a worker with SIGSTOP (POSIX)")
 def test_four_worker_processes_send_every_notification_despite_a_killed_one(
     mssql, new_database, tmp_path: Path
 ) -> None:
@@ -129,6 +145,7 @@ def test_four_worker_processes_send_every_notification_despite_a_killed_one(
             check_alive(procs)
             assert time.monotonic() < deadline, f"only {mailbox.count()} messages arrived"
             time.sleep(0.05)
+        stop_while_holding(procs[0], cursor, holding)
         procs[0].kill()
         procs[0].wait()
         # What the dead worker held: only these may have been sent twice.
