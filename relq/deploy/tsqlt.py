@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import sys
+import time
 import urllib.request
 import xml.etree.ElementTree as ET
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,14 +45,24 @@ def pinned(root: Path) -> Pin:
     return Pin(section.get("url", ""), section.get("sha256", "").strip().lower())
 
 
-def fetch(url: str, dest: Path) -> Path:
-    """Download the release zip (users' CI; this project's own machines cannot)."""
-    try:
-        with urllib.request.urlopen(url, timeout=60) as response, dest.open("wb") as out:
-            out.write(response.read())
-    except OSError as exc:
-        raise RelqError(f"cannot download tSQLt from {url}: {exc}; pass --zip PATH instead") from None
-    return dest
+RETRY_WAITS = (5, 20)  # seconds before the second and the third try: a site's brief outage is no failure
+
+
+def fetch(url: str, dest: Path, sleep: Callable[[float], None] = time.sleep) -> Path:
+    """Download the release zip (users' CI; this project's own machines cannot), trying three
+    times."""
+    waits = iter(RETRY_WAITS)
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response, dest.open("wb") as out:
+                out.write(response.read())
+            return dest
+        except OSError as exc:
+            wait = next(waits, None)
+            if wait is None:
+                raise RelqError(f"cannot download tSQLt from {url} (three tries): {exc}; pass --zip PATH "
+                                f"instead") from None
+            sleep(wait)
 
 
 def read_release(zip_path: Path, sha256: str) -> dict[str, str]:

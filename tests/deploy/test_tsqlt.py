@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from relq.deploy import tsqlt
 from relq.deploy.tsqlt import SCRIPTS, pinned, read_release, summarize
 from relq.errors import RelqError
 from relq.live import TSQLT_SHA256, tsqlt_release
@@ -80,3 +81,36 @@ def test_junit_results_are_counted_from_the_xml() -> None:
 
 def test_a_run_with_no_tests_is_not_a_pass() -> None:
     assert not summarize("<testsuites/>").ok
+
+
+class _Download:
+    """urlopen's answer: the zip's bytes."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_) -> None:
+        return None
+
+    def read(self) -> bytes:
+        return b"zip"
+
+
+def test_a_download_that_fails_is_tried_three_times_then_named_in_one_line(tmp_path, monkeypatch) -> None:
+    answers = [OSError("timed out"), OSError("connection reset"), _Download()]
+
+    def urlopen(url, timeout):
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(tsqlt.urllib.request, "urlopen", urlopen)
+    waited: list[float] = []
+    url, dest = "https://tsqlt.org/x.zip", tmp_path / "t.zip"
+    assert tsqlt.fetch(url, dest, sleep=waited.append).read_bytes() == b"zip"
+    assert waited == list(tsqlt.RETRY_WAITS)
+
+    answers[:] = [OSError("down")] * 3
+    with pytest.raises(RelqError, match=r"from https://tsqlt.org/x.zip \(three tries\): down; pass --zip"):
+        tsqlt.fetch(url, dest, sleep=waited.append)
