@@ -691,7 +691,7 @@ def _exec_argument(ctx: FileContext) -> Iterator[Finding]:
         positional, named = exec_args(seg)
         for value in [*positional, *named.values()]:
             parts = code(value) if value.is_type("expression") else [value]
-            if len(parts) == 1 and parts[0].is_type("parameter", *_CONSTANTS):
+            if len(parts) == 1 and parts[0].is_type("parameter", "system_variable", *_CONSTANTS):
                 continue
             if value.raw.strip().upper() == "DEFAULT":
                 continue
