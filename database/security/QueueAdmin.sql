@@ -25,3 +25,14 @@ GO
 -- granted, so that a member's call cannot fail on it. It gives no access to any data.
 GRANT EXECUTE ON TYPE::dbo.ItemKeyList TO QueueAdmin;
 GO
+-- The dashboard tells a secret or personal column of a worker view by its type
+-- (relq/dashboard/privacy.py), whatever the column's name. TYPE_NAME returns NULL to a
+-- user with no permission on the type (metadata visibility:
+-- https://learn.microsoft.com/sql/relational-databases/security/metadata-visibility-configuration),
+-- and such a column would be shown in clear. VIEW DEFINITION makes the types' names
+-- visible to a member; it gives no access to any data.
+GRANT VIEW DEFINITION ON TYPE::dbo.OtpCode TO QueueAdmin;
+GRANT VIEW DEFINITION ON TYPE::dbo.Email TO QueueAdmin;
+GRANT VIEW DEFINITION ON TYPE::dbo.PhoneNumber TO QueueAdmin;
+GRANT VIEW DEFINITION ON TYPE::dbo.DbUsername TO QueueAdmin;
+GO

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from relq import db
+from relq.dashboard import privacy
 from relq.dashboard.app import Settings, create_app
 from relq.dashboard.store import SqlStore
 from relq.worker.procedures import SqlProcedures
@@ -134,3 +136,31 @@ def test_an_operator_finds_a_failed_item_and_retries_it(dbo, dashboard_as):
     assert done.status_code == 303, done.text
     assert status_of(dbo, key) == "Pending"
     assert "Retry: done." in app.get(done.headers["location"]).text
+
+
+def test_an_admin_sees_the_types_that_mark_secret_and_personal_columns(mssql, live_database: str, dbo):
+    """privacy.py tells such a column by its type, whatever its name: TYPE_NAME answers NULL to a
+    user with no permission on the type, so QueueAdmin is granted VIEW DEFINITION on them."""
+    user = f"relq_dash_{secrets.token_hex(3)}"
+    db.run_batch(dbo.cursor(), f"CREATE USER [{user}] WITHOUT LOGIN; "
+                               f"ALTER ROLE QueueAdmin ADD MEMBER [{user}];")
+    opened: list[Any] = []
+
+    def connect() -> Any:
+        conn = db.connect(db.with_database(mssql.conn_str, live_database))
+        db.run_batch(conn.cursor(), f"EXECUTE AS USER = N'{user}';")
+        opened.append(conn)
+        return conn
+
+    store = SqlStore(connect)
+    try:
+        columns = {c.name: c for c in store.columns("Notification")}
+    finally:
+        for conn in opened:
+            db.run_batch(conn.cursor(), "IF USER_NAME() <> N'dbo' REVERT;")
+        store.close()
+        db.run_batch(dbo.cursor(), f"DROP USER IF EXISTS [{user}];")
+    assert {name: columns[name].type for name in ("OTP", "EmailTo", "PhoneNumber", "Username")} == {
+        "OTP": "OtpCode", "EmailTo": "Email", "PhoneNumber": "PhoneNumber", "Username": "DbUsername"}
+    assert privacy.is_secret(replace(columns["OTP"], name="ResetCode"))  # by its type, not its name
+    assert privacy.is_personal(replace(columns["EmailTo"], name="Contact"))
