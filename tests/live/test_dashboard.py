@@ -42,12 +42,12 @@ def dbo(mssql, live_database: str) -> Iterator[Any]:
 
 
 @pytest.fixture
-def dashboard_as(mssql, live_database: str, dbo) -> Iterator[Any]:
-    """A dashboard (actions allowed) whose connection is a new member of ``roles``."""
+def store_as(mssql, live_database: str, dbo) -> Iterator[Any]:
+    """The dashboard's store on a connection that is a new member of ``roles``."""
     opened: list[tuple[SqlStore, str]] = []
     impersonating: list[Any] = []
 
-    def make(*roles: str) -> TestClient:
+    def make(*roles: str) -> SqlStore:
         user = f"relq_dash_{secrets.token_hex(3)}"
         members = " ".join(f"ALTER ROLE {role} ADD MEMBER [{user}];" for role in roles)
         db.run_batch(dbo.cursor(), f"CREATE USER [{user}] WITHOUT LOGIN; {members}")
@@ -60,8 +60,7 @@ def dashboard_as(mssql, live_database: str, dbo) -> Iterator[Any]:
 
         store = SqlStore(connect)
         opened.append((store, user))
-        settings = Settings(allow_actions=True, csrf=CSRF)
-        return TestClient(create_app(store, settings), follow_redirects=False)
+        return store
 
     yield make
     for conn in impersonating:  # back to the login before the connection closes (or returns to a pool)
@@ -69,6 +68,17 @@ def dashboard_as(mssql, live_database: str, dbo) -> Iterator[Any]:
     for store, user in opened:
         store.close()
         db.run_batch(dbo.cursor(), f"DROP USER IF EXISTS [{user}];")
+
+
+@pytest.fixture
+def dashboard_as(store_as) -> Any:
+    """A dashboard (actions allowed) whose connection is a new member of ``roles``."""
+
+    def make(*roles: str) -> TestClient:
+        settings = Settings(allow_actions=True, csrf=CSRF)
+        return TestClient(create_app(store_as(*roles), settings), follow_redirects=False)
+
+    return make
 
 
 def failed_item(dbo) -> tuple[Any, Any]:
@@ -138,28 +148,10 @@ def test_an_operator_finds_a_failed_item_and_retries_it(dbo, dashboard_as):
     assert "Retry: done." in app.get(done.headers["location"]).text
 
 
-def test_an_admin_sees_the_types_that_mark_secret_and_personal_columns(mssql, live_database: str, dbo):
+def test_an_admin_sees_the_types_that_mark_secret_and_personal_columns(store_as):
     """privacy.py tells such a column by its type, whatever its name: TYPE_NAME answers NULL to a
     user with no permission on the type, so QueueAdmin is granted VIEW DEFINITION on them."""
-    user = f"relq_dash_{secrets.token_hex(3)}"
-    db.run_batch(dbo.cursor(), f"CREATE USER [{user}] WITHOUT LOGIN; "
-                               f"ALTER ROLE QueueAdmin ADD MEMBER [{user}];")
-    opened: list[Any] = []
-
-    def connect() -> Any:
-        conn = db.connect(db.with_database(mssql.conn_str, live_database))
-        db.run_batch(conn.cursor(), f"EXECUTE AS USER = N'{user}';")
-        opened.append(conn)
-        return conn
-
-    store = SqlStore(connect)
-    try:
-        columns = {c.name: c for c in store.columns("Notification")}
-    finally:
-        for conn in opened:
-            db.run_batch(conn.cursor(), "IF USER_NAME() <> N'dbo' REVERT;")
-        store.close()
-        db.run_batch(dbo.cursor(), f"DROP USER IF EXISTS [{user}];")
+    columns = {c.name: c for c in store_as("QueueAdmin").columns("Notification")}
     assert {name: columns[name].type for name in ("OTP", "EmailTo", "PhoneNumber", "Username")} == {
         "OTP": "OtpCode", "EmailTo": "Email", "PhoneNumber": "PhoneNumber", "Username": "DbUsername"}
     assert privacy.is_secret(replace(columns["OTP"], name="ResetCode"))  # by its type, not its name
