@@ -72,9 +72,9 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
                          rows=row_counts(cursor, plan.changes))
         _lock(cursor, lock_timeout)
         journal.ensure(cursor)
-        done = journal.read(cursor)
-        plan = make_plan(result, done, preflight.still_to_register(
-            cursor, preflight.project_messages(result), verdict.to_register))
+        to_register = preflight.still_to_register(cursor, preflight.project_messages(result),
+                                                  verdict.to_register)
+        plan = make_plan(result, journal.read(cursor), to_register)
         apply(conn, plan, result, console)
         return Outcome(plan, plan.counts(), facts.database)
     finally:
