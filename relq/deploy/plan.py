@@ -11,7 +11,12 @@ from the file's checksum and the database's journal. Pure: no server here.
   ALTER a function a constraint references. Re-adding them WITH CHECK scans the
   table under a schema-modification lock: the printed plan names each table and
   its row count (which the caller reads from the server, as this module never does).
-- Reference data, messages and security are applied when new or changed.
+- Reference data, messages and security are applied when new or changed; security
+  also whenever a migration runs: an object a migration drops and creates again
+  has lost its grants ("When you delete and re-create a stored procedure, all
+  permissions associated with the stored procedure are lost", Modifying Stored
+  Procedures, https://learn.microsoft.com/previous-versions/sql/sql-server-2008/ms187001(v=sql.100)),
+  and a GRANT given again changes nothing.
 - Unchanged files are skipped: a deploy right after a deploy changes nothing.
 """
 
@@ -89,7 +94,8 @@ def make_plan(build: BuildResult, journal: dict[str, str], unregistered: Collect
         step = Step(path, kind, objects, "unchanged", checksum)
         missing = kind == "messages" and any(int(d.name) in unregistered for d in facts.definitions
                                              if d.kind == "message")
-        if known == checksum and not missing:
+        regrant = kind == "security" and bool(pending)
+        if known == checksum and not missing and not regrant:
             steps.append(step)
             continue
         if kind in CREATED_ONCE:
@@ -116,7 +122,8 @@ def make_plan(build: BuildResult, journal: dict[str, str], unregistered: Collect
             step = replace(step, constraints=checks_calling(build.catalog, objects))
         else:
             step = _with(step, "apply", "new" if known is None else "changed" if known != checksum
-                         else "missing or different on the server")
+                         else "missing or different on the server" if missing
+                         else "given again after the migrations")
         steps.append(step)
     if problems:
         raise DeployRefused("deploy refused, nothing was changed:\n  " + "\n  ".join(problems))

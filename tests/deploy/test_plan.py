@@ -89,7 +89,8 @@ def test_a_changed_table_with_its_migration_is_brought_up_to_date_by_it(project:
     add_priority(project)
     result = built(project)
     plan = make_plan(result, journal)
-    assert [(s.path, s.action) for s in plan.changes] == [(JOB, "migrated"), (MIGRATION, "apply")]
+    assert [(s.path, s.action) for s in plan.changes] == [
+        (JOB, "migrated"), (MIGRATION, "apply"), ("database/security/JobWorker.sql", "apply")]
     migration = next(s for s in plan.steps if s.path == MIGRATION)
     assert migration.records == ((JOB, "tables", result.sources[JOB].checksum),)
     assert plan.counts()["migration"] == 1 and plan.counts()["migrated"] == 1
@@ -201,3 +202,16 @@ def test_a_database_of_an_earlier_release_is_brought_up_to_date_by_migrations(jo
                and journal[p] != current.sources[p].checksum]
     assert changed, "nothing changed since the first release: this test proves nothing now"
     assert all(actions(plan)[p] == "migrated" for p in changed)
+
+
+def test_grants_are_given_again_whenever_a_migration_runs(project: Project) -> None:
+    """A migration that drops an object and creates it again drops its grants with it,
+    while the security file, unchanged, would be skipped."""
+    journal = deployed(built(project))
+    add_priority(project)
+    plan = make_plan(built(project), journal)
+    grants = next(s for s in plan.steps if s.path == "database/security/JobWorker.sql")
+    assert (grants.action, grants.reason) == ("apply", "given again after the migrations")
+    assert [s.path for s in plan.changes][-1] == grants.path  # after the migration
+    after = make_plan(built(project), deployed(built(project)))
+    assert after.changes == []  # no migration to run: the grants stay as they are
