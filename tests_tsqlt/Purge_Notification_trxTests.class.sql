@@ -187,7 +187,7 @@ BEGIN
     EXEC Purge_Notification_trxTests.FakeQueue;
     EXEC tSQLt.ExpectException
         @ExpectedErrorNumber = 735701,
-        @ExpectedMessagePattern = N'dbo.Purge_Notification_trx owns its transaction%';
+        @ExpectedMessagePattern = N'relq: dbo.Purge_Notification_trx owns its transaction%';
 
     EXEC dbo.Purge_Notification_trx @OlderThanMinutes = 60;
 END;
@@ -849,6 +849,6 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike
-        @ExpectedPattern = N'dbo.Purge_Notification_trx owns its transaction%', @Actual = @ErrorMessage;
+        @ExpectedPattern = N'relq: dbo.Purge_Notification_trx owns its transaction%', @Actual = @ErrorMessage;
 END;
 GO

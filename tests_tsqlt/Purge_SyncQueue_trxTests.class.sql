@@ -144,7 +144,7 @@ BEGIN
     EXEC Purge_SyncQueue_trxTests.FakeQueue;
     EXEC tSQLt.ExpectException
         @ExpectedErrorNumber = 735701,
-        @ExpectedMessagePattern = N'dbo.Purge_SyncQueue_trx owns its transaction%';
+        @ExpectedMessagePattern = N'relq: dbo.Purge_SyncQueue_trx owns its transaction%';
 
     EXEC dbo.Purge_SyncQueue_trx @OlderThanMinutes = 60;
 END;
@@ -765,6 +765,6 @@ BEGIN
 
     EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
     EXEC tSQLt.AssertLike
-        @ExpectedPattern = N'dbo.Purge_SyncQueue_trx owns its transaction%', @Actual = @ErrorMessage;
+        @ExpectedPattern = N'relq: dbo.Purge_SyncQueue_trx owns its transaction%', @Actual = @ErrorMessage;
 END;
 GO
