@@ -224,12 +224,17 @@ def server_messages(exc: BaseException) -> list[ServerMessage]:
 
 
 def _state_and_text(exc: BaseException) -> tuple[str | None, str]:
-    """pyodbc's args are (sqlstate, message); anything else: no state and str(exc)."""
+    """A driver's errors come from pyodbc as (sqlstate, message), pyodbc's own (say, a wrong
+    number of parameters) as (message, sqlstate); anything else: no state and str(exc)."""
     args = getattr(exc, "args", ())
     if len(args) >= 2 and isinstance(args[0], str) and isinstance(args[-1], str):
-        state = args[0] if re.fullmatch(r"[0-9A-Z]{5}", args[0]) else None
-        return state, args[-1]
+        if _STATE.fullmatch(args[-1]) and not _STATE.fullmatch(args[0]):
+            return args[-1], args[0]
+        return (args[0] if _STATE.fullmatch(args[0]) else None), args[-1]
     return None, _safe_str(exc)
+
+
+_STATE = re.compile(r"[0-9A-Z]{5}")
 
 
 def _message(record: str, default_state: str | None) -> ServerMessage:
@@ -270,6 +275,15 @@ class SqlError(RelqError):
         self.text: str = main.text if main else ""
         self.sqlstate: str | None = main.sqlstate if main else None
         super().__init__(self._line())
+
+    @property
+    def broken(self) -> bool:
+        """Whether the connection it came on is done for and a new one is needed: the link
+        failed (SQLSTATE class 08), the query timed out (HYT00, HYT01: SQL Server stopped
+        the call, and with XACT_ABORT ON rolled its transaction back), or the error came from
+        the driver, not from SQL Server (no error number: a closed connection, say)."""
+        state = self.sqlstate or ""
+        return self.number is None or state.startswith("08") or state in ("HYT00", "HYT01")
 
     def _line(self) -> str:
         head = "SQL Server error" if self.number is None else f"SQL Server error {self.number}"
@@ -404,7 +418,7 @@ def _passwords(conn_str: str) -> list[str]:
 
 
 @contextmanager
-def _server_errors(context: str = "") -> Iterator[None]:
+def server_errors(context: str = "") -> Iterator[None]:
     """A pyodbc error raised inside becomes a :class:`SqlError` with the server's messages."""
     try:
         yield
@@ -417,7 +431,7 @@ def _server_errors(context: str = "") -> Iterator[None]:
 def run_batch(cursor: Any, sql: str) -> None:
     """Execute ``sql`` and drain every result set and row count, so that an error in any
     statement of the batch surfaces here, as a :class:`SqlError`."""
-    with _server_errors():
+    with server_errors():
         cursor.execute(sql)
         while _next_set(cursor):
             pass
@@ -438,7 +452,7 @@ def sql_value(value: Any) -> Any:
 def query(cursor: Any, sql: str, *params: Any) -> list[tuple]:
     """Run a parameterised batch of relq's own: the rows of its first result set ([] when
     it has none), every later result drained so that the connection is free again."""
-    with _server_errors():
+    with server_errors():
         cursor.execute(sql, *[sql_value(p) for p in params])
         rows: list[tuple] | None = None
         while True:
@@ -452,7 +466,7 @@ def result_sets(cursor: Any, sql: str, *params: Any,
                 context: str = "") -> tuple[list[list[tuple]], list[list[str]]]:
     """Run a batch and keep every result set with its column names (a batch that returns
     more than its procedure's rows, such as the actual plans of SET STATISTICS XML ON)."""
-    with _server_errors(context):
+    with server_errors(context):
         cursor.execute(sql, *[sql_value(p) for p in params])
         return _collect(cursor)
 
@@ -508,7 +522,8 @@ def call(conn: Any, procedure: str, *, with_plans: bool = False, **params: Any) 
     procedure's. Raises ValueError for a name that is not a plain identifier, before
     touching ``conn``, and SqlError (context: the procedure) when SQL Server fails."""
     sql = _call_sql(procedure, list(params), with_plans)
-    cursor = conn.cursor()
+    with server_errors(procedure):
+        cursor = conn.cursor()
     try:
         sets, columns = result_sets(cursor, sql, *params.values(), context=procedure)
     finally:

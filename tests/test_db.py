@@ -216,6 +216,24 @@ def test_sql_error_formatting():
     assert isinstance(db.SqlError([]), RelqError)
 
 
+def test_pyodbc_own_errors_keep_their_text():
+    """pyodbc raises its own errors with (message, sqlstate), the driver's with (sqlstate, message)."""
+    own = FakeError("The SQL contains 1 parameter markers, but 2 parameters were supplied", "HY000")
+    assert db.server_messages(own) == [db.ServerMessage(
+        None, "The SQL contains 1 parameter markers, but 2 parameters were supplied", "HY000")]
+
+
+@pytest.mark.parametrize(("message", "broken"), [
+    (db.ServerMessage(10054, "TCP Provider: Error code 0x2746", "08S01"), True),
+    (db.ServerMessage(0, "Query timeout expired", "HYT00"), True),
+    (db.ServerMessage(None, "Attempt to use a closed connection.", "HY000"), True),  # from the driver
+    (db.ServerMessage(1205, "Transaction was deadlocked", "40001"), False),
+    (db.ServerMessage(735705, "relq: stale token", "42000"), False),
+])
+def test_a_sql_error_says_whether_its_connection_is_done_for(message, broken):
+    assert db.SqlError([message]).broken is broken
+
+
 def test_sql_error_skips_print_output():
     printed = db.ServerMessage(0, "starting", "01000")
     error = db.ServerMessage(735701, "queue is full", "42000")

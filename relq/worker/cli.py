@@ -113,9 +113,9 @@ def check_queue(conn: Any, queue: str) -> None:
         raise RelqError(f"queue {queue} does not exist in database {database}: {known}")
 
 
-def run_worker(settings: Settings, handlers: Handlers, connect: Callable[[], Procedures]) -> Stats:
-    """Run until SIGINT or SIGTERM (in the main thread); a second signal ends the grace
-    period at once."""
+def run_worker(settings: Settings, handlers: Handlers, connect: Callable[[], Procedures]) -> Worker:
+    """Run until SIGINT or SIGTERM (in the main thread), or until the worker stops by itself
+    (its ``failure`` says why); a second signal ends the grace period at once."""
     worker = Worker(settings, handlers, connect)
 
     signals: list[int] = []
@@ -128,7 +128,8 @@ def run_worker(settings: Settings, handlers: Handlers, connect: Callable[[], Pro
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    return worker.run()
+    worker.run()
+    return worker
 
 
 def summary_table(queue: str, stats: Stats) -> Table:
@@ -162,9 +163,12 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
         target = db.resolve_target(args.conn, config)
         connect = sql_connector(target.conn_str, settings.queue)  # refuses a queue the database lacks
         handlers = load_handlers(args.queue, args.handlers)
-        stats = run_worker(settings, handlers, connect)
+        worker = run_worker(settings, handlers, connect)
     except RelqError as exc:
         print(f"worker: {exc}", file=sys.stderr)
         return 1
-    Console(stderr=True).print(summary_table(args.queue, stats))
+    Console(stderr=True).print(summary_table(args.queue, worker.stats))
+    if worker.failure:  # a supervisor restarts a worker that failed, not one that was stopped
+        print(f"worker: {worker.failure}", file=sys.stderr)
+        return 1
     return 0

@@ -22,6 +22,16 @@ LOST = frozenset({Msg.NotFound, Msg.StaleToken, Msg.NotEditable, Msg.TakenOver})
 # Errors no retry can cure: a bad argument (a worker name over 128 characters), a
 # missing procedure (the database is not deployed), a permission the login lacks.
 FATAL = frozenset({Msg.InvalidParameter, 2812, 229, 201})
+# Refusals a second call may not meet: SQL Server chose the call as a deadlock victim (1205),
+# or it waited out a lock timeout (1222). Every procedure a worker calls runs under XACT_ABORT
+# ON, so either error rolled the whole call back.
+CONTENDED = frozenset({1205, 1222})
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether the same call, made again, may succeed: the connection broke (on a new one,
+    then: db.SqlError.broken), or the call lost to another session (CONTENDED)."""
+    return isinstance(exc, db.SqlError) and (exc.broken or exc.number in CONTENDED)
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,10 @@ class Procedures(Protocol):
         Failed. Raises Lost."""
         ...
 
+    def close(self) -> None:
+        """Close the connection."""
+        ...
+
 
 class SqlProcedures:
     """:class:`Procedures` through relq.db on one pyodbc connection."""
@@ -86,7 +100,8 @@ class SqlProcedures:
 
     def read(self, claim: Claim) -> Item:
         view = f"dbo.Worker_{self.queue}_V"
-        cursor = self.conn.cursor()
+        with db.server_errors(view):
+            cursor = self.conn.cursor()
         try:
             sets, columns = db.result_sets(cursor, f"SELECT * FROM {view} WHERE EnqueuedAt = ?;", claim.key,
                                            context=view)
@@ -110,6 +125,9 @@ class SqlProcedures:
                               Error=error)
         row = dict(zip(result.columns[0], result.result_sets[0][0], strict=True))
         return claim.renewed(row["UpdatedAt"], row["LeaseUntil"] or claim.lease_until), row["Status"]
+
+    def close(self) -> None:
+        self.conn.close()
 
     def _result(self, claim: Claim, procedure: str, **params: Any) -> db.CallResult:
         try:

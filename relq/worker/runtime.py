@@ -8,10 +8,14 @@ When the worker stops, slots stop claiming, release the items of their batch
 they have not started (reported Pending: the attempt is given back), and finish
 the one in hand within the grace period; what is still running then is
 released too, so nothing is left Processing by a clean shutdown.
+
+A call that fails for a reason that goes away (a broken connection, a deadlock, a lock
+timeout: procedures.retryable) is made again, on a new connection when the old one broke.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -19,17 +23,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TypeVar
 
 from relq import db
 from relq.errors import Msg
 from relq.worker.handlers import Handlers, Item, NextStep, Permanent
-from relq.worker.procedures import FATAL, Claim, Lost, Procedures
+from relq.worker.procedures import FATAL, Claim, Lost, Procedures, retryable
 from relq.worker.stats import Stats
 
 log = logging.getLogger("relq.worker")
 
 ERROR_TEXT = 2000  # how much of an exception's message is recorded
 MAX_STEP = 50  # dbo.QueueStep
+# Seconds between the tries of a call that failed for a reason that goes away: 15.5 s in all,
+# time for a failover's new connection, well inside a lease (300 s by default).
+RETRY_WAITS = (0.5, 1.0, 2.0, 4.0, 8.0)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -66,10 +75,14 @@ class Held:
     the batch. Every call on the slot's connection goes through here, one at a time
     (a pyodbc connection serves one thread at a time), and always with the item's
     latest token (a renewal moves it). Lease lengths are the server's (LeaseUntil
-    less the token of the same change), so a skewed local clock does not matter."""
+    less the token of the same change), so a skewed local clock does not matter.
+    ``connect`` opens a new connection when the slot's breaks (``procedures`` is then
+    the new one, for the slot to keep)."""
 
-    def __init__(self, procedures: Procedures, claims: list[Claim]) -> None:
+    def __init__(self, procedures: Procedures, claims: list[Claim],
+                 connect: Callable[[], Procedures] | None = None) -> None:
         self.procedures = procedures
+        self.connect = connect
         self.lost: dict[datetime, str] = {}  # key -> why: taken away while held
         self._claims = {c.key: c for c in claims}
         self._started: set[datetime] = set()  # keys whose handler has begun: only their own report ends them
@@ -106,7 +119,8 @@ class Held:
         that a release of the unstarted items either comes first (and this raises Lost) or
         leaves it alone."""
         with self._lock:
-            item = self.procedures.read(self._held(key))
+            claim = self._held(key)
+            item = self._call(lambda p: p.read(claim))
             self._started.add(key)
             return item
 
@@ -118,7 +132,7 @@ class Held:
                 raise Lost(key, Msg.StaleToken, "its handler has begun: its own report ends it")
             claim = self._held(key)
             try:
-                self.procedures.report(claim, "Pending", error=f"released: {why}")
+                self._call(lambda p: p.report(claim, "Pending", error=f"released: {why}"))
             finally:  # reported or not (its lease then brings it back), no longer renewed here
                 del self._claims[key]
 
@@ -128,7 +142,7 @@ class Held:
         with self._lock:
             claim = self._held(key)
             try:
-                new, final = self.procedures.report(claim, status, **outcome)
+                new, final = self._call(lambda p: p.report(claim, status, **outcome))
             except Lost:
                 del self._claims[key]
                 raise
@@ -142,6 +156,32 @@ class Held:
         """Stop renewing an item: its lease brings it back to the queue."""
         with self._lock:
             self._claims.pop(key, None)
+
+    def _call(self, call: Callable[[Procedures], T]) -> T:
+        """``call`` on the slot's connection; the caller holds the lock. A call that failed for
+        a reason that goes away (procedures.retryable) is made again after each of RETRY_WAITS,
+        on a new connection when the old one broke, until this closes. A call that committed
+        just before its connection broke finds, made again, its token moved: Lost (a report
+        then had ended the item; an extend loses it to its lease, the one case a broken
+        connection costs an item its attempt)."""
+        for wait in (*RETRY_WAITS, None):
+            try:
+                return call(self.procedures)
+            except db.SqlError as exc:
+                if wait is None or not retryable(exc) or self._stop.wait(wait):
+                    raise
+                log.warning(json.dumps({"queue": self.procedures.queue, "event": "call-failed",
+                                        "retry_s": wait, "error": _text(exc)}))
+                if exc.broken and self.connect is not None:
+                    try:
+                        new = self.connect()
+                    except Exception as again:  # still away: the next try fails and comes back here
+                        log.error(json.dumps({"queue": self.procedures.queue, "event": "reconnect-failed",
+                                              "error": _text(again)}))
+                    else:
+                        _close(self.procedures)
+                        self.procedures = new
+        raise AssertionError("unreachable: the last try returns or raises")
 
     def _held(self, key: datetime) -> Claim:
         claim = None if self._closed else self._claims.get(key)
@@ -162,7 +202,7 @@ class Held:
                     if claim is None or self._closed:
                         continue
                     try:
-                        self._claims[key] = self.procedures.extend(claim)
+                        self._claims[key] = self._call(lambda p, c=claim: p.extend(c))
                     except Lost as exc:
                         del self._claims[key]
                         self.lost[key] = str(exc)
@@ -187,6 +227,7 @@ class Worker:
         self.connect = connect
         self.stats = stats or Stats()
         self.stopping = threading.Event()
+        self.failure: str | None = None  # why the worker stopped by itself, if it did
         self._requested = False  # set from a signal handler: a plain flag, no lock
 
     def request_stop(self) -> None:
@@ -227,6 +268,11 @@ class Worker:
                 releaser = releaser or self.connect()
                 for claim in left:
                     self._release_claim(releaser, claim, "still running when the grace period ended")
+        if releaser is not None:
+            _close(releaser)
+        for slot, t in zip(slots, threads, strict=True):
+            if not t.is_alive():  # a slot still running keeps its connection until the process ends
+                _close(slot.procedures)
         return self.stats
 
     # -- one slot ---------------------------------------------------------------------
@@ -236,6 +282,7 @@ class Worker:
         except BaseException as exc:  # a slot must never die unseen: stop the whole worker
             log.critical(json.dumps({"queue": self.settings.queue, "event": "slot-died",
                                      "slot": slot.number, "error": _text(exc)}))
+            self.failure = self.failure or f"slot {slot.number} died: {_text(exc)}"
             if slot.held is not None:
                 for claim in slot.held.close():
                     self._release_claim(slot.procedures, claim, "its slot died")
@@ -253,6 +300,7 @@ class Worker:
                 if exc.number in FATAL:
                     log.critical(json.dumps({"queue": self.settings.queue, "event": "claim-refused",
                                              "slot": name, "error": _text(exc)}))
+                    self.failure = self.failure or f"the claim was refused: {_text(exc)}"
                     self.stop()
                     return
                 self._reconnect(slot, exc, idle)
@@ -268,14 +316,17 @@ class Worker:
                 continue
             idle.reset()
             self.stats.add("claimed", len(claims))
-            with Held(slot.procedures, claims) as held:
+            with Held(slot.procedures, claims, self.connect) as held:
                 slot.held = held
-                for claim in claims:
-                    if self.stopping.is_set():
-                        for key in held.held_keys():
-                            self._release(held, key, "the worker is shutting down")
-                        break
-                    self._work(held, claim)
+                try:
+                    for claim in claims:
+                        if self.stopping.is_set():
+                            for key in held.held_keys():
+                                self._release(held, key, "the worker is shutting down")
+                            break
+                        self._work(held, claim)
+                finally:
+                    slot.procedures = held.procedures  # a new connection if the old one broke
             slot.held = None
 
     def _reconnect(self, slot: Slot, exc: BaseException, idle: IdleBackoff) -> None:
@@ -283,16 +334,23 @@ class Worker:
                               "slot": slot.number, "error": _text(exc)}))
         self.stopping.wait(idle.next())
         try:
-            slot.procedures = self.connect()
+            new = self.connect()
         except Exception as again:  # still away: the next round tries again
             log.error(json.dumps({"queue": self.settings.queue, "event": "reconnect-failed",
                                   "slot": slot.number, "error": _text(again)}))
+            return
+        _close(slot.procedures)
+        slot.procedures = new
 
     def _work(self, held: Held, claim: Claim) -> None:
         try:
             item = held.start(claim.key)
         except Lost as exc:
             self._outcome(claim, None, "lost", 0.0, str(exc))
+            return
+        except Exception as exc:  # not read, tried again too: this slot's next claim hands it back
+            held.drop(claim.key)
+            self._outcome(claim, None, "lost", 0.0, f"the item could not be read: {_text(exc)}")
             return
         started = time.monotonic()
         while True:
@@ -303,7 +361,12 @@ class Worker:
             except Lost as exc:
                 self._outcome(claim, item, "lost", elapsed, str(exc))
                 return
-            except Exception as exc:  # the report itself failed: say so, once, as an Error
+            except Exception as exc:
+                if retryable(exc):  # tried again and again: leave the item to this slot's next
+                    held.drop(claim.key)  # claim, or to its lease. Its handler will run again.
+                    self._outcome(claim, item, "lost", elapsed, f"the report failed: {_text(exc)}")
+                    return
+                # refused for good (a response too long for its column, say): an Error says so
                 try:
                     claim, final = held.report(claim.key, "Error", error=f"the report failed: {_text(exc)}")
                 except Exception as again:
@@ -376,6 +439,12 @@ class Worker:
         if error:
             line["error"] = error
         (log.info if outcome == "Completed" else log.warning)(json.dumps(line))
+
+
+def _close(procedures: Procedures) -> None:
+    """Close a connection the worker no longer uses; one that is broken may refuse."""
+    with contextlib.suppress(Exception):
+        procedures.close()
 
 
 def _text(exc: BaseException) -> str:

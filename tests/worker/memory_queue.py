@@ -4,7 +4,11 @@ that the worker runtime's own logic can be tested without a server: claims take
 due items, most urgent first, and abandoned ones whose lease ran out or that the
 claiming slot held; every change moves the token; a stale token is refused
 (735710 when the item was claimed again since, else 735705); an Error on the last
-attempt becomes Failed; Pending from Processing gives the attempt back."""
+attempt becomes Failed; Pending from Processing gives the attempt back.
+
+Faults: ``fail(method, *errors)`` makes the next calls of a procedure raise those
+errors before they reach the queue; a connection that raised a broken one (a link
+failure) fails every call after it, as a pyodbc connection does."""
 
 from __future__ import annotations
 
@@ -14,11 +18,24 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from relq import db
 from relq.worker.handlers import Item
 from relq.worker.procedures import Claim, Lost
 
 BASE = datetime(2026, 1, 1)
 UNFINISHED = ("Pending", "Processing", "Error", "Paused")
+
+
+def link_failure() -> db.SqlError:
+    """What the driver raises when the connection broke (SQLSTATE 08S01)."""
+    return db.SqlError([db.ServerMessage(10054, "TCP Provider: Error code 0x2746", "08S01")])
+
+
+def deadlock() -> db.SqlError:
+    """SQL Server chose the call as a deadlock victim: the connection is fine."""
+    return db.SqlError([db.ServerMessage(1205, "Transaction was deadlocked on lock resources with "
+                                               "another process and has been chosen as the deadlock victim.",
+                                         "40001")])
 
 
 def _now() -> datetime:
@@ -50,6 +67,8 @@ class MemoryQueue:
         self.backoff_s = backoff_s
         self.rows: dict[datetime, Row] = {}
         self.extends = 0
+        self.closed = 0  # connections closed
+        self.faults: dict[str, list[db.SqlError]] = {}  # procedure -> errors its next calls raise
         self.changed = threading.Condition()
         self._last = BASE
 
@@ -68,6 +87,16 @@ class MemoryQueue:
 
     def procedures(self) -> MemoryProcedures:
         return MemoryProcedures(self)
+
+    def fail(self, method: str, *errors: db.SqlError) -> None:
+        """The next calls of ``method`` (claim, read, extend, report) raise ``errors``, one each."""
+        with self.changed:
+            self.faults.setdefault(method, []).extend(errors)
+
+    def fault(self, method: str) -> db.SqlError | None:
+        with self.changed:
+            errors = self.faults.get(method)
+            return errors.pop(0) if errors else None
 
     def settled(self) -> bool:
         """Nothing left to do: every item finished."""
@@ -172,15 +201,32 @@ class MemoryProcedures:
     def __init__(self, memory: MemoryQueue) -> None:
         self.memory = memory
         self.queue = memory.queue
+        self.broken: db.SqlError | None = None
+
+    def _enter(self, method: str) -> None:
+        if self.broken is not None:
+            raise self.broken
+        error = self.memory.fault(method)
+        if error is not None:
+            if error.broken:
+                self.broken = error
+            raise error
 
     def claim(self, locked_by: str, batch_size: int, wait_ms: int, type: str | None = None) -> list[Claim]:
+        self._enter("claim")
         return self.memory.claim(locked_by, batch_size, wait_ms, type)
 
     def read(self, claim: Claim) -> Item:
+        self._enter("read")
         return self.memory.read(claim)
 
     def extend(self, claim: Claim) -> Claim:
+        self._enter("extend")
         return self.memory.extend(claim)
 
     def report(self, claim: Claim, status: str, **outcome: Any) -> tuple[Claim, str]:
+        self._enter("report")
         return self.memory.report(claim, status, **outcome)
+
+    def close(self) -> None:
+        self.memory.closed += 1

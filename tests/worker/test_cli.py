@@ -141,9 +141,9 @@ def test_sigterm_stops_the_worker_cleanly_and_a_second_signal_ends_it_at_once() 
 
     threading.Thread(target=operator, daemon=True).start()
     try:
-        stats = run_worker(Settings("Notification", "t", grace_s=5), handlers, queue.procedures)
+        worker = run_worker(Settings("Notification", "t", grace_s=5), handlers, queue.procedures)
         assert queue.rows[key].status == "Completed"  # the item in hand finished within the grace
-        assert stats.summary()["completed"] == 1
+        assert worker.stats.summary()["completed"] == 1 and worker.failure is None
         with pytest.raises(SystemExit, match="stopped by a second SIGTERM"):
             signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
     finally:
@@ -164,3 +164,20 @@ def test_the_summary_is_a_table_of_the_counts_and_times() -> None:
     assert "relq worker: Notification" in text
     row = [line for line in text.splitlines() if "3" in line and "│" in line][-1]
     assert [cell.strip() for cell in row.strip("│ ").split("│")] == ["3", "2", "1", "0", "0", "0", "20", "30"]
+
+
+def test_a_worker_that_stops_by_itself_exits_1_saying_why(monkeypatch, capsys) -> None:
+    """A supervisor (systemd's Restart=on-failure, Kubernetes) restarts it; a clean stop exits 0."""
+    from relq.worker import cli
+
+    class Refused(MemoryQueue):
+        def claim(self, *_args, **_kwargs) -> list:
+            raise db.SqlError([db.ServerMessage(229, "The EXECUTE permission was denied", "42000")])
+
+    queue, handlers = Refused(), Handlers()
+    handlers.register("Notification", "ResetPassword")(lambda item: "ok")
+    monkeypatch.setattr(cli, "sql_connector", lambda conn_str, queue_name: queue.procedures)
+    monkeypatch.setattr(cli, "load_handlers", lambda queue_name, modules: handlers)
+    assert main(["--queue", "Notification", "--wait-ms", "0"], conn="DRIVER=x;SERVER=h") == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "worker: the claim was refused: SqlError: SQL Server error 229: The EXECUTE permission was denied")

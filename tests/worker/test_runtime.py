@@ -12,10 +12,11 @@ from collections.abc import Callable
 import pytest
 
 from relq import db
+from relq.worker import runtime
 from relq.worker.handlers import Handlers, Item, NextStep, Permanent
 from relq.worker.runtime import IdleBackoff, Settings, Worker
 from relq.worker.stats import Stats
-from tests.worker.memory_queue import MemoryQueue
+from tests.worker.memory_queue import MemoryQueue, deadlock, link_failure
 
 TIMEOUT_S = 20
 
@@ -228,6 +229,79 @@ def test_a_handler_still_running_after_the_grace_period_is_released() -> None:
     assert queue.rows[key].status == "Pending"
 
 
+@pytest.fixture
+def quick_retries(monkeypatch) -> None:
+    monkeypatch.setattr(runtime, "RETRY_WAITS", (0.0,) * len(runtime.RETRY_WAITS))
+
+
+def counting(handlers: Handlers, runs: list) -> None:
+    handlers.register("Notification", "ResetPassword")(lambda item: runs.append(item.key) or "done")
+
+
+def test_a_report_whose_connection_broke_is_made_again_on_a_new_one(quick_retries) -> None:
+    queue, handlers, runs = MemoryQueue(), Handlers(), []
+    counting(handlers, runs)
+    key = queue.add()
+    queue.fail("report", link_failure())
+    summary = drain(queue, handlers, concurrency=1)
+    assert runs == [key]  # the handler ran once
+    assert queue.rows[key].history == ["Processing", "Completed"]
+    assert summary["completed"] == 1 and queue.closed >= 1  # the broken connection was closed
+
+
+def test_a_report_chosen_as_a_deadlock_victim_is_made_again_not_turned_into_an_error(quick_retries) -> None:
+    queue, handlers, runs = MemoryQueue(), Handlers(), []
+    counting(handlers, runs)
+    key = queue.add()
+    queue.fail("report", deadlock(), deadlock())
+    drain(queue, handlers, concurrency=1)
+    assert runs == [key]
+    assert queue.rows[key].history == ["Processing", "Completed"]
+
+
+def test_a_report_refused_for_good_is_recorded_as_an_error_saying_so() -> None:
+    queue, handlers, runs = MemoryQueue(max_attempts=1), Handlers(), []
+    counting(handlers, runs)
+    key = queue.add()
+    queue.fail("report", db.SqlError([db.ServerMessage(8152, "String or binary data would be truncated.",
+                                                       "22001")]))
+    drain(queue, handlers, concurrency=1)
+    assert queue.rows[key].status == "Failed"  # an Error on its last attempt
+    assert "the report failed: SqlError: SQL Server error 8152" in queue.rows[key].fields["Error"]
+
+
+def test_an_item_not_read_after_every_try_goes_back_to_the_slot_and_the_worker_goes_on(quick_retries,
+                                                                                        caplog) -> None:
+    queue, handlers, runs = MemoryQueue(), Handlers(), []
+    counting(handlers, runs)
+    key = queue.add()
+    queue.fail("read", *[link_failure()] * (len(runtime.RETRY_WAITS) + 1))  # each on a new connection
+    worker, thread, _ = start(queue, handlers, concurrency=1)
+    until(queue.settled)
+    worker.stop()
+    thread.join(TIMEOUT_S)
+    assert runs == [key]
+    assert queue.rows[key].history == ["Processing", "Processing", "Completed"]  # handed back at once
+    assert worker.failure is None
+    assert "the item could not be read" in caplog.text
+
+
+def test_a_lease_kept_on_a_broken_connection_is_kept_on_a_new_one(quick_retries) -> None:
+    queue, handlers, runs = MemoryQueue(lease_s=1.0), Handlers(), []
+
+    @handlers.register("Notification", "ResetPassword")
+    def slow(item: Item) -> str:
+        runs.append(item.key)
+        time.sleep(2.5)  # past the 1 s lease, twice over
+        return "done"
+
+    key = queue.add()
+    queue.fail("extend", link_failure())
+    drain(queue, handlers, concurrency=2)
+    assert runs == [key]  # no other slot took it over
+    assert queue.rows[key].history == ["Processing", "Completed"]
+
+
 def test_a_slot_that_dies_releases_its_batch_and_stops_the_worker(caplog) -> None:
     queue, handlers = MemoryQueue(), Handlers()
 
@@ -241,6 +315,7 @@ def test_a_slot_that_dies_releases_its_batch_and_stops_the_worker(caplog) -> Non
     assert not thread.is_alive() and worker.stopping.is_set()
     assert [queue.statuses()[k] for k in keys] == ["Pending"] * 3
     assert "slot-died" in caplog.text
+    assert worker.failure.startswith("slot 1 died: SystemExit")  # the command exits 1
 
 
 def test_a_claim_no_retry_can_cure_stops_the_worker() -> None:
