@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from relq.errors import RelqError
@@ -443,10 +443,16 @@ def sql_value(value: Any) -> Any:
     relq's keys and concurrency tokens are DATETIME2 values in whole microseconds, and a
     token only works if it comes back exactly. How a datetime parameter is bound (and how
     much of it survives) has varied across pyodbc versions and ODBC drivers; ISO 8601
-    text converts to DATETIME2 exactly, whatever the session's language or DATEFORMAT."""
+    text converts to DATETIME2 exactly, whatever the session's language or DATEFORMAT.
+    relq's times are UTC: a datetime with an offset is converted to UTC first."""
     if isinstance(value, datetime):
-        return value.replace(tzinfo=None).isoformat(timespec="microseconds")
+        return utc(value).isoformat(timespec="microseconds")
     return value
+
+
+def utc(value: datetime) -> datetime:
+    """A datetime as relq stores times: naive, in UTC (one with an offset converted to UTC)."""
+    return value if value.tzinfo is None else value.astimezone(timezone.utc).replace(tzinfo=None)
 
 
 def query(cursor: Any, sql: str, *params: Any) -> list[tuple]:

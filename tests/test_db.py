@@ -447,13 +447,15 @@ def test_connect_with_a_missing_driver():
 
 
 def test_datetimes_travel_as_exact_iso_text() -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime, timedelta, timezone
 
     from relq.db import sql_value
 
     assert sql_value(datetime(2026, 11, 21, 8, 30, 0, 123456)) == "2026-11-21T08:30:00.123456"
     assert sql_value(datetime(2026, 11, 21, 8, 30)) == "2026-11-21T08:30:00.000000"
     assert sql_value(datetime(2026, 11, 21, 8, 30, tzinfo=timezone.utc)) == "2026-11-21T08:30:00.000000"
+    two_hours_east = timezone(timedelta(hours=2))  # relq's times are UTC: an offset is converted, not dropped
+    assert sql_value(datetime(2026, 11, 21, 8, 30, tzinfo=two_hours_east)) == "2026-11-21T06:30:00.000000"
     assert sql_value(5) == 5 and sql_value(None) is None
 
 

@@ -304,7 +304,7 @@ def _client(request: Request) -> str:
 
 def _datetime(text: str, what: str) -> datetime:
     try:
-        return datetime.fromisoformat(text.strip().replace(" ", "T")).replace(tzinfo=None)
+        return db.utc(datetime.fromisoformat(text.strip().replace(" ", "T")))
     except ValueError:
         raise Problem(400, f"{what} must be a date and time such as 2026-01-31T12:00:00, "
                            f"not {text[:40]!r}") from None

@@ -8,6 +8,7 @@ import ipaddress
 import logging
 import sys
 from dataclasses import replace
+from typing import Any
 
 import uvicorn
 
@@ -17,6 +18,7 @@ from relq.dashboard.app import Settings, create_app
 from relq.dashboard.store import SqlStore
 
 log = logging.getLogger("relq.dashboard")
+QUERY_TIMEOUT_S = 30
 
 
 def is_loopback(host: str) -> bool:
@@ -47,11 +49,20 @@ def exposure_warning(host: str, allow_actions: bool) -> str | None:
             "put it behind an authenticating proxy")
 
 
+def connect(conn_str: str) -> Any:
+    """The dashboard's connection: a query that waits longer than QUERY_TIMEOUT_S (blocked
+    behind someone's open transaction, say) is stopped, and the store opens a new connection,
+    instead of holding every page and /metrics behind it."""
+    conn = db.connect(conn_str)
+    conn.timeout = QUERY_TIMEOUT_S
+    return conn
+
+
 def run(target: db.Target, host: str = "127.0.0.1", port: int = 8350,
         settings: Settings | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     settings = replace(settings or Settings(), allowed_hosts=host_names(host))
-    store = SqlStore(lambda: db.connect(target.conn_str))
+    store = SqlStore(lambda: connect(target.conn_str))
     missing = access.missing(store, access.look())  # connects: an unreachable server ends here, in one line
     if missing:
         log.warning("dashboard: %s", missing)

@@ -139,7 +139,7 @@ class SqlStore:
             try:
                 yield self._conn
             except db.SqlError as exc:
-                if (exc.sqlstate or "").startswith("08"):  # the connection is gone: open a new one next time
+                if exc.broken:  # gone, or timed out: open a new one next time
                     self._drop()
                 raise
 

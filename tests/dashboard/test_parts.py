@@ -56,6 +56,40 @@ def test_the_store_asks_every_permission_in_one_query() -> None:
                       "SELECT")
 
 
+def test_a_query_that_timed_out_gives_up_its_connection_and_the_next_one_opens_anew() -> None:
+    """A read blocked behind someone's open transaction times out (serve.QUERY_TIMEOUT_S); the
+    connection it ran on is not reused, so no page waits behind what is left of it."""
+    from relq import db
+
+    class Blocked(FakeCursor):
+        def execute(self, sql, *params):
+            raise db.SqlError([db.ServerMessage(0, "Query timeout expired", "HYT00")])
+
+    opened = []
+    cursors = [Blocked([]), FakeCursor([(["p0"], [(1,)])])]
+
+    def connect() -> FakeConnection:
+        opened.append(FakeConnection(cursors[len(opened)]))
+        return opened[-1]
+
+    store = SqlStore(connect)
+    with pytest.raises(db.SqlError, match="Query timeout expired"):
+        store.permissions([("dbo.QueueHealth_V", "SELECT")])
+    assert store.permissions([("dbo.QueueHealth_V", "SELECT")]) == [True]
+    assert len(opened) == 2
+
+
+def test_the_dashboard_connection_has_a_query_timeout(monkeypatch) -> None:
+    from relq import db
+    from relq.dashboard import serve
+
+    class Connection:
+        timeout = 0
+
+    monkeypatch.setattr(db, "connect", lambda conn_str: Connection())
+    assert serve.connect("SERVER=h").timeout == serve.QUERY_TIMEOUT_S > 0
+
+
 def test_a_control_is_its_procedure_with_the_key_and_the_token() -> None:
     columns = ["EnqueuedAt", "UpdatedAt", "Status", "ScheduledFor"]
     cursor = FakeCursor([(columns, [(KEY, KEY, "Pending", KEY)]), (["return_code"], [(0,)])])

@@ -197,6 +197,12 @@ def test_reschedule_takes_the_new_due_time_and_needs_one(admin: FakeStore) -> No
                     data={**form, "scheduled_for": "2026-12-01T08:30"})
     assert done.status_code == 303
     assert admin._find("Notification", key)["ScheduledFor"] == datetime(2026, 12, 1, 8, 30)
+    page = app.get(f"/queues/Notification/items/{iso(key)}")
+    with_offset = app.post(f"/queues/Notification/items/{iso(key)}/Reschedule",  # the queue's times are UTC
+                           data={"csrf": csrf(page.text), "token": token(page.text),
+                                 "scheduled_for": "2026-12-01T10:30+02:00"})
+    assert with_offset.status_code == 303
+    assert admin._find("Notification", key)["ScheduledFor"] == datetime(2026, 12, 1, 8, 30)
 
 
 def test_an_illegal_move_is_refused_in_words(admin: FakeStore) -> None:

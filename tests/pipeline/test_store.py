@@ -109,7 +109,7 @@ def test_range_starts_are_numbered_on_the_server_through_the_worker_view() -> No
     assert "dbo.Notification " not in sql and params[1] == 50_000
 
 
-@pytest.mark.parametrize("number", [735709, 1205])
+@pytest.mark.parametrize("number", [735709, 1205, 1222])
 def test_an_enqueue_that_wrote_nothing_is_sent_again(number: int) -> None:
     done = [(T0, "CustomerSync", "E-1", 1, False), (T0, "CustomerSync", "E-2", 2, True)]
     conn = Connection(server_error(number, "busy"), server_error(number, "busy"), done)
