@@ -20,6 +20,15 @@ Sources for the rules:
   roles"; IS_SRVROLEMEMBER answers NULL when the caller may not see the membership
   (https://learn.microsoft.com/sql/t-sql/functions/is-srvrolemember-transact-sql).
 - message numbers are server-wide (relq.compiler.messages).
+- rights in the database: the deploy creates a schema, types, tables, modules and roles
+  owned by dbo, and grants on them: CONTROL of the database (db_owner's). Asked in the
+  database itself, since the preflight of --create-db runs in master:
+  HAS_PERMS_BY_NAME(NULL, 'DATABASE', ...) is the current database ("for database-level
+  entities ... null meaning 'current database'",
+  https://learn.microsoft.com/sql/t-sql/functions/has-perms-by-name-transact-sql), and only
+  where HAS_DBACCESS says the login may enter it
+  (https://learn.microsoft.com/sql/t-sql/functions/has-dbaccess-transact-sql). Creating it
+  needs CREATE ANY DATABASE (dbcreator's), asked of the server (the same page's example A).
 """
 
 from __future__ import annotations
@@ -45,6 +54,15 @@ FACTS_SQL = """
 SET NOCOUNT ON;
 DECLARE @Name SYSNAME = ?;
 DECLARE @Exists BIT = CASE WHEN DB_ID(@Name) IS NULL THEN 0 ELSE 1 END;
+DECLARE @Control INT = NULL;
+DECLARE @InDatabase NVARCHAR(300) = QUOTENAME(@Name) + N'.sys.sp_executesql';
+IF (@Exists = 1 AND HAS_DBACCESS(@Name) = 1)
+    BEGIN
+        EXEC @InDatabase
+            N'SET @Control = HAS_PERMS_BY_NAME(NULL, N''DATABASE'', N''CONTROL'');',
+            N'@Control INT OUTPUT',
+            @Control = @Control OUTPUT;
+    END;
 SELECT
     CAST(SERVERPROPERTY('EngineEdition') AS INT),
     CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)),
@@ -55,7 +73,11 @@ SELECT
     d.collation_name,
     IS_SRVROLEMEMBER('sysadmin'),
     IS_SRVROLEMEMBER('serveradmin'),
-    SUSER_SNAME()
+    SUSER_SNAME(),
+    @Control,
+    HAS_PERMS_BY_NAME(NULL, NULL, 'CREATE ANY DATABASE'),
+    CAST(DATABASEPROPERTYEX(@Name, 'Updateability') AS NVARCHAR(20)),
+    d.state_desc
 FROM sys.databases AS d
 WHERE d.name = CASE WHEN @Exists = 1 THEN @Name ELSE N'model' END;
 """
@@ -83,6 +105,10 @@ class Facts:
     serveradmin: bool | None
     login: str
     messages: dict[int, Message] = field(default_factory=dict)  # relq's numbers that are taken
+    controls_database: bool | None = True  # CONTROL of it; None: the login may not enter it
+    creates_databases: bool | None = True  # CREATE ANY DATABASE
+    read_only: bool = False  # READ_ONLY, or a readable secondary
+    state: str = "ONLINE"  # of the database (of model when it does not exist yet)
 
 
 @dataclass
@@ -116,9 +142,10 @@ def read(cursor, database: str, numbers: list[int]) -> Facts:
         raise RelqError(f"the server shows neither database {database} nor model in sys.databases: "
                         f"the login needs to see them (VIEW ANY DATABASE)")
     (edition, version, server_collation, exists, level, rcsi, collation, sysadmin, serveradmin,
-     login), = rows
+     login, control, create, updateability, state), = rows
     return Facts(database, edition, version, server_collation, bool(exists), level, bool(rcsi), collation,
-                 _flag(sysadmin), _flag(serveradmin), login, registered(cursor, numbers))
+                 _flag(sysadmin), _flag(serveradmin), login, registered(cursor, numbers),
+                 _flag(control), _flag(create), updateability == "READ_ONLY", state)
 
 
 def registered(cursor, numbers: list[int]) -> dict[int, Message]:
@@ -148,6 +175,7 @@ def judge(facts: Facts, messages: dict[int, Message]) -> Verdict:
         problems.append(f"the connection lands in the system database {name}: name the target "
                         f"with DATABASE=... in the connection string, or pass --create-db NAME")
     problems += _engine(facts)
+    problems += _rights(facts)
     if facts.compatibility_level < MIN_COMPATIBILITY:
         whose = (f"database {name} has" if facts.exists
                  else f"database {name} would be created from model, which has")
@@ -176,6 +204,26 @@ def judge(facts: Facts, messages: dict[int, Message]) -> Verdict:
         f"the project has them" + (f", {len(to_write)} to register" if to_write else ""),
     ]
     return Verdict(problems, notes, to_write)
+
+
+def _rights(facts: Facts) -> list[str]:
+    """What stops this login deploying into the database, or creating it."""
+    name, login = facts.database, facts.login
+    if not facts.exists:
+        return [] if facts.creates_databases else [
+            f"login {login} may not create database {name} (CREATE ANY DATABASE): ALTER SERVER ROLE "
+            f"dbcreator ADD MEMBER [{login}], or create the database and deploy into it"]
+    if facts.state != "ONLINE":
+        return [f"database {name} is {facts.state}, not ONLINE: bring it online, then deploy"]
+    problems = []
+    if facts.read_only:
+        problems.append(f"database {name} is read-only (READ_ONLY, or a readable secondary): deploy to "
+                        f"the primary, or ALTER DATABASE [{name}] SET READ_WRITE")
+    if not facts.controls_database:
+        problems.append(f"login {login} does not control database {name} (the deploy creates a schema, "
+                        f"tables, procedures and roles, and grants on them): in it, ALTER ROLE db_owner "
+                        f"ADD MEMBER <the login's user>, or have a db_owner deploy")
+    return problems
 
 
 def _engine(facts: Facts) -> list[str]:

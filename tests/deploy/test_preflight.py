@@ -107,6 +107,35 @@ def test_a_login_whose_roles_the_server_will_not_show_counts_as_without_them() -
     assert len(problems(replace(GOOD, sysadmin=None, serveradmin=None))) == 1
 
 
+def test_a_login_that_does_not_control_the_database_is_told_to_make_its_user_db_owner() -> None:
+    for control in (False, None):  # None: the login may not even enter the database
+        assert problems(replace(GOOD, controls_database=control, sysadmin=False, serveradmin=True)) == [
+            "login deployer does not control database orders (the deploy creates a schema, tables, "
+            "procedures and roles, and grants on them): in it, ALTER ROLE db_owner ADD MEMBER <the "
+            "login's user>, or have a db_owner deploy"]
+
+
+def test_a_database_to_be_created_needs_a_login_that_may_create_databases() -> None:
+    assert problems(replace(GOOD, exists=False, controls_database=None, creates_databases=False)) == [
+        "login deployer may not create database orders (CREATE ANY DATABASE): ALTER SERVER ROLE dbcreator "
+        "ADD MEMBER [deployer], or create the database and deploy into it"]
+    assert problems(replace(GOOD, exists=False, controls_database=None)) == []
+
+
+def test_a_read_only_or_offline_database_is_refused() -> None:
+    assert problems(replace(GOOD, read_only=True)) == [
+        "database orders is read-only (READ_ONLY, or a readable secondary): deploy to the primary, or "
+        "ALTER DATABASE [orders] SET READ_WRITE"]
+    assert problems(replace(GOOD, state="RESTORING", controls_database=None)) == [
+        "database orders is RESTORING, not ONLINE: bring it online, then deploy"]
+
+
+def test_the_preflight_query_parses_as_tsql() -> None:
+    from relq.deploy.preflight import FACTS_SQL
+
+    assert sqlfluff.parse(FACTS_SQL.replace("= ?", "= N'orders'"), dialect="tsql")
+
+
 def test_every_problem_is_its_own_line() -> None:
     bad = replace(GOOD, engine_edition=5, compatibility_level=100, sysadmin=False,
                   messages={735701: Message(10, "Someone else's")})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections.abc import Iterator
 
 import pytest
 from rich.console import Console
@@ -206,35 +207,17 @@ def test_a_foreign_message_in_relqs_numbers_stops_the_deploy_before_any_change(
                          f"EXEC sys.sp_dropmessage @msgnum = {number}, @lang = 'all';")
 
 
-def test_a_login_without_serveradmin_deploys_once_the_messages_are_registered_and_not_before(
-    project: Project, mssql, new_database: str
-) -> None:
-    """A db_owner who is not serveradmin: refused while a message is missing (it could not
-    register it), and able to deploy when every message is there as the project has it."""
-    number, _ = first_message(project)
+@pytest.fixture
+def plain_login(mssql) -> Iterator[tuple[str, db.Target]]:
+    """A SQL login of no server role, with the live tier's server: (its name, a target that
+    connects as it). Dropped afterwards, with any session of it still open."""
     if rows(mssql, "master", "SELECT CAST(SERVERPROPERTY('IsIntegratedSecurityOnly') AS INT);") == [(1,)]:
         pytest.skip("the server accepts Windows logins only: no SQL login can be made for this test")
-    deploy(project.root, mssql, create_db=new_database)  # as the live tier's sysadmin
     login, password = f"relq_plain_{secrets.token_hex(4)}", secrets.token_urlsafe(18) + "aA1!"
     in_master(mssql, f"CREATE LOGIN [{login}] WITH PASSWORD = N'{password}', CHECK_POLICY = OFF;")
     try:
-        rows(mssql, new_database, f"CREATE USER [{login}] FOR LOGIN [{login}]; "
-                                  f"ALTER ROLE db_owner ADD MEMBER [{login}]; SELECT 1;")
         pairs = [(k, v) for k, v in db.parse(mssql.conn_str) if k.casefold() not in PLAIN_LOGIN_KEYS]
-        plain = db.Target(db.build([*pairs, ("UID", login), ("PWD", password)]), "test")
-        project.edit(VIEW, "/* dbo.Worker_Job_V", "/* changed: dbo.Worker_Job_V")
-        before = journal(mssql, new_database)
-        in_master(mssql, f"EXEC sys.sp_dropmessage @msgnum = {number}, @lang = 'all';")
-        console = Console(record=True, width=300)
-        with pytest.raises(PreflightFailed):
-            deploy(project.root, plain, create_db=new_database, console=console)
-        assert f"problem: login {login} may not register messages" in console.export_text()
-        assert journal(mssql, new_database) == before  # the changed view was not deployed
-        deploy(project.root, mssql, create_db=new_database)  # a sysadmin registers it again
-        outcome = deploy(project.root, plain, create_db=new_database)
-        assert outcome.plan.changes == []  # the sysadmin's deploy took the view too
-        project.edit(VIEW, "/* changed: dbo.Worker_Job_V", "/* changed again: dbo.Worker_Job_V")
-        assert [s.path for s in deploy(project.root, plain, create_db=new_database).plan.changes] == [VIEW]
+        yield login, db.Target(db.build([*pairs, ("UID", login), ("PWD", password)]), "test")
     finally:  # a pooled connection of the login may still be open: end it first
         in_master(mssql, f"""
             DECLARE @Kill NVARCHAR(MAX) = N'';
@@ -242,3 +225,55 @@ def test_a_login_without_serveradmin_deploys_once_the_messages_are_registered_an
             FROM sys.dm_exec_sessions AS s WHERE s.login_name = N'{login}';
             EXEC sys.sp_executesql @Kill;
             IF EXISTS (SELECT 1 FROM sys.server_principals WHERE name = N'{login}') DROP LOGIN [{login}];""")
+
+
+def test_a_login_without_serveradmin_deploys_once_the_messages_are_registered_and_not_before(
+    project: Project, mssql, new_database: str, plain_login
+) -> None:
+    """A db_owner who is not serveradmin: refused while a message is missing (it could not
+    register it), and able to deploy when every message is there as the project has it."""
+    number, _ = first_message(project)
+    login, plain = plain_login
+    deploy(project.root, mssql, create_db=new_database)  # as the live tier's sysadmin
+    rows(mssql, new_database, f"CREATE USER [{login}] FOR LOGIN [{login}]; "
+                              f"ALTER ROLE db_owner ADD MEMBER [{login}]; SELECT 1;")
+    project.edit(VIEW, "/* dbo.Worker_Job_V", "/* changed: dbo.Worker_Job_V")
+    before = journal(mssql, new_database)
+    in_master(mssql, f"EXEC sys.sp_dropmessage @msgnum = {number}, @lang = 'all';")
+    console = Console(record=True, width=300)
+    with pytest.raises(PreflightFailed):
+        deploy(project.root, plain, create_db=new_database, console=console)
+    assert f"problem: login {login} may not register messages" in console.export_text()
+    assert journal(mssql, new_database) == before  # the changed view was not deployed
+    deploy(project.root, mssql, create_db=new_database)  # a sysadmin registers it again
+    outcome = deploy(project.root, plain, create_db=new_database)
+    assert outcome.plan.changes == []  # the sysadmin's deploy took the view too
+    project.edit(VIEW, "/* changed: dbo.Worker_Job_V", "/* changed again: dbo.Worker_Job_V")
+    assert [s.path for s in deploy(project.root, plain, create_db=new_database).plan.changes] == [VIEW]
+
+
+def test_a_login_that_is_not_db_owner_is_refused_before_any_change(
+    project: Project, mssql, new_database: str, plain_login
+) -> None:
+    """A user of the database without db_owner, then a login with no user there at all, then
+    one that may not create the database: each refused by the preflight, naming the grant,
+    before the deploy changes anything (it would have stopped half-way, at the first role)."""
+    login, plain = plain_login
+    deploy(project.root, mssql, create_db=new_database)
+    project.edit(VIEW, "/* dbo.Worker_Job_V", "/* changed: dbo.Worker_Job_V")
+    before = journal(mssql, new_database)
+    for setup in ("", f"CREATE USER [{login}] FOR LOGIN [{login}]; ALTER ROLE db_datareader ADD MEMBER "
+                      f"[{login}]; "):
+        if setup:
+            rows(mssql, new_database, setup + "SELECT 1;")
+        console = Console(record=True, width=300)
+        with pytest.raises(PreflightFailed):
+            deploy(project.root, plain, create_db=new_database, console=console)
+        assert f"problem: login {login} does not control database {new_database}" in console.export_text()
+        assert journal(mssql, new_database) == before
+    console = Console(record=True, width=300)
+    missing = f"{new_database}_not_yet"
+    with pytest.raises(PreflightFailed):
+        deploy(project.root, plain, create_db=missing, console=console)
+    assert f"problem: login {login} may not create database {missing}" in console.export_text()
+    assert rows(mssql, "master", "SELECT DB_ID(?);", missing) == [(None,)]
