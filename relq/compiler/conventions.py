@@ -99,10 +99,17 @@ _MODULES = ("create_procedure_statement", "create_function_statement", "create_v
             "create_trigger_statement")
 
 
-@check("message-mark", f"a message's severity and text are literals, the text beginning {MESSAGE_MARK!r}")
+MESSAGE_CHARS = 255  # sp_addmessage's @msgtext is nvarchar(255)
+
+
+@check("message-mark", f"a message's severity and text are literals, the text beginning {MESSAGE_MARK!r} "
+                       f"and at most {MESSAGE_CHARS} characters")
 def _message_mark(ctx: FileContext) -> Iterator[Finding]:
     """Message numbers are server-wide: the mark is how deploy tells relq's own texts,
-    which it may update, from another application's, which it never overwrites."""
+    which it may update, from another application's, which it never overwrites. A longer
+    text would be cut to its first 255 characters (sp_addmessage's @msgtext is nvarchar(255),
+    https://learn.microsoft.com/sql/relational-databases/system-stored-procedures/sp-addmessage-transact-sql),
+    and every deploy would find the server's text differing from the project's."""
     for d in ctx.definitions:
         if d.kind != "message":
             continue
@@ -112,6 +119,9 @@ def _message_mark(ctx: FileContext) -> Iterator[Finding]:
         elif not d.text.startswith(MESSAGE_MARK):
             yield _finding(d.line, f"begin the text with {MESSAGE_MARK!r}: messages are server-wide, "
                                    f"and deploy overwrites only texts that carry relq's mark")
+        elif len(d.text) > MESSAGE_CHARS:
+            yield _finding(d.line, f"the text has {len(d.text)} characters; sp_addmessage keeps "
+                                   f"{MESSAGE_CHARS} (@msgtext is nvarchar(255))")
 
 
 @check("batch-alone", "a CREATE of a procedure, function, view or trigger is alone in its batch")
