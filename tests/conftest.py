@@ -8,6 +8,7 @@ import os
 import secrets
 import shutil
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,3 +176,37 @@ def new_database(mssql: db.Target) -> Iterator[str]:
     name = f"relq_test_{secrets.token_hex(4)}"
     yield name
     drop_database(mssql.conn_str, name)
+
+
+@pytest.fixture
+def member(mssql, live_database: str) -> Iterator[Any]:
+    """``member(*roles)``: a connect function whose connections act as one new user (without
+    login) that is a member of ``roles``, in the live tier's database. EXECUTE AS USER holds for
+    the session, as for an application's login mapped to such a user; each connection goes back
+    to the login (REVERT) and closes at the end, and the users are dropped."""
+    admin = db.connect(db.with_database(mssql.conn_str, live_database))
+    users: list[str] = []
+    opened: list[Any] = []
+
+    def make(*roles: str) -> Any:
+        user = f"relq_member_{secrets.token_hex(3)}"
+        members = " ".join(f"ALTER ROLE {role} ADD MEMBER [{user}];" for role in roles)
+        db.run_batch(admin.cursor(), f"CREATE USER [{user}] WITHOUT LOGIN; {members}")
+        users.append(user)
+
+        def connect() -> Any:
+            conn = db.connect(db.with_database(mssql.conn_str, live_database))
+            db.run_batch(conn.cursor(), f"EXECUTE AS USER = N'{user}';")
+            opened.append(conn)
+            return conn
+
+        return connect
+
+    yield make
+    for conn in opened:  # back to the login before the connection closes (or returns to a pool)
+        with suppress(Exception):  # one its owner closed already
+            db.run_batch(conn.cursor(), "IF USER_NAME() <> N'dbo' REVERT;")
+            conn.close()
+    for user in users:
+        db.run_batch(admin.cursor(), f"DROP USER IF EXISTS [{user}];")
+    admin.close()

@@ -7,7 +7,6 @@ and can do nothing else; an operator retries a Failed item through the page."""
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -42,32 +41,13 @@ def dbo(mssql, live_database: str) -> Iterator[Any]:
 
 
 @pytest.fixture
-def store_as(mssql, live_database: str, dbo) -> Iterator[Any]:
-    """The dashboard's store on a connection that is a new member of ``roles``."""
-    opened: list[tuple[SqlStore, str]] = []
-    impersonating: list[Any] = []
+def store_as(member, dbo) -> Any:
+    """The dashboard's store on connections that are a new member of ``roles``."""
 
     def make(*roles: str) -> SqlStore:
-        user = f"relq_dash_{secrets.token_hex(3)}"
-        members = " ".join(f"ALTER ROLE {role} ADD MEMBER [{user}];" for role in roles)
-        db.run_batch(dbo.cursor(), f"CREATE USER [{user}] WITHOUT LOGIN; {members}")
+        return SqlStore(member(*roles))
 
-        def connect() -> Any:
-            conn = db.connect(db.with_database(mssql.conn_str, live_database))
-            db.run_batch(conn.cursor(), f"EXECUTE AS USER = N'{user}';")
-            impersonating.append(conn)
-            return conn
-
-        store = SqlStore(connect)
-        opened.append((store, user))
-        return store
-
-    yield make
-    for conn in impersonating:  # back to the login before the connection closes (or returns to a pool)
-        db.run_batch(conn.cursor(), "IF USER_NAME() <> N'dbo' REVERT;")
-    for store, user in opened:
-        store.close()
-        db.run_batch(dbo.cursor(), f"DROP USER IF EXISTS [{user}];")
+    return make
 
 
 @pytest.fixture

@@ -5,11 +5,16 @@ no role reads or writes a queue table directly."""
 
 from __future__ import annotations
 
+import json
 import secrets
+from datetime import timedelta
 
 import pytest
 
 from relq import db
+from relq.pipeline.store import SqlSession
+from relq.worker.cli import check_queue
+from relq.worker.procedures import SqlProcedures
 
 pytestmark = pytest.mark.mssql
 
@@ -220,3 +225,99 @@ def test_an_admin_drain_of_a_missing_job_procedure_raises_735707_and_spends_no_a
     # one claim, given back; then the drain stopped
     assert [row[:3] for row in released] == [(1, "admin/drain", "Pending")]
     assert "RelqTest_NoSuchJob_utx" in released[0][3]
+
+
+# -- relq's own Python on a member's connection: what the worker and the pipeline send ------------
+
+
+@pytest.fixture
+def dbo_conn(mssql, live_database: str):
+    conn = db.connect(db.with_database(mssql.conn_str, live_database))
+    yield conn
+    conn.close()
+
+
+def enqueued_key(conn, queue: str, tag: str):
+    """As dbo: one item of ``queue``, told apart by ``tag``; its key."""
+    if queue == "Notification":
+        result = db.call(conn, "dbo.Add_Notification_ResetPassword_trx", UserID=1, Username=tag, OTP="123456",
+                         EmailTo=f"{tag}@example.com", PreferredLanguage="en")
+        return result.result_sets[0][0][0]
+    return db.query(conn.cursor(), ENQUEUE.replace("N'role-test'", f"N'{tag}'"))[0][0]
+
+
+@pytest.mark.parametrize("queue", ["Notification", "SyncQueue"])
+def test_a_worker_member_makes_every_call_the_worker_makes(member, dbo_conn, queue: str) -> None:
+    """relq.worker's own calls (relq.worker.procedures.SqlProcedures, and the queue check of
+    `invoke worker`) on a QueueWorker member's connection: claim, read, extend and report."""
+    tag = f"roles-{secrets.token_hex(4)}"
+    key = enqueued_key(dbo_conn, queue, tag)
+    conn = member("QueueWorker")()
+    check_queue(conn, queue)  # sys.procedures shows the member the claim procedure
+    procedures = SqlProcedures(conn, queue)
+    claims = procedures.claim("roles-test/1", 100, 0)
+    try:
+        [claim] = [c for c in claims if c.key == key]
+        item = procedures.read(claim)
+        assert (item.key, item.type) == (key, "ResetPassword" if queue == "Notification" else "CustomerSync")
+        claim = procedures.extend(claim)
+        _, status = procedures.report(claim, "Completed", response="done by a member")
+        assert status == "Completed"
+    finally:  # another test's items, claimed along: given back as they were
+        for other in claims:
+            if other.key != key:
+                procedures.report(other, "Pending", error="released: claimed by the roles test")
+
+
+def test_a_producer_member_enqueues_through_the_pipeline_session(member) -> None:
+    """relq.pipeline's SqlSession on a QueueProducer member's connection: the queue's name,
+    its job types, and enqueues through both list types, a DedupKey and an ordered group
+    taking their locks (Lock_ItemKeys_utx, the session's enqueue lock)."""
+    tag = secrets.token_hex(4)
+    session = SqlSession(member("QueueProducer")())
+    assert session.queue_name("syncqueue") == "SyncQueue"
+    assert "CustomerSync" in session.job_types("SyncQueue")
+    job = {"ItemNo": 1, "Type": "CustomerSync", "EntityKey": f"roles-{tag}", "DedupKey": f"roles-{tag}",
+           "GroupKey": f"roles-group-{tag}"}
+    assert session.enqueue("SyncQueue", [job]) == [(1, False)]
+    assert session.enqueue("SyncQueue", [job]) == [(1, True)]  # its DedupKey is taken
+    reset = {"ItemNo": 1, "UserID": 7, "Username": f"roles-{tag}", "OTP": "123456",
+             "EmailTo": f"roles-{tag}@example.com", "PreferredLanguage": "en", "DedupKey": f"roles-{tag}"}
+    assert session.enqueue("Notification", [reset]) == [(1, False)]
+
+
+def cancelled(conn, queue_key) -> tuple:
+    """As dbo: cancel the item; (its key, its new token) as ISO text, for a purge's @Keys."""
+    result = db.call(conn, "dbo.Cancel_SyncQueue_trx", EnqueuedAt=queue_key)
+    row = dict(zip(result.columns[0], result.result_sets[0][0], strict=True))
+    return db.sql_value(row["EnqueuedAt"]), db.sql_value(row["UpdatedAt"])
+
+
+def test_an_admin_member_archives_and_purges_through_the_pipeline_session(member, dbo_conn) -> None:
+    """relq.pipeline's archive on a QueueAdmin member's connection: its run lock, the worker
+    view's columns and rows, and the exact purge; then the purge an Agent job runs, archiving."""
+    tag = f"roles-{secrets.token_hex(4)}"
+    first, second = (enqueued_key(dbo_conn, "SyncQueue", f"{tag}-{n}") for n in (1, 2))
+    first_keys, second_keys = cancelled(dbo_conn, first), cancelled(dbo_conn, second)
+    conn = member("QueueAdmin")()
+    session = SqlSession(conn)
+    resource = f"relq.test.{tag}"
+    assert session.try_lock(resource) and session.holds_lock(resource)
+    try:
+        assert "EnqueuedAt" in session.view_columns("SyncQueue")
+        cutoff = session.now()
+        assert session.finished_span("SyncQueue", cutoff) is not None
+        rows = list(session.read_range("SyncQueue", first, first + timedelta(microseconds=1), cutoff))
+        assert [(r["EnqueuedAt"], r["Status"]) for r in rows] == [(first, "Cancelled")]
+        assert session.purge("SyncQueue", [first_keys]) == 1
+    finally:
+        session.unlock(resource)
+    assert not session.holds_lock(resource)
+    keys = json.dumps([{"EnqueuedAt": second_keys[0], "UpdatedAt": second_keys[1]}])
+    purged = db.call(conn, "dbo.Purge_SyncQueue_trx", Keys=keys, Archive=1)
+    assert purged.result_sets[0] == [(1, 1)]  # Removed, Archived
+    left = db.query(dbo_conn.cursor(), "SELECT COUNT(*) FROM dbo.SyncQueue WHERE EnqueuedAt IN (?, ?);",
+                    first, second)
+    assert left == [(0,)]
+    assert db.query(dbo_conn.cursor(), "SELECT [Status] FROM dbo.SyncQueueArchive WHERE EnqueuedAt = ?;",
+                    second) == [("Cancelled",)]
