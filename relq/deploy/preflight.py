@@ -77,7 +77,8 @@ SELECT
     @Control,
     HAS_PERMS_BY_NAME(NULL, NULL, 'CREATE ANY DATABASE'),
     CAST(DATABASEPROPERTYEX(@Name, 'Updateability') AS NVARCHAR(20)),
-    d.state_desc
+    d.state_desc,
+    CASE WHEN @Exists = 1 AND d.replica_id IS NOT NULL THEN 1 ELSE 0 END
 FROM sys.databases AS d
 WHERE d.name = CASE WHEN @Exists = 1 THEN @Name ELSE N'model' END;
 """
@@ -109,6 +110,7 @@ class Facts:
     creates_databases: bool | None = True  # CREATE ANY DATABASE
     read_only: bool = False  # READ_ONLY, or a readable secondary
     state: str = "ONLINE"  # of the database (of model when it does not exist yet)
+    replicated: bool = False  # in an availability group: other replicas have masters of their own
 
 
 @dataclass
@@ -142,10 +144,10 @@ def read(cursor, database: str, numbers: list[int]) -> Facts:
         raise RelqError(f"the server shows neither database {database} nor model in sys.databases: "
                         f"the login needs to see them (VIEW ANY DATABASE)")
     (edition, version, server_collation, exists, level, rcsi, collation, sysadmin, serveradmin,
-     login, control, create, updateability, state), = rows
+     login, control, create, updateability, state, replicated), = rows
     return Facts(database, edition, version, server_collation, bool(exists), level, bool(rcsi), collation,
                  _flag(sysadmin), _flag(serveradmin), login, registered(cursor, numbers),
-                 _flag(control), _flag(create), updateability == "READ_ONLY", state)
+                 _flag(control), _flag(create), updateability == "READ_ONLY", state, bool(replicated))
 
 
 def registered(cursor, numbers: list[int]) -> dict[int, Message]:
@@ -203,6 +205,10 @@ def judge(facts: Facts, messages: dict[int, Message]) -> Verdict:
         f"messages: {len(messages) - len(to_write) - len(foreign)} of {len(messages)} registered as "
         f"the project has them" + (f", {len(to_write)} to register" if to_write else ""),
     ]
+    if facts.replicated:
+        notes.append(f"database {name} is in an availability group: messages live in each replica's "
+                     f"master, which the group does not copy; register them on every replica (the "
+                     f"message batches of dist/deploy.sql), or its errors come as 18054 after a failover")
     return Verdict(problems, notes, to_write)
 
 

@@ -130,6 +130,14 @@ def test_a_read_only_or_offline_database_is_refused() -> None:
         "database orders is RESTORING, not ONLINE: bring it online, then deploy"]
 
 
+def test_a_database_in_an_availability_group_is_told_to_register_the_messages_on_every_replica() -> None:
+    verdict = judge(replace(GOOD, replicated=True), OURS)
+    assert verdict.ok
+    assert verdict.notes[-1].startswith("database orders is in an availability group: messages live in "
+                                        "each replica's master")
+    assert not any("availability group" in note for note in judge(GOOD, OURS).notes)
+
+
 def test_the_preflight_query_parses_as_tsql() -> None:
     from relq.deploy.preflight import FACTS_SQL
 
