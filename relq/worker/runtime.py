@@ -319,12 +319,14 @@ class Worker:
             with Held(slot.procedures, claims, self.connect) as held:
                 slot.held = held
                 try:
-                    for claim in claims:
+                    for n, claim in enumerate(claims):
                         if self.stopping.is_set():
                             for key in held.held_keys():
                                 self._release(held, key, "the worker is shutting down")
                             break
-                        self._work(held, claim)
+                        if not self._work(held, claim):
+                            self._leave(held, claims[n + 1:])
+                            break
                 finally:
                     slot.procedures = held.procedures  # a new connection if the old one broke
             slot.held = None
@@ -342,16 +344,18 @@ class Worker:
         _close(slot.procedures)
         slot.procedures = new
 
-    def _work(self, held: Held, claim: Claim) -> None:
+    def _work(self, held: Held, claim: Claim) -> bool:
+        """Read, run and report one item; False when the connection failed beyond its retries
+        (the rest of the batch need not wait its turn for the same)."""
         try:
             item = held.start(claim.key)
         except Lost as exc:
             self._outcome(claim, None, "lost", 0.0, str(exc))
-            return
+            return True
         except Exception as exc:  # not read, tried again too: this slot's next claim hands it back
             held.drop(claim.key)
             self._outcome(claim, None, "lost", 0.0, f"the item could not be read: {_text(exc)}")
-            return
+            return not retryable(exc)
         started = time.monotonic()
         while True:
             status, step, response, error = self._run_handler(item)
@@ -360,24 +364,32 @@ class Worker:
                 claim, final = held.report(claim.key, status, step=step, response=response, error=error)
             except Lost as exc:
                 self._outcome(claim, item, "lost", elapsed, str(exc))
-                return
+                return True
             except Exception as exc:
                 if retryable(exc):  # tried again and again: leave the item to this slot's next
                     held.drop(claim.key)  # claim, or to its lease. Its handler will run again.
                     self._outcome(claim, item, "lost", elapsed, f"the report failed: {_text(exc)}")
-                    return
+                    return False
                 # refused for good (a response too long for its column, say): an Error says so
                 try:
                     claim, final = held.report(claim.key, "Error", error=f"the report failed: {_text(exc)}")
                 except Exception as again:
                     held.drop(claim.key)  # its lease brings it back
                     self._outcome(claim, item, "lost", elapsed, f"the report failed: {_text(again)}")
-                    return
+                    return not retryable(again)
                 status = "Error"
             if status != "Processing":
                 self._outcome(claim, item, final, elapsed, error)
-                return
+                return True
             item = replace(item, step=step)
+
+    def _leave(self, held: Held, rest: list[Claim]) -> None:
+        """The connection stays away: the rest of the batch goes back with this slot's next
+        claim (or its leases) instead of each waiting out the same retries."""
+        for claim in rest:
+            if claim.key in held.held_keys():
+                held.drop(claim.key)
+                self._outcome(claim, None, "lost", 0.0, "left unread: the connection failed")
 
     def _run_handler(self, item: Item) -> tuple[str, str | None, str | None, str | None]:
         """(status, step, response, error) from the handler of the item's step."""

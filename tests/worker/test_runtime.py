@@ -396,3 +396,13 @@ def test_a_release_at_shutdown_never_takes_back_an_item_whose_handler_has_begun(
         held.start(second)
     assert queue.statuses() == {first: "Processing", second: "Pending"}
     assert held.held_keys() == [first]
+
+
+def test_a_connection_that_stays_away_leaves_the_rest_of_the_batch_to_the_next_claim(quick_retries) -> None:
+    queue, handlers, runs = MemoryQueue(), Handlers(), []
+    counting(handlers, runs)
+    keys = [queue.add() for _ in range(3)]
+    queue.fail("read", *[link_failure()] * (len(runtime.RETRY_WAITS) + 1))  # the first item's every try
+    summary = drain(queue, handlers, concurrency=1, batch_size=3)
+    assert sorted(runs) == keys  # each ran once, the two left unread too, after the next claim
+    assert summary["lost"] == 3 and summary["completed"] == 3  # none read on the connection that failed
