@@ -264,6 +264,9 @@ def _main(messages: list[ServerMessage]) -> ServerMessage | None:
     return (errors or messages or [None])[0]
 
 
+ENDED_SESSION = frozenset({0, 596})  # a severe error; "the session is in the kill state"
+
+
 class SqlError(RelqError):
     """SQL Server refused a batch or a procedure call; ``number`` is its error number."""
 
@@ -280,10 +283,14 @@ class SqlError(RelqError):
     def broken(self) -> bool:
         """Whether the connection it came on is done for and a new one is needed: the link
         failed (SQLSTATE class 08), the query timed out (HYT00, HYT01: SQL Server stopped
-        the call, and with XACT_ABORT ON rolled its transaction back), or the error came from
-        the driver, not from SQL Server (no error number: a closed connection, say)."""
+        the call, and with XACT_ABORT ON rolled its transaction back), the session was killed
+        (596) or ended by a severe error (0: "A severe error occurred on the current
+        command"), or the error came with neither a state nor a number (pyodbc's "Attempt to
+        use a closed connection"). pyodbc's own refusals of a call (a wrong parameter count,
+        HY000) come with a state: the connection is fine."""
         state = self.sqlstate or ""
-        return self.number is None or state.startswith("08") or state in ("HYT00", "HYT01")
+        return (state.startswith("08") or state in ("HYT00", "HYT01") or self.number in ENDED_SESSION
+                or (self.number is None and not state))
 
     def _line(self) -> str:
         head = "SQL Server error" if self.number is None else f"SQL Server error {self.number}"

@@ -226,7 +226,12 @@ def test_pyodbc_own_errors_keep_their_text():
 @pytest.mark.parametrize(("message", "broken"), [
     (db.ServerMessage(10054, "TCP Provider: Error code 0x2746", "08S01"), True),
     (db.ServerMessage(0, "Query timeout expired", "HYT00"), True),
-    (db.ServerMessage(None, "Attempt to use a closed connection.", "HY000"), True),  # from the driver
+    (db.ServerMessage(None, "Attempt to use a closed connection.", None), True),  # from pyodbc
+    (db.ServerMessage(596, "Cannot continue the execution because the session is in the kill state.",
+                      "HY000"), True),
+    (db.ServerMessage(0, "A severe error occurred on the current command.", "HY000"), True),
+    (db.ServerMessage(None, "The SQL contains 1 parameter markers, but 2 parameters were supplied",
+                      "HY000"), False),  # pyodbc refused the call: the connection is fine
     (db.ServerMessage(1205, "Transaction was deadlocked", "40001"), False),
     (db.ServerMessage(735705, "relq: stale token", "42000"), False),
 ])

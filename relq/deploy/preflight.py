@@ -27,7 +27,9 @@ Sources for the rules:
   entities ... null meaning 'current database'",
   https://learn.microsoft.com/sql/t-sql/functions/has-perms-by-name-transact-sql), and only
   where HAS_DBACCESS says the login may enter it
-  (https://learn.microsoft.com/sql/t-sql/functions/has-dbaccess-transact-sql). Creating it
+  (https://learn.microsoft.com/sql/t-sql/functions/has-dbaccess-transact-sql) and it is
+  ONLINE; a database that refuses to be entered all the same (a secondary that is not
+  readable) is a problem of its own, with SQL Server's error number. Creating it
   needs CREATE ANY DATABASE (dbcreator's), asked of the server (the same page's example A).
 """
 
@@ -55,13 +57,19 @@ SET NOCOUNT ON;
 DECLARE @Name SYSNAME = ?;
 DECLARE @Exists BIT = CASE WHEN DB_ID(@Name) IS NULL THEN 0 ELSE 1 END;
 DECLARE @Control INT = NULL;
+DECLARE @Refused INT = NULL;
 DECLARE @InDatabase NVARCHAR(300) = QUOTENAME(@Name) + N'.sys.sp_executesql';
-IF (@Exists = 1 AND HAS_DBACCESS(@Name) = 1)
+IF (@Exists = 1 AND HAS_DBACCESS(@Name) = 1 AND DATABASEPROPERTYEX(@Name, 'Status') = 'ONLINE')
     BEGIN
-        EXEC @InDatabase
-            N'SET @Control = HAS_PERMS_BY_NAME(NULL, N''DATABASE'', N''CONTROL'');',
-            N'@Control INT OUTPUT',
-            @Control = @Control OUTPUT;
+        BEGIN TRY
+            EXEC @InDatabase
+                N'SET @Control = HAS_PERMS_BY_NAME(NULL, N''DATABASE'', N''CONTROL'');',
+                N'@Control INT OUTPUT',
+                @Control = @Control OUTPUT;
+        END TRY
+        BEGIN CATCH
+            SET @Refused = ERROR_NUMBER(); -- a secondary that is not readable: 976, 978
+        END CATCH;
     END;
 SELECT
     CAST(SERVERPROPERTY('EngineEdition') AS INT),
@@ -78,7 +86,8 @@ SELECT
     HAS_PERMS_BY_NAME(NULL, NULL, 'CREATE ANY DATABASE'),
     CAST(DATABASEPROPERTYEX(@Name, 'Updateability') AS NVARCHAR(20)),
     d.state_desc,
-    CASE WHEN @Exists = 1 AND d.replica_id IS NOT NULL THEN 1 ELSE 0 END
+    CASE WHEN @Exists = 1 AND d.replica_id IS NOT NULL THEN 1 ELSE 0 END,
+    @Refused
 FROM sys.databases AS d
 WHERE d.name = CASE WHEN @Exists = 1 THEN @Name ELSE N'model' END;
 """
@@ -111,6 +120,7 @@ class Facts:
     read_only: bool = False  # READ_ONLY, or a readable secondary
     state: str = "ONLINE"  # of the database (of model when it does not exist yet)
     replicated: bool = False  # in an availability group: other replicas have masters of their own
+    refused: int | None = None  # the error SQL Server raised when the preflight entered the database
 
 
 @dataclass
@@ -144,10 +154,11 @@ def read(cursor, database: str, numbers: list[int]) -> Facts:
         raise RelqError(f"the server shows neither database {database} nor model in sys.databases: "
                         f"the login needs to see them (VIEW ANY DATABASE)")
     (edition, version, server_collation, exists, level, rcsi, collation, sysadmin, serveradmin,
-     login, control, create, updateability, state, replicated), = rows
+     login, control, create, updateability, state, replicated, refused), = rows
     return Facts(database, edition, version, server_collation, bool(exists), level, bool(rcsi), collation,
                  _flag(sysadmin), _flag(serveradmin), login, registered(cursor, numbers),
-                 _flag(control), _flag(create), updateability == "READ_ONLY", state, bool(replicated))
+                 _flag(control), _flag(create), updateability == "READ_ONLY", state, bool(replicated),
+                 refused)
 
 
 def registered(cursor, numbers: list[int]) -> dict[int, Message]:
@@ -221,6 +232,9 @@ def _rights(facts: Facts) -> list[str]:
             f"dbcreator ADD MEMBER [{login}], or create the database and deploy into it"]
     if facts.state != "ONLINE":
         return [f"database {name} is {facts.state}, not ONLINE: bring it online, then deploy"]
+    if facts.refused is not None:
+        return [f"database {name} may not be entered (error {facts.refused}; a secondary replica that is "
+                f"not readable, say): deploy to the primary"]
     problems = []
     if facts.read_only:
         problems.append(f"database {name} is read-only (READ_ONLY, or a readable secondary): deploy to "

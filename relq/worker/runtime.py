@@ -35,9 +35,12 @@ log = logging.getLogger("relq.worker")
 
 ERROR_TEXT = 2000  # how much of an exception's message is recorded
 MAX_STEP = 50  # dbo.QueueStep
-# Seconds between the tries of a call that failed for a reason that goes away: 15.5 s in all,
-# time for a failover's new connection, well inside a lease (300 s by default).
+# Seconds between the tries of a call that failed for a reason that goes away, and how long
+# its tries may go on in all, the calls' own time included: the slot's lock is held meanwhile,
+# so the other items' renewals wait (a lease is 300 s by default, renewed every third of it).
+# A call that timed out (HYT00, after the query timeout) is past the window already: not retried.
 RETRY_WAITS = (0.5, 1.0, 2.0, 4.0, 8.0)
+RETRY_WINDOW_S = 20.0
 T = TypeVar("T")
 
 
@@ -160,15 +163,17 @@ class Held:
     def _call(self, call: Callable[[Procedures], T]) -> T:
         """``call`` on the slot's connection; the caller holds the lock. A call that failed for
         a reason that goes away (procedures.retryable) is made again after each of RETRY_WAITS,
-        on a new connection when the old one broke, until this closes. A call that committed
-        just before its connection broke finds, made again, its token moved: Lost (a report
-        then had ended the item; an extend loses it to its lease, the one case a broken
-        connection costs an item its attempt)."""
+        on a new connection when the old one broke, within RETRY_WINDOW_S and until this
+        closes. A call that committed just before its connection broke finds, made again, its
+        token moved: Lost (a report then had ended the item; an extend loses it to its lease,
+        the one case a broken connection costs an item its attempt)."""
+        deadline = time.monotonic() + RETRY_WINDOW_S
         for wait in (*RETRY_WAITS, None):
             try:
                 return call(self.procedures)
             except db.SqlError as exc:
-                if wait is None or not retryable(exc) or self._stop.wait(wait):
+                if (wait is None or not retryable(exc) or time.monotonic() + wait > deadline
+                        or self._stop.wait(wait)):
                     raise
                 log.warning(json.dumps({"queue": self.procedures.queue, "event": "call-failed",
                                         "retry_s": wait, "error": _text(exc)}))
@@ -284,7 +289,9 @@ class Worker:
                                      "slot": slot.number, "error": _text(exc)}))
             self.failure = self.failure or f"slot {slot.number} died: {_text(exc)}"
             if slot.held is not None:
-                for claim in slot.held.close():
+                left = slot.held.close()
+                slot.procedures = slot.held.procedures  # a new connection if the old one broke
+                for claim in left:
                     self._release_claim(slot.procedures, claim, "its slot died")
             self.stop()
 
@@ -318,17 +325,15 @@ class Worker:
             self.stats.add("claimed", len(claims))
             with Held(slot.procedures, claims, self.connect) as held:
                 slot.held = held
-                try:
-                    for n, claim in enumerate(claims):
-                        if self.stopping.is_set():
-                            for key in held.held_keys():
-                                self._release(held, key, "the worker is shutting down")
-                            break
-                        if not self._work(held, claim):
-                            self._leave(held, claims[n + 1:])
-                            break
-                finally:
-                    slot.procedures = held.procedures  # a new connection if the old one broke
+                for n, claim in enumerate(claims):
+                    if self.stopping.is_set():
+                        for key in held.held_keys():
+                            self._release(held, key, "the worker is shutting down")
+                        break
+                    if not self._work(held, claim):
+                        self._leave(held, claims[n + 1:])
+                        break
+            slot.procedures = held.procedures  # closed: no renewal opens another one now
             slot.held = None
 
     def _reconnect(self, slot: Slot, exc: BaseException, idle: IdleBackoff) -> None:
@@ -352,10 +357,12 @@ class Worker:
         except Lost as exc:
             self._outcome(claim, None, "lost", 0.0, str(exc))
             return True
-        except Exception as exc:  # not read, tried again too: this slot's next claim hands it back
-            held.drop(claim.key)
+        except Exception as exc:
+            if not retryable(exc):  # no retry cures it (the view missing, a permission denied):
+                raise  # the slot dies, its batch is released, and the worker stops saying why
+            held.drop(claim.key)  # the connection stays away: this slot's next claim hands it back
             self._outcome(claim, None, "lost", 0.0, f"the item could not be read: {_text(exc)}")
-            return not retryable(exc)
+            return False
         started = time.monotonic()
         while True:
             status, step, response, error = self._run_handler(item)

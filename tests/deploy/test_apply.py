@@ -76,7 +76,8 @@ class Connection:
             return [(1,)]
         if "SERVERPROPERTY('EngineEdition')" in sql:  # the preflight: SQL Server 2022, all well
             return [(3, "16.0.4135.4", "SQL_Latin1_General_CP1_CI_AS", 1, 160, False,
-                     "SQL_Latin1_General_CP1_CI_AS", 1, 0, "deployer", 1, 1, "READ_WRITE", "ONLINE", 0)]
+                     "SQL_Latin1_General_CP1_CI_AS", 1, 0, "deployer", 1, 1, "READ_WRITE", "ONLINE", 0,
+                     None)]
         if "FROM sys.messages" in sql:
             return self.messages
         if "FROM sys.partitions" in sql:  # SUM over no partitions: NULL

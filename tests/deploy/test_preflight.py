@@ -128,6 +128,9 @@ def test_a_read_only_or_offline_database_is_refused() -> None:
         "ALTER DATABASE [orders] SET READ_WRITE"]
     assert problems(replace(GOOD, state="RESTORING", controls_database=None)) == [
         "database orders is RESTORING, not ONLINE: bring it online, then deploy"]
+    assert problems(replace(GOOD, refused=976, controls_database=None)) == [
+        "database orders may not be entered (error 976; a secondary replica that is not readable, say): "
+        "deploy to the primary"]
 
 
 def test_a_database_in_an_availability_group_is_told_to_register_the_messages_on_every_replica() -> None:

@@ -88,6 +88,8 @@ def test_a_worker_whose_session_is_killed_mid_item_reports_on_a_new_connection(
         assert sessions, "the worker's session was not found"
         for spid in sessions:
             db.run_batch(cursor, f"KILL {int(spid)};")
+        # gone, not only in the kill state (a call then would meet 596 rather than a closed link)
+        until(lambda: not db.query(cursor, OTHER_SESSIONS), "the killed sessions to end")
         go_on.set()  # the handler returns; its report meets the closed connection
 
         until(lambda: status_of(cursor, "first")[0] == "Completed", "the item to complete")

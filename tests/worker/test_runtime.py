@@ -246,7 +246,7 @@ def test_a_report_whose_connection_broke_is_made_again_on_a_new_one(quick_retrie
     summary = drain(queue, handlers, concurrency=1)
     assert runs == [key]  # the handler ran once
     assert queue.rows[key].history == ["Processing", "Completed"]
-    assert summary["completed"] == 1 and queue.closed >= 1  # the broken connection was closed
+    assert summary["completed"] == 1 and queue.closed == 2  # the broken one, and the new one at the end
 
 
 def test_a_report_chosen_as_a_deadlock_victim_is_made_again_not_turned_into_an_error(quick_retries) -> None:
@@ -406,3 +406,29 @@ def test_a_connection_that_stays_away_leaves_the_rest_of_the_batch_to_the_next_c
     summary = drain(queue, handlers, concurrency=1, batch_size=3)
     assert sorted(runs) == keys  # each ran once, the two left unread too, after the next claim
     assert summary["lost"] == 3 and summary["completed"] == 3  # none read on the connection that failed
+
+
+def test_a_read_no_retry_can_cure_stops_the_worker_and_gives_the_batch_back(quick_retries) -> None:
+    """A permission denied on the worker view (a deploy that lost its grants): every item would
+    fail its attempts unread; the worker stops instead, saying why, and its batch goes back."""
+    queue, handlers, runs = MemoryQueue(), Handlers(), []
+    counting(handlers, runs)
+    keys = [queue.add() for _ in range(2)]
+    queue.fail("read", db.SqlError([db.ServerMessage(229, "The SELECT permission was denied on the object "
+                                                          "'Worker_Notification_V'", "42000")]))
+    worker, thread, _ = start(queue, handlers, concurrency=1, batch_size=2)
+    thread.join(TIMEOUT_S)
+    assert not thread.is_alive() and runs == []
+    assert worker.failure.startswith("slot 1 died: SqlError: SQL Server error 229")
+    assert [queue.statuses()[k] for k in keys] == ["Pending", "Pending"]
+
+
+def test_a_call_is_not_tried_again_past_the_retry_window(monkeypatch) -> None:
+    monkeypatch.setattr(runtime, "RETRY_WINDOW_S", 0.0)  # as after a call that took the query timeout
+    queue, handlers, runs = MemoryQueue(), Handlers(), []
+    counting(handlers, runs)
+    key = queue.add()
+    queue.fail("report", link_failure())
+    summary = drain(queue, handlers, concurrency=1)
+    assert runs == [key, key]  # the report was not made again: the item came back with the next claim
+    assert summary["lost"] == 1 and summary["completed"] == 1
