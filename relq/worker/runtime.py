@@ -135,7 +135,9 @@ class Held:
                 raise Lost(key, Msg.StaleToken, "its handler has begun: its own report ends it")
             claim = self._held(key)
             try:
-                self._call(lambda p: p.report(claim, "Pending", error=f"released: {why}"))
+                # Not made again (_call): its lease brings it back all the same, and a shutdown must
+                # not wait out every item's retries on a connection that is away.
+                self.procedures.report(claim, "Pending", error=f"released: {why}")
             finally:  # reported or not (its lease then brings it back), no longer renewed here
                 del self._claims[key]
 

@@ -124,7 +124,8 @@ def test_an_item_without_a_handler_is_an_error_that_names_what_is_missing() -> N
     assert "no handler is registered for Notification Unknown step (first)" in queue.rows[key].fields["Error"]
 
 
-def test_a_long_handler_keeps_its_lease_and_no_other_slot_takes_the_item() -> None:
+@pytest.mark.parametrize("broken", [False, True], ids=["", "renewal-on-a-broken-connection"])
+def test_a_long_handler_keeps_its_lease_and_no_other_slot_takes_the_item(quick_retries, broken: bool) -> None:
     queue, handlers, runs = MemoryQueue(lease_s=1.0), Handlers(), []
 
     @handlers.register("Notification", "ResetPassword")
@@ -134,6 +135,8 @@ def test_a_long_handler_keeps_its_lease_and_no_other_slot_takes_the_item() -> No
         return "done"
 
     key = queue.add()
+    if broken:  # the renewal is made again on a new connection
+        queue.fail("extend", link_failure())
     drain(queue, handlers, concurrency=3)
     assert runs == [key]
     assert queue.extends >= 2
@@ -179,9 +182,10 @@ def test_a_result_is_dropped_when_the_item_was_taken_over_while_the_handler_ran(
     assert result[0].summary()["lost"] == 1
 
 
-def test_a_shutdown_finishes_the_item_in_hand_and_releases_the_rest_of_the_batch() -> None:
-    queue, handlers = MemoryQueue(), Handlers()
-    started, go_on = threading.Event(), threading.Event()
+def in_hand(queue: MemoryQueue, items: int) -> tuple[list, Worker, threading.Thread, list, threading.Event]:
+    """A worker of one slot that claimed ``items`` items in one batch and has the first in its
+    handler, which returns once the event it returns is set: (keys, worker, thread, result, event)."""
+    handlers, started, go_on = Handlers(), threading.Event(), threading.Event()
 
     @handlers.register("Notification", "ResetPassword")
     def held(item: Item) -> str:
@@ -189,9 +193,15 @@ def test_a_shutdown_finishes_the_item_in_hand_and_releases_the_rest_of_the_batch
         go_on.wait(TIMEOUT_S)
         return "done"
 
-    keys = [queue.add() for _ in range(5)]
-    worker, thread, result = start(queue, handlers, concurrency=1, batch_size=5)
+    keys = [queue.add() for _ in range(items)]
+    worker, thread, result = start(queue, handlers, concurrency=1, batch_size=items)
     assert started.wait(TIMEOUT_S)
+    return keys, worker, thread, result, go_on
+
+
+def test_a_shutdown_finishes_the_item_in_hand_and_releases_the_rest_of_the_batch() -> None:
+    queue = MemoryQueue()
+    keys, worker, thread, result, go_on = in_hand(queue, 5)
     worker.stop()
     # the rest of the batch goes back at once, while the first item is still in hand
     until(lambda: [queue.statuses()[k] for k in keys[1:]] == ["Pending"] * 4)
@@ -284,22 +294,6 @@ def test_an_item_not_read_after_every_try_goes_back_to_the_slot_and_the_worker_g
     assert queue.rows[key].history == ["Processing", "Processing", "Completed"]  # handed back at once
     assert worker.failure is None
     assert "the item could not be read" in caplog.text
-
-
-def test_a_lease_kept_on_a_broken_connection_is_kept_on_a_new_one(quick_retries) -> None:
-    queue, handlers, runs = MemoryQueue(lease_s=1.0), Handlers(), []
-
-    @handlers.register("Notification", "ResetPassword")
-    def slow(item: Item) -> str:
-        runs.append(item.key)
-        time.sleep(2.5)  # past the 1 s lease, twice over
-        return "done"
-
-    key = queue.add()
-    queue.fail("extend", link_failure())
-    drain(queue, handlers, concurrency=2)
-    assert runs == [key]  # no other slot took it over
-    assert queue.rows[key].history == ["Processing", "Completed"]
 
 
 def test_a_slot_that_dies_releases_its_batch_and_stops_the_worker(caplog) -> None:
@@ -432,3 +426,19 @@ def test_a_call_is_not_tried_again_past_the_retry_window(monkeypatch) -> None:
     summary = drain(queue, handlers, concurrency=1)
     assert runs == [key, key]  # the report was not made again: the item came back with the next claim
     assert summary["lost"] == 1 and summary["completed"] == 1
+
+
+def test_a_release_at_shutdown_on_a_broken_connection_is_left_to_the_lease_not_retried(quick_retries) -> None:
+    """A shutdown must not wait out every unstarted item's retries on a connection that is away;
+    the item in hand still gets its report made again."""
+    queue = MemoryQueue()
+    keys, worker, thread, result, go_on = in_hand(queue, 3)
+    queue.fail("report", link_failure())  # the first release meets a broken link
+    worker.stop()
+    until(lambda: not queue.faults["report"])
+    go_on.set()
+    thread.join(TIMEOUT_S)
+    statuses = queue.statuses()
+    assert statuses[keys[0]] == "Completed"  # reported on a new connection
+    assert [statuses[k] for k in keys[1:]] == ["Processing"] * 2  # their leases bring them back
+    assert result[0].summary()["released"] == 0
