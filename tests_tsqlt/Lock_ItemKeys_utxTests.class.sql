@@ -14,18 +14,24 @@ BEGIN
     RETURN N'dbo.SyncQueue.' + @KeyColumn + N'#' + CAST(CHECKSUM(@ItemKey) AS NVARCHAR(11));
 END;
 GO
--- APPLOCK_MODE of the transaction's lock on @ItemKey in @KeyColumn of dbo.SyncQueue.
-CREATE FUNCTION Lock_ItemKeys_utxTests.Mode(@KeyColumn NVARCHAR(20), @ItemKey NVARCHAR(200))
-RETURNS NVARCHAR(32)
+-- Fails unless the transaction's lock on @ItemKey in @KeyColumn of dbo.SyncQueue is in
+-- @Expected mode (APPLOCK_MODE: NoLock, Exclusive, ...).
+CREATE PROCEDURE Lock_ItemKeys_utxTests.AssertMode
+    @KeyColumn NVARCHAR(20),
+    @ItemKey NVARCHAR(200),
+    @Expected NVARCHAR(32),
+    @Message NVARCHAR(MAX) = N''
 AS
 BEGIN
-    RETURN APPLOCK_MODE(N'public', Lock_ItemKeys_utxTests.LockName(@KeyColumn, @ItemKey), N'Transaction');
+    DECLARE @Mode NVARCHAR(32) = APPLOCK_MODE(
+        N'public', Lock_ItemKeys_utxTests.LockName(@KeyColumn, @ItemKey), N'Transaction'
+    );
+    EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Mode, @Message = @Message;
 END;
 GO
 CREATE PROCEDURE Lock_ItemKeys_utxTests.[test Lock_ItemKeys_utx holds an exclusive lock per key when given keys]
 AS
 BEGIN
-    DECLARE @Mode NVARCHAR(32); -- an EXEC takes no function call as an argument
     DECLARE @Keys dbo.ItemKeyList;
     DECLARE @RetCode INT;
     INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('DedupKey', N'order-1'), ('DedupKey', N'order-2');
@@ -33,22 +39,17 @@ BEGIN
     EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-1');
-    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = @Mode;
-    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-2');
-    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = @Mode;
-    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-3');
-    EXEC tSQLt.AssertEqualsString @Expected = N'NoLock', @Actual = @Mode;
-    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'GroupKey', N'order-1');
-    EXEC tSQLt.AssertEqualsString
-        @Expected = N'NoLock', @Actual = @Mode,
+    EXEC Lock_ItemKeys_utxTests.AssertMode @KeyColumn = N'DedupKey', @ItemKey = N'order-1', @Expected = N'Exclusive';
+    EXEC Lock_ItemKeys_utxTests.AssertMode @KeyColumn = N'DedupKey', @ItemKey = N'order-2', @Expected = N'Exclusive';
+    EXEC Lock_ItemKeys_utxTests.AssertMode @KeyColumn = N'DedupKey', @ItemKey = N'order-3', @Expected = N'NoLock';
+    EXEC Lock_ItemKeys_utxTests.AssertMode
+        @KeyColumn = N'GroupKey', @ItemKey = N'order-1', @Expected = N'NoLock',
         @Message = N'a GroupKey of the same text has a lock of its own';
 END;
 GO
 CREATE PROCEDURE Lock_ItemKeys_utxTests.[test Lock_ItemKeys_utx locks a group and a DedupKey when given both]
 AS
 BEGIN
-    DECLARE @Mode NVARCHAR(32); -- an EXEC takes no function call as an argument
     DECLARE @Keys dbo.ItemKeyList;
     DECLARE @RetCode INT;
     INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('GroupKey', N'customer-7'), ('DedupKey', N'order-9');
@@ -56,12 +57,9 @@ BEGIN
     EXEC @RetCode = dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'GroupKey', N'customer-7');
-    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = @Mode;
-    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'customer-7');
-    EXEC tSQLt.AssertEqualsString @Expected = N'NoLock', @Actual = @Mode;
-    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-9');
-    EXEC tSQLt.AssertEqualsString @Expected = N'Exclusive', @Actual = @Mode;
+    EXEC Lock_ItemKeys_utxTests.AssertMode @KeyColumn = N'GroupKey', @ItemKey = N'customer-7', @Expected = N'Exclusive';
+    EXEC Lock_ItemKeys_utxTests.AssertMode @KeyColumn = N'DedupKey', @ItemKey = N'customer-7', @Expected = N'NoLock';
+    EXEC Lock_ItemKeys_utxTests.AssertMode @KeyColumn = N'DedupKey', @ItemKey = N'order-9', @Expected = N'Exclusive';
 END;
 GO
 -- A key given twice is locked once: one release frees it (a lock taken n times
@@ -69,7 +67,6 @@ GO
 CREATE PROCEDURE Lock_ItemKeys_utxTests.[test Lock_ItemKeys_utx locks a key once when it is given twice]
 AS
 BEGIN
-    DECLARE @Mode NVARCHAR(32); -- an EXEC takes no function call as an argument
     DECLARE @Keys dbo.ItemKeyList;
     DECLARE @RetCode INT;
     DECLARE @Resource NVARCHAR(255) = Lock_ItemKeys_utxTests.LockName(N'DedupKey', N'order-1');
@@ -79,8 +76,7 @@ BEGIN
     EXEC sys.sp_releaseapplock @Resource = @Resource, @LockOwner = 'Transaction';
 
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode;
-    SET @Mode = Lock_ItemKeys_utxTests.Mode(N'DedupKey', N'order-1');
-    EXEC tSQLt.AssertEqualsString @Expected = N'NoLock', @Actual = @Mode;
+    EXEC Lock_ItemKeys_utxTests.AssertMode @KeyColumn = N'DedupKey', @ItemKey = N'order-1', @Expected = N'NoLock';
 END;
 GO
 -- Keys equal under the database's collation (as the queue's unique DedupKey index
@@ -96,22 +92,18 @@ BEGIN
     DECLARE @Upper NVARCHAR(200) = N'CAFE-ORDER';
     DECLARE @Accent NVARCHAR(200) = N'caf' + NCHAR(233) + N'-order';
     DECLARE @Resource NVARCHAR(255) = Lock_ItemKeys_utxTests.LockName(N'DedupKey', @Plain);
-    DECLARE @UpperFree NVARCHAR(32);
-    DECLARE @AccentFree NVARCHAR(32);
     DECLARE @UpperExpected NVARCHAR(32) = CASE WHEN @Upper = @Plain THEN N'NoLock' ELSE N'Exclusive' END;
     DECLARE @AccentExpected NVARCHAR(32) = CASE WHEN @Accent = @Plain THEN N'NoLock' ELSE N'Exclusive' END;
     INSERT INTO @Keys (KeyColumn, ItemKey) VALUES ('DedupKey', @Plain), ('DedupKey', @Upper), ('DedupKey', @Accent);
 
     EXEC dbo.Lock_ItemKeys_utx @Queue = N'dbo.SyncQueue', @ItemKeys = @Keys;
     EXEC sys.sp_releaseapplock @Resource = @Resource, @LockOwner = 'Transaction';
-    SET @UpperFree = Lock_ItemKeys_utxTests.Mode(N'DedupKey', @Upper);
-    SET @AccentFree = Lock_ItemKeys_utxTests.Mode(N'DedupKey', @Accent);
 
-    EXEC tSQLt.AssertEqualsString
-        @Expected = @UpperExpected, @Actual = @UpperFree,
+    EXEC Lock_ItemKeys_utxTests.AssertMode
+        @KeyColumn = N'DedupKey', @ItemKey = @Upper, @Expected = @UpperExpected,
         @Message = N'the upper-case key';
-    EXEC tSQLt.AssertEqualsString
-        @Expected = @AccentExpected, @Actual = @AccentFree,
+    EXEC Lock_ItemKeys_utxTests.AssertMode
+        @KeyColumn = N'DedupKey', @ItemKey = @Accent, @Expected = @AccentExpected,
         @Message = N'the accented key';
 END;
 GO
