@@ -395,8 +395,9 @@ class Worker:
     def _leave(self, held: Held, rest: list[Claim]) -> None:
         """The connection stays away: the rest of the batch goes back with this slot's next
         claim (or its leases) instead of each waiting out the same retries."""
+        still = set(held.held_keys())
         for claim in rest:
-            if claim.key in held.held_keys():
+            if claim.key in still:
                 held.drop(claim.key)
                 self._outcome(claim, None, "lost", 0.0, "left unread: the connection failed")
 
