@@ -94,6 +94,28 @@ class Catalog:
             return None
         return self.base_type(entry.definition.base_type)
 
+    def nullable(self, table: str, column: str) -> bool | None:
+        """Whether a column of a table created in the project's files takes NULL: as its
+        definition says, else False for a PRIMARY KEY column, else as its alias type says,
+        else True (SQL Server's default with ANSI_NULL_DFLT_ON, which ODBC and OLE DB set).
+        None for a table or column the catalog does not know."""
+        entry = self.objects.get(key(table))
+        if entry is None or entry.kind != "table":
+            return None
+        found = next((c for c in entry.definition.columns if c.name.casefold() == column.casefold()), None)
+        if found is None:
+            return None
+        if found.nullable is not None:
+            return found.nullable
+        keys = [c for c in entry.definition.constraints if c.kind == "PRIMARY KEY"]
+        if any(name.casefold() == column.casefold() for c in keys for name in c.columns):
+            return False
+        name = [unquote(p) for p in found.type.split("(")[0].strip().split(".")]
+        alias = self.types.get(key(qualify(name))) if len(name) > 1 else None
+        if alias is not None and alias.definition.nullable is not None:
+            return alias.definition.nullable
+        return True
+
 
     def extended(self, files: list[FileFacts], problems: list[Diagnostic]) -> Catalog:
         """A copy of this catalog with the objects of more files (the tests)."""

@@ -62,6 +62,7 @@ class Extractor:
         else:
             base = seg.get_child("data_type")
             d.base_type = squash(base) if base is not None else None
+            d.nullable = _nullability(words(seg))
         self.definitions.append(d)
 
     def _create_table_statement(self, seg: BaseSegment, _a) -> None:
@@ -324,8 +325,11 @@ def _table_body(body: BaseSegment) -> tuple[list[Column], list[Constraint]]:
         if item.is_type("column_definition"):
             name = unquote(code(item)[0].raw)
             dtype = item.get_child("data_type")
-            columns.append(Column(name, squash(dtype) if dtype is not None else "", line(item)))
+            column = Column(name, squash(dtype) if dtype is not None else "", line(item))
+            columns.append(column)
             for cc in item.get_children("column_constraint_segment"):
+                if column.nullable is None:
+                    column.nullable = _nullability(words(cc))
                 c = _column_constraint(cc, name)
                 if c is not None:
                     constraints.append(c)
@@ -337,6 +341,13 @@ def _table_body(body: BaseSegment) -> tuple[list[Column], list[Constraint]]:
                 unquote(parts(name_seg)[-1]) if name_seg else None, "INDEX", line(item),
                 _index_columns(item)))
     return columns, constraints
+
+
+def _nullability(keywords: list[str]) -> bool | None:
+    """Keywords ending in ``NOT NULL`` -> False, in ``NULL`` -> True, else None (not said)."""
+    if keywords[-2:] == ["NOT", "NULL"]:
+        return False
+    return True if keywords[-1:] == ["NULL"] else None
 
 
 def _constraint_name(seg: BaseSegment) -> str | None:

@@ -20,6 +20,7 @@ class Column:
     name: str
     type: str  # as written: "dbo.QueueState", "VARCHAR(20)"
     line: int
+    nullable: bool | None = None  # NULL or NOT NULL as the column says; None where it says neither
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Definition:
     name: str  # qualified for schema objects; the number for a message
     line: int
     base_type: str | None = None  # alias types
+    nullable: bool | None = None  # an alias type's NULL or NOT NULL; None where it says neither
     columns: list[Column] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
     params: list[Param] = field(default_factory=list)
