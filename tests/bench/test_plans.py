@@ -7,6 +7,7 @@ import pytest
 from bench import plans
 from bench.scenarios import Settings
 from tests.bench import showplans as sp
+from tests.results import CLAIM_COLUMNS
 
 WATCHED = ["dbo.SyncQueue"]
 
@@ -261,7 +262,7 @@ class FakeConnection:
 
 def test_capture_runs_the_procedure_with_statistics_xml_and_keeps_the_plans() -> None:
     cursor = FakeCursor([([plans.SHOWPLAN_COLUMN], [(sp.SEEK_PLAN,)]),
-                         (["EnqueuedAt", "UpdatedAt", "LeaseUntil", "AttemptNum"], [(1, 2, 3, 1)]),
+                         (CLAIM_COLUMNS, [(1, 2, 3, 1)]),
                          ([plans.SHOWPLAN_COLUMN], [(sp.SCAN_PLAN,)]), (["return_code"], [(0,)])])
     captured = plans.capture(FakeConnection(cursor), "dbo.Next_SyncQueue_Batch_trx", LockedBy="bench/plans",
                              BatchSize=100, WaitMs=0)

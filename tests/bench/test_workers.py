@@ -17,9 +17,9 @@ from bench.counters import Snapshot
 from bench.workers import Arm, ArmResult, Feeder, work
 from relq import db
 from relq.errors import RelqError
+from tests.results import CLAIM_COLUMNS as COLUMNS
 
 T0 = datetime(2024, 5, 1, 10, 0, 0)
-COLUMNS = ["EnqueuedAt", "UpdatedAt", "LeaseUntil", "AttemptNum"]
 
 
 class FakeConnection:

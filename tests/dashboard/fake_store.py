@@ -12,6 +12,7 @@ from typing import Any
 
 from relq import db, status
 from relq.dashboard.store import ACTIONS, LISTED, Column, Filter
+from tests.results import ITEM_COLUMNS
 
 T0 = datetime(2026, 11, 26, 9, 0, 0)
 NOW = T0 + timedelta(hours=1)  # the views' SYSUTCDATETIME()
@@ -154,4 +155,4 @@ class FakeStore:
         elif scheduled_for is not None:
             row["ScheduledFor"] = scheduled_for
         row["UpdatedAt"] += timedelta(seconds=1)
-        return {k: row[k] for k in ("EnqueuedAt", "UpdatedAt", "Status", "ScheduledFor")}
+        return {k: row[k] for k in ITEM_COLUMNS}

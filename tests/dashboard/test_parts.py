@@ -15,6 +15,7 @@ from relq.dashboard.serve import exposure_warning
 from relq.dashboard.store import Column, Filter, SqlStore, list_sql, procedure
 from relq.status import QueueHealth
 from tests.dashboard.fake_store import FakeStore
+from tests.results import ITEM_COLUMNS
 from tests.test_db import FakeConnection, FakeCursor
 
 KEY = datetime(2026, 11, 26, 9, 0, 0, 123456)
@@ -91,8 +92,7 @@ def test_the_dashboard_connection_has_a_query_timeout(monkeypatch) -> None:
 
 
 def test_a_control_is_its_procedure_with_the_key_and_the_token() -> None:
-    columns = ["EnqueuedAt", "UpdatedAt", "Status", "ScheduledFor"]
-    cursor = FakeCursor([(columns, [(KEY, KEY, "Pending", KEY)]), (["return_code"], [(0,)])])
+    cursor = FakeCursor([(ITEM_COLUMNS, [(KEY, KEY, "Pending", KEY)]), (["return_code"], [(0,)])])
     after = SqlStore(lambda: FakeConnection(cursor)).act("Notification", "Retry", KEY, KEY)
     assert after["Status"] == "Pending"
     sql, params = cursor.executed

@@ -13,6 +13,7 @@ from relq import db
 from relq.deploy.apply import DeployFailed, deploy
 from relq.deploy.preflight import PreflightFailed, project_messages
 from tests.conftest import Project
+from tests.deploy.fixture_changes import FN, revalidates
 
 
 class FakeServerError(Exception):
@@ -272,9 +273,7 @@ def test_messages_another_deploy_registered_while_this_one_waited_for_the_lock_a
     assert outcome.plan.changes == []
 
 
-FN = "database/functions/dbo.JobIsKnown_fn.sql"
-REVALIDATES = ("re-validates CHECK Job_HasKnown_Status on dbo.Job (~1,234,567 rows) under a "
-               "schema-modification lock until the file commits: claims and reports on that table wait")
+REVALIDATES = revalidates("~1,234,567 rows")
 
 
 def with_changed_check_function(project: Project) -> dict[str, str]:

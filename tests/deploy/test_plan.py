@@ -10,12 +10,16 @@ import pytest
 from relq.compiler import BuildResult, build
 from relq.deploy.plan import CheckConstraint, DeployRefused, Plan, format_plan, make_plan
 from tests.conftest import FIXTURES, HEADER, REPO, Project
-
-JOB = "database/tables/dbo.Job.sql"
-FN = "database/functions/dbo.JobIsKnown_fn.sql"
-VIEW = "database/views/dbo.Worker_Job_V.sql"
-DATA = "database/data/dbo.JobStatus.sql"
-MIGRATION = "database/migrations/V0001__add_job_priority.sql"
+from tests.deploy.fixture_changes import (
+    DATA,
+    FN,
+    JOB,
+    MIGRATION,
+    PRIORITY_CHANGES,
+    VIEW,
+    add_priority,
+    revalidates,
+)
 
 
 def built(project: Project) -> BuildResult:
@@ -76,21 +80,12 @@ def test_a_changed_table_without_a_migration_is_refused_naming_it(project: Proje
     assert "no pending migration in database/migrations alters dbo.Job" in str(refused.value)
 
 
-def add_priority(project: Project) -> None:
-    project.edit(JOB, "Attempts INT NOT NULL", "Priority INT NOT NULL CONSTRAINT DF_Job_Priority "
-                 "DEFAULT (0),\n            Attempts INT NOT NULL")
-    project.write(MIGRATION, HEADER + "IF COL_LENGTH(N'dbo.Job', N'Priority') IS NULL\n"
-                  "    BEGIN\n        ALTER TABLE dbo.Job ADD Priority INT NOT NULL\n"
-                  "            CONSTRAINT DF_Job_Priority DEFAULT (0);\n    END;\nGO\n")
-
-
 def test_a_changed_table_with_its_migration_is_brought_up_to_date_by_it(project: Project) -> None:
     journal = deployed(built(project))
     add_priority(project)
     result = built(project)
     plan = make_plan(result, journal)
-    assert [(s.path, s.action) for s in plan.changes] == [
-        (JOB, "migrated"), (MIGRATION, "apply"), ("database/security/JobWorker.sql", "apply")]
+    assert [(s.path, s.action) for s in plan.changes] == PRIORITY_CHANGES
     migration = next(s for s in plan.steps if s.path == MIGRATION)
     assert migration.records == ((JOB, "tables", result.sources[JOB].checksum),)
     assert plan.counts()["migration"] == 1 and plan.counts()["migrated"] == 1
@@ -140,9 +135,7 @@ def test_the_plan_names_the_rows_a_check_re_validates_with_thousands_separators(
     project.edit(FN, "RETURN 0;", "RETURN CAST(0 AS BIT);")
     plan = make_plan(built(project), journal)
     assert format_plan(plan, {"dbo.Job": 1234567}) == [
-        f"alter  dbo.JobIsKnown_fn  ({FN}): re-validates CHECK Job_HasKnown_Status on dbo.Job "
-        f"(~1,234,567 rows) under a schema-modification lock until the file commits: claims and "
-        f"reports on that table wait"]
+        f"alter  dbo.JobIsKnown_fn  ({FN}): {revalidates('~1,234,567 rows')}"]
     assert "(~1 row) under" in format_plan(plan, {"dbo.Job": 1})[0]
     assert format_plan(plan, {"dbo.Job": None}) == format_plan(plan, {}) == [
         f"alter  dbo.JobIsKnown_fn  ({FN}): CHECK Job_HasKnown_Status on dbo.Job: the table does not "

@@ -14,14 +14,11 @@ from relq import db
 from relq.compiler.messages import register_sql
 from relq.deploy.apply import DeployFailed, deploy
 from relq.deploy.preflight import PreflightFailed
-from tests.conftest import HEADER, Project
+from tests.conftest import Project
+from tests.deploy.fixture_changes import DATA, FN, JOB, PRIORITY_CHANGES, VIEW, add_priority, revalidates
 
 pytestmark = pytest.mark.mssql
 
-VIEW = "database/views/dbo.Worker_Job_V.sql"
-FN = "database/functions/dbo.JobIsKnown_fn.sql"
-JOB = "database/tables/dbo.Job.sql"
-DATA = "database/data/dbo.JobStatus.sql"
 # A second batch for DATA: a run-time error (a string cut short: 2628, or 8152 before
 # SQL Server 2019) under XACT_ABORT, which rolls the transaction back on the server.
 TOO_LONG_STATUS = """SET XACT_ABORT ON;
@@ -123,14 +120,13 @@ def test_a_function_a_check_calls_is_altered_around_its_constraint(
         conn.close()
     project.edit(FN, "    RETURN 0;\nEND;", "    RETURN 0; -- changed\nEND;")
     # The plan, and the deploy before the step, name the table the re-added CHECK scans.
-    revalidates = (f"alter  dbo.JobIsKnown_fn  ({FN}): re-validates CHECK Job_HasKnown_Status on "
-                   f"dbo.Job (~3 rows) under a schema-modification lock until the file commits")
+    revalidation = f"alter  dbo.JobIsKnown_fn  ({FN}): {revalidates('~3 rows')}"
     planned = Console(record=True, width=400)
     deploy(project.root, mssql, create_db=new_database, dry_run=True, console=planned)
-    assert revalidates in planned.export_text()
+    assert revalidation in planned.export_text()
     shown = Console(record=True, width=400)
     outcome = deploy(project.root, mssql, create_db=new_database, console=shown)
-    assert revalidates in shown.export_text()
+    assert revalidation in shown.export_text()
     assert [(s.path, s.action) for s in outcome.plan.changes] == [(FN, "alter")]
     definition = rows(mssql, new_database, "SELECT OBJECT_DEFINITION(OBJECT_ID(N'dbo.JobIsKnown_fn'));")
     assert "-- changed" in definition[0][0]
@@ -141,14 +137,9 @@ def test_a_function_a_check_calls_is_altered_around_its_constraint(
 
 def test_a_migration_runs_once(project: Project, mssql, new_database: str) -> None:
     deploy(project.root, mssql, create_db=new_database)
-    project.edit(JOB, "Attempts INT NOT NULL", "Priority INT NOT NULL CONSTRAINT DF_Job_Priority "
-                 "DEFAULT (0),\n            Attempts INT NOT NULL")
-    migration = "database/migrations/V0001__add_job_priority.sql"
-    project.write(migration, HEADER + "IF COL_LENGTH(N'dbo.Job', N'Priority') IS NULL\n"
-                  "    BEGIN\n        ALTER TABLE dbo.Job ADD Priority INT NOT NULL\n"
-                  "            CONSTRAINT DF_Job_Priority DEFAULT (0);\n    END;\nGO\n")
+    add_priority(project)
     applied = deploy(project.root, mssql, create_db=new_database)
-    assert [(s.path, s.action) for s in applied.plan.changes] == [(JOB, "migrated"), (migration, "apply")]
+    assert [(s.path, s.action) for s in applied.plan.changes] == PRIORITY_CHANGES
     assert rows(mssql, new_database, "SELECT COL_LENGTH(N'dbo.Job', N'Priority');")[0][0] is not None
     again = deploy(project.root, mssql, create_db=new_database)
     assert again.plan.changes == []

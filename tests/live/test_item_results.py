@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from relq import db
+from tests.results import CLAIM_COLUMNS, ITEM_COLUMNS, NO_ERROR
 
 pytestmark = pytest.mark.mssql
 
@@ -42,7 +43,6 @@ IF NOT EXISTS (SELECT 1 FROM dbo.SyncQueueType WHERE [Type] = 'RelqTestControl')
 """
 # What a Cancel_ moves to Cancelled; the other states are finished, and a purge takes them.
 UNFINISHED = "('Pending', 'Processing', 'Error', 'Paused')"
-ITEM_COLUMNS = ["EnqueuedAt", "UpdatedAt", "Status", "ScheduledFor"]  # what every item control returns
 PURGE = """
 SET NOCOUNT ON;
 DECLARE @Keys NVARCHAR(MAX) = (SELECT v.EnqueuedAt, v.UpdatedAt FROM {view} AS v WHERE {where} FOR JSON PATH);
@@ -118,7 +118,7 @@ def test_a_batch_claim_returns_its_items_most_urgent_first_with_their_leases(con
     low = enqueue(conn, 2)
     high = enqueue(conn, 1, Priority=5)
     claim = db.call(conn, "dbo.Next_Notification_Batch_trx", LockedBy="results/1", BatchSize=10)
-    assert claim.columns[0] == ["EnqueuedAt", "UpdatedAt", "LeaseUntil", "AttemptNum"]
+    assert claim.columns[0] == CLAIM_COLUMNS
     rows = claim.result_sets[0]
     assert [r[0] for r in rows] == high + low
     assert all(r[3] == 1 and r[2] > r[1] for r in rows)
@@ -328,7 +328,7 @@ def test_an_extend_renews_the_lease_of_a_held_job_and_retires_its_old_token(conn
     refused(735705, conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token, Status="Completed")
     assert job(conn, key)[:4] == ("Processing", attempt, renewed, until)
     report(conn, key, renewed)
-    assert attempts(conn, key) == [(1, "Completed", None)]
+    assert attempts(conn, key) == [(1, "Completed", NO_ERROR)]
     refused(735706, conn, "dbo.Extend_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=job(conn, key)[2])
 
 
@@ -340,11 +340,11 @@ def test_a_terminate_ends_the_running_attempt_and_refuses_the_workers_report(con
     assert result.columns[0] == ITEM_COLUMNS
     ((moved, after, status, _),) = result.result_sets[0]
     assert (moved, status) == (running, "Terminated") and after > token
-    assert attempts(conn, running) == [(1, "Terminated", None)]
+    assert attempts(conn, running) == [(1, "Terminated", NO_ERROR)]
 
     refused(735705, conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=running, UpdatedAt=token, Status="Completed")
     assert job(conn, running)[:3] == ("Terminated", 1, after)  # the late report changed nothing
-    assert attempts(conn, running) == [(1, "Terminated", None)]
+    assert attempts(conn, running) == [(1, "Terminated", NO_ERROR)]
     refused(735706, conn, "dbo.Terminate_SyncQueue_trx", EnqueuedAt=waiting)  # Processing only
     assert job(conn, waiting)[:2] == ("Pending", 0)
 
@@ -370,7 +370,7 @@ def test_a_failed_job_is_retried_with_a_fresh_budget_and_rescheduled(conn) -> No
     assert (moved, status, due) == (key, "Pending", sooner)
     ((claimed, token, _, attempt),) = claim(conn, "results/retry")
     assert (claimed, attempt) == (key, 1)
-    assert attempts(conn, key) == [(1, "Failed", "planted failure"), (1, None, None)]
+    assert attempts(conn, key) == [(1, "Failed", "planted failure"), (1, None, NO_ERROR)]
     refused(735706, conn, "dbo.Retry_SyncQueue_trx", EnqueuedAt=key)  # Failed only
     refused(735708, conn, "dbo.Reschedule_SyncQueue_trx", EnqueuedAt=key, ScheduledFor=later)  # not running
     assert job(conn, key)[:3] == ("Processing", 1, token)
@@ -416,7 +416,7 @@ def test_a_slot_that_claims_while_holding_gets_its_held_job_back_as_a_new_attemp
     assert job(conn, second)[:3] == ("Processing", 2, token)
     (abandoned, current) = attempts(conn, second)
     assert abandoned[:2] == (1, "Error") and abandoned[2].startswith("abandoned: results/slot restarted")
-    assert current == (2, None, None)
+    assert current == (2, None, NO_ERROR)
     report(conn, second, token)
     assert attempts(conn, second)[1][:2] == (2, "Completed")
 
@@ -433,4 +433,4 @@ def test_a_slot_that_claims_under_its_other_name_keeps_the_job_it_holds(conn) ->
     assert [(row[0], row[3]) for row in claim(conn, "results/names/b", batch=2)] == [(third, 1)]
     assert job(conn, second)[:3] == ("Processing", 1, second_token)  # still held, not taken back
     report(conn, second, second_token)
-    assert attempts(conn, second) == [(1, "Completed", None)]
+    assert attempts(conn, second) == [(1, "Completed", NO_ERROR)]
