@@ -1,11 +1,15 @@
 """The one place that knows connection strings, pyodbc, procedure calls, return
 codes and error numbers.
 
-The target server is an ODBC connection string, found by :func:`resolve_target`
-(RELQ_MSSQL, then ``--conn``, then ``relq.mssql`` in invoke.yaml). Everything
-shown to a user goes through :func:`mask` or :func:`describe`, so a password
-never reaches a message. pyodbc is imported lazily, only by :func:`load_pyodbc`
-(through :func:`connect`): code and tests that never connect do not need unixODBC.
+The target server is an ODBC connection string, found by :func:`resolve_target`:
+``--conn``, then RELQ_MSSQL, then ``relq.mssql`` in invoke.yaml (what is typed on
+the command line beats the environment, which beats the file, as in sqlcmd,
+sqlpackage, Flyway and the Azure CLI). Everything shown to a user goes through
+:func:`mask` or :func:`describe`, and a driver's message through :func:`connect_failure`,
+so a password never reaches a message, whatever the form of the string; a string
+that breaks the grammar is refused with the character where it does, never its
+text. pyodbc is imported lazily, only by :func:`load_pyodbc` (through
+:func:`connect`): code and tests that never connect do not need unixODBC.
 """
 
 from __future__ import annotations
@@ -27,11 +31,14 @@ _PASSWORD_KEYS = frozenset({"pwd", "password"})
 _DATABASE_KEYS = frozenset({"database", "initial catalog"})
 _SERVER_KEYS = ("server", "data source", "address", "addr")
 _NEEDS_BRACES = re.compile(r"[;{}]|^\s|\s$")
-_PASSWORD_FALLBACK = re.compile(r"(\b(?:pwd|password)\s*=\s*)(\{(?:\}\}|[^}])*\}?|[^;]*)", re.IGNORECASE)
+# Where a password's value starts in free text, and a segment that begins a keyword=value pair.
+_PASSWORD_AT = re.compile(r"\b(?:pwd|password)\s*=\s*", re.IGNORECASE)
+_NEXT_PAIR = re.compile(r"\s*\w[\w\s]*=")
 # The shortest password masked where a message shows it on its own: SQL Server's password
 # policy asks for eight characters (https://learn.microsoft.com/sql/relational-databases/
 # security/password-policy); a shorter one is likelier an ordinary word of the message.
 _ECHO_MIN = 8
+_ECHOED = "\x00"  # stands in a message for the connection string it echoes, until it is masked
 _NONE_CONFIGURED = ("no SQL Server configured: set RELQ_MSSQL to an ODBC connection string, pass --conn, "
                     "or set relq.mssql in invoke.yaml")
 
@@ -44,7 +51,7 @@ class Target:
     """A connection string and where it came from; shown masked, never with its password."""
 
     conn_str: str
-    source: str  # "RELQ_MSSQL", "--conn" or "invoke.yaml"
+    source: str  # "--conn", "RELQ_MSSQL" or "invoke.yaml"
 
     def __str__(self) -> str:
         return f"{mask(self.conn_str)} (from {self.source})"
@@ -55,8 +62,9 @@ class Target:
 
 def resolve_target(cli: str | None, config: Mapping[str, Any] | None,
                    environ: Mapping[str, str] = os.environ) -> Target:
-    """The server to use: RELQ_MSSQL beats ``--conn`` beats invoke.yaml's ``relq: {mssql: ...}``."""
-    candidates = ((environ.get(ENV_VAR), ENV_VAR), (cli, "--conn"), (_configured(config), "invoke.yaml"))
+    """The server to use: ``--conn`` (``cli``) beats RELQ_MSSQL beats invoke.yaml's
+    ``relq: {mssql: ...}``. A blank value counts as unset."""
+    candidates = ((cli, "--conn"), (environ.get(ENV_VAR), ENV_VAR), (_configured(config), "invoke.yaml"))
     for value, source in candidates:
         if isinstance(value, str) and value.strip():
             return Target(value.strip(), source)
@@ -74,70 +82,100 @@ def _configured(config: Mapping[str, Any] | None) -> str | None:
 
 # -- connection strings --------------------------------------------------------------------------------------
 
+# The grammar is SQLDriverConnect's (https://learn.microsoft.com/sql/odbc/reference/syntax/
+# sqldriverconnect-function, "Comments"): attribute-keyword=attribute-value pairs separated by ';';
+# a value may be {braced}, where ';' is literal and '}}' is a literal '}'; a keyword holds none of
+# []{}(),;?*=!@; when a keyword is repeated, the driver uses its first occurrence. relq reads
+# keywords more strictly, as letters, digits, '_' and spaces: every keyword of Microsoft's ODBC
+# Driver for SQL Server and of FreeTDS is spelled so, and a "keyword" with a quote, a brace or
+# a '!' in it is far likelier the tail of a password whose ';' was left unbraced.
+_BAD_KEYWORD = "a keyword holds only letters, digits, '_' and spaces; put a value that holds ';' in {braces}"
+_NO_EQUALS = "expected keyword=value; put a value that holds ';' in {braces}"
+_NO_KEYWORD = "no keyword before '='"
+_EARLY_BRACE = "text follows the '}' that closes a braced value; inside braces, '}' is written '}}'"
+_UNCLOSED = "a '{' that no '}' closes"
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """Where a connection string stops being readable: a 0-based index and why (never its text)."""
+
+    index: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"connection string: unreadable at character {self.index + 1} ({self.reason})"
+
 
 def parse(conn_str: str) -> list[tuple[str, str]]:
-    """``key=value;...`` into pairs, in order, keys as spelled. Values may be ``{braced}``
-    (``}}`` is a literal ``}``, ``;`` is literal); unbraced values are trimmed."""
-    pairs: list[tuple[str, str]] = []
-    i, n = 0, len(conn_str)
-    while i < n:
-        end = _segment_end(conn_str, i)
-        equals = conn_str.find("=", i, end)
-        if equals < 0 or not conn_str[i:equals].strip():
-            if conn_str[i:end].strip():
-                raise RelqError(f"connection string: expected key=value, got "
-                                f"'{_shown_segment(conn_str[i:end], pairs)}'")
-            i = end + 1
-            continue
-        key = conn_str[i:equals].strip()
-        value, i = _read_value(conn_str, equals + 1, key)
-        pairs.append((key, value))
+    """``key=value;...`` into pairs, in order, keys as spelled (trimmed). Values may be ``{braced}``
+    (``}}`` is a literal ``}``, ``;`` is literal); unbraced values are trimmed. A string that breaks
+    the grammar raises RelqError naming the character where it does, and nothing of the string."""
+    pairs, problem = _scan(conn_str)
+    if problem:
+        raise RelqError(str(problem))
     return pairs
 
 
-def _segment_end(text: str, start: int) -> int:
-    """Index of the ``;`` ending the key of a segment (or len(text))."""
-    end = text.find(";", start)
-    return len(text) if end < 0 else end
+def _scan(text: str) -> tuple[list[tuple[str, str]], _Problem | None]:
+    """The pairs of ``text`` before its first problem, and that problem (None when there is none).
+    A pair the problem is in is not among the pairs."""
+    pairs: list[tuple[str, str]] = []
+    i, n = 0, len(text)
+    while i < n:
+        start = i
+        while i < n and text[i] not in "=;":
+            i += 1
+        key = text[start:i].strip()
+        if i == n or text[i] == ";":
+            if key:  # a segment without '=': pointed at where it starts
+                return pairs, _Problem(start + len(text[start:i]) - len(text[start:i].lstrip()), _NO_EQUALS)
+            i += 1  # an empty segment: ";;" or a trailing ";"
+            continue
+        if not key:
+            return pairs, _Problem(i, _NO_KEYWORD)
+        bad = next((k for k in range(start, i) if not _keyword_char(text[k])), None)
+        if bad is not None:
+            return pairs, _Problem(bad, _BAD_KEYWORD)
+        value, i, problem = _scan_value(text, i + 1)
+        if problem:
+            return pairs, problem
+        pairs.append((key, value))
+    return pairs, None
 
 
-def _read_value(text: str, start: int, key: str) -> tuple[str, int]:
-    """The value starting at ``start`` and the index just past its ``;``."""
+def _keyword_char(char: str) -> bool:
+    return char.isalnum() or char == "_" or char.isspace()
+
+
+def _scan_value(text: str, start: int) -> tuple[str, int, _Problem | None]:
+    """The value starting at ``start``, the index just past its ``;``, and its problem if any."""
+    n = len(text)
     k = start
-    while k < len(text) and text[k].isspace():
+    while k < n and text[k].isspace():
         k += 1
-    if k < len(text) and text[k] == "{":
-        value, k = _read_braced(text, k, key)
-        while k < len(text) and text[k].isspace():
+    if k == n or text[k] != "{":
+        end = text.find(";", k)
+        end = n if end < 0 else end
+        return text[k:end].strip(), end + 1, None
+    opening, chars = k, []
+    k += 1
+    while k < n:
+        if text.startswith("}}", k):
+            chars.append("}")
+            k += 2
+        elif text[k] == "}":
+            closing = k
             k += 1
-        if k < len(text) and text[k] != ";":
-            raise RelqError(f"connection string: unexpected text after '}}' in the value of {key}")
-        return value, k + 1
-    end = _segment_end(text, k)
-    return text[k:end].strip(), end + 1
-
-
-def _read_braced(text: str, start: int, key: str) -> tuple[str, int]:
-    """A ``{...}`` value from its ``{`` at ``start``: the value and the index after its ``}``."""
-    chars: list[str] = []
-    k = start + 1
-    while k < len(text):
-        if text[k] == "}":
-            if text.startswith("}}", k):
-                chars.append("}")
-                k += 2
-                continue
-            return "".join(chars), k + 1
-        chars.append(text[k])
-        k += 1
-    raise RelqError(f"connection string: the value of {key} opens '{{' but never closes it")
-
-
-def _shown_segment(segment: str, pairs: list[tuple[str, str]]) -> str:
-    """A bad segment, as safe to show: right after a password it is probably the password's tail."""
-    if pairs and pairs[-1][0].casefold() in _PASSWORD_KEYS:
-        return "***"
-    return _mask_fallback(segment.strip())
+            while k < n and text[k].isspace():
+                k += 1
+            if k < n and text[k] != ";":
+                return "", k, _Problem(closing, _EARLY_BRACE)
+            return "".join(chars), k + 1, None
+        else:
+            chars.append(text[k])
+            k += 1
+    return "", n, _Problem(opening, _UNCLOSED)
 
 
 def build(pairs: list[tuple[str, str]]) -> str:
@@ -152,27 +190,108 @@ def _quote(value: str) -> str:
 
 
 def mask(conn_str: str) -> str:
-    """The connection string with the values of PWD and Password as ``***``. Never raises."""
+    """The connection string with the values of PWD and Password as ``***``, and a password
+    standing in another value as ``***`` too. A string that breaks the grammar shows its pairs
+    before the problem, then ``… (unreadable from character N)``: nothing from the problem on,
+    which may be a password's tail. Never raises."""
     try:
-        pairs = parse(conn_str)
-        return build([(k, "***" if k.casefold() in _PASSWORD_KEYS else v) for k, v in pairs])
-    except Exception:
-        return _mask_fallback(conn_str)
-
-
-def _mask_fallback(text: object) -> str:
-    try:
-        return _PASSWORD_FALLBACK.sub(r"\1***", str(text))
+        text = conn_str if isinstance(conn_str, str) else str(conn_str)
+        pairs, problem = _scan(text)
+        secrets = _secrets(text)
+        shown = build([(k, "***" if k.casefold() in _PASSWORD_KEYS else _hide(v, secrets)) for k, v in pairs])
+        if problem is None:
+            return shown
+        rest = f"… (unreadable from character {problem.index + 1})"
+        return f"{shown} {rest}" if shown else rest
     except Exception:
         return "***"
 
 
-def _value(conn_str: str, keys: tuple[str, ...] | frozenset[str]) -> str | None:
-    """The first non-empty value of any of ``keys`` (ODBC uses the first occurrence)."""
-    for key, value in parse(conn_str):
-        if key.casefold() in keys and value:
-            return value
+def _hide(value: str, secrets: list[str]) -> str:
+    """A value other than a password's, as safe to show: ``***`` when it is a password, with
+    ``***`` for a password of at least _ECHO_MIN characters inside it."""
+    if value.strip() in secrets:
+        return "***"
+    for secret in secrets:
+        if len(secret) >= _ECHO_MIN:
+            value = value.replace(secret, "***")
+    return value
+
+
+def _secrets(conn_str: str) -> list[str]:
+    """Every text of ``conn_str`` that is, or may be, a password, longest first: the values of
+    PWD and Password as the driver reads them, and, for a string that breaks the grammar, as the
+    user may have meant them (a ';' or '}' inside an unbraced value, an unescaped '}' inside a
+    braced one, a '{' never closed)."""
+    pairs, _ = _scan(conn_str)
+    found = {v for k, v in pairs if k.casefold() in _PASSWORD_KEYS}
+    for match in _PASSWORD_AT.finditer(conn_str):
+        found |= _readings(conn_str[match.end():_lenient_end(conn_str, match.end())])
+    return sorted((s for s in found if s.strip()), key=len, reverse=True)
+
+
+def _readings(raw: str) -> set[str]:
+    """The ways a password written as ``raw`` may be read (braced or not, escaped or not)."""
+    raw = raw.strip()
+    forms = {raw, raw.split(";", 1)[0].strip()}
+    if raw.startswith("{"):
+        body = raw[1:]
+        first = re.match(r"(?:\}\}|[^}])*", body)
+        forms |= {body, body[:-1] if body.endswith("}") else body, first[0] if first else body}
+    return {f for form in forms for f in (form.strip(), form.replace("}}", "}").strip())}
+
+
+def _lenient_end(text: str, start: int) -> int:
+    """Where a value starting at ``start`` ends, read as a password's: generously. A braced value
+    never closed runs to the end; one closed early by a lone '}' reads on; an unbraced value
+    runs over every following segment that does not begin a ``keyword=`` pair."""
+    n, k = len(text), start
+    if text.startswith("{", k):
+        k += 1
+        while k < n and (text[k] != "}" or text.startswith("}}", k)):
+            k += 2 if text.startswith("}}", k) else 1
+        if k >= n:
+            return n
+        k += 1
+        end = text.find(";", k)
+        if not text[k:n if end < 0 else end].strip():
+            return k
+    while True:
+        end = text.find(";", k)
+        if end < 0:
+            return n
+        if end + 1 == n or _NEXT_PAIR.match(text, end + 1):
+            return end
+        k = end + 1
+
+
+def _mask_fallback(text: object) -> str:
+    """Free text (a driver's message) with every value after ``PWD=`` or ``Password=`` as
+    ``***``, read generously (:func:`_lenient_end`): a message that echoes a password shows
+    none of it, though what follows it up to the next ``keyword=`` may go with it. Never raises."""
+    try:
+        text = str(text)
+        parts, k = [], 0
+        for match in _PASSWORD_AT.finditer(text):
+            if match.start() < k:
+                continue  # inside a value already masked
+            parts += [text[k:match.end()], "***"]
+            k = _lenient_end(text, match.end())
+        return "".join([*parts, text[k:]])
+    except Exception:
+        return "***"
+
+
+def _first(pairs: list[tuple[str, str]], keys: tuple[str, ...] | frozenset[str]) -> str | None:
+    """The value of the first of ``keys`` to occur (ODBC uses the first occurrence), None if empty."""
+    for key, value in pairs:
+        if key.casefold() in keys:
+            return value or None
     return None
+
+
+def _value(conn_str: str, keys: tuple[str, ...] | frozenset[str]) -> str | None:
+    return _first(parse(conn_str), keys)
 
 
 def with_database(conn_str: str, database: str) -> str:
@@ -184,13 +303,16 @@ def with_database(conn_str: str, database: str) -> str:
 
 
 def describe(conn_str: str) -> str:
-    """A safe one-line summary: server, port, database, driver and UID (never the password)."""
+    """A safe one-line summary: server, port, database, driver and UID (never the password,
+    nor a value that is the password)."""
     try:
-        fields = (("server", _SERVER_KEYS), ("port", ("port",)), ("database", _DATABASE_KEYS),
-                  ("driver", ("driver",)), ("uid", ("uid", "user id")))
-        parts = [f"{name}={value}" for name, keys in fields if (value := _value(conn_str, keys))]
+        pairs = parse(conn_str)
     except RelqError:
         return "unreadable connection string"
+    secrets = _secrets(conn_str)
+    fields = (("server", _SERVER_KEYS), ("port", ("port",)), ("database", _DATABASE_KEYS),
+              ("driver", ("driver",)), ("uid", ("uid", "user id")))
+    parts = [f"{name}={_hide(value, secrets)}" for name, keys in fields if (value := _first(pairs, keys))]
     return ", ".join(parts) or "no server named"
 
 
@@ -343,8 +465,11 @@ def connect(conn_str: str, *, autocommit: bool = True, timeout: int = 15) -> Any
 
 def connect_failure(conn_str: str, exc: BaseException, drivers: list[str] | None = None) -> str:
     """The one line a failed connect ends in: what to check, and no password.
-    ``drivers``: the installed ODBC drivers, to name when the one asked for is missing."""
-    return _scrub(_connect_problem(conn_str, server_messages(exc), drivers), conn_str)
+    ``drivers``: the installed ODBC drivers, to name when the one asked for is missing.
+    The driver's texts are scrubbed before they are worded in, so that a scrub never eats
+    relq's own advice after them."""
+    messages = [ServerMessage(m.number, _scrub(m.text, conn_str), m.sqlstate) for m in server_messages(exc)]
+    return _one_line(_connect_problem(conn_str, messages, drivers))
 
 
 def _drivers(pyodbc: Any) -> list[str]:
@@ -356,14 +481,15 @@ def _drivers(pyodbc: Any) -> list[str]:
 
 
 def _connect_problem(conn_str: str, messages: list[ServerMessage], drivers: list[str] | None = None) -> str:
-    """The one line explaining why connecting failed. ``drivers``: the installed ODBC drivers."""
+    """The one line explaining why connecting failed. ``messages``: the driver's, scrubbed;
+    ``drivers``: the installed ODBC drivers."""
     states = {m.sqlstate for m in messages}
     numbers = {m.number for m in messages}
     texts = "; ".join(dict.fromkeys(m.text for m in messages if m.text)) or "no message from the driver"
     where = describe(conn_str)
     driver = _safe_value(conn_str, ("driver",))
     if any("Can't open lib" in m.text for m in messages) or ("IM002" in states and driver):
-        name = driver or _library(messages) or "?"
+        name = _hide(driver, _secrets(conn_str)) if driver else _library(messages) or "?"
         installed = ", ".join(drivers or []) or "none"
         return (f"ODBC driver '{name}' is not installed here (installed: {installed}): install "
                 f"{INSTALL_DRIVER} and name it in DRIVER=...")
@@ -398,27 +524,31 @@ def _safe_value(conn_str: str, keys: tuple[str, ...]) -> str | None:
 def _scrub(message: str, conn_str: str) -> str:
     """``message`` with no password of ``conn_str`` in it, and otherwise as the driver wrote it.
 
-    A connection string echoed in the message is masked by its structure (``PWD=...``).
-    A password standing alone is masked only where it is a whole token and at least
-    _ECHO_MIN characters long: replacing its text wherever it occurs would rewrite the
-    message letter by letter ("does not e***ist" for PWD=x) and show which letters the
-    password has."""
-    message = _mask_fallback(message)
-    for secret in _passwords(conn_str):
-        if len(secret) >= _ECHO_MIN:
-            message = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", "***", message)
-    return _one_line(message)
-
-
-def _passwords(conn_str: str) -> list[str]:
+    The connection string echoed whole becomes :func:`mask`'s form of it (put in last, so
+    that nothing reads relq's own ``PWD=***`` as a value to mask). A value after
+    ``PWD=`` or ``Password=`` is masked, whatever its form (:func:`_mask_fallback`). A password
+    standing alone is masked only where it is a whole token, and either at least _ECHO_MIN
+    characters long or also the whole value of another key (a DATABASE or UID the message
+    names): replacing a short password's text wherever it occurs would rewrite the message
+    letter by letter ("does not e***ist" for PWD=x) and show which letters the password has.
+    Never raises."""
     try:
-        found = [v for k, v in parse(conn_str) if k.casefold() in _PASSWORD_KEYS]
+        text = str(message).replace(_ECHOED, "")
+        for form in sorted({conn_str, conn_str.strip()}, key=len, reverse=True):
+            if form.strip():
+                text = text.replace(form, _ECHOED)
+        secrets = _secrets(conn_str)
+        for secret in secrets:  # longest first: the exact extent of a password echoed after PWD=
+            text = re.sub(rf"(\b(?:pwd|password)\s*=\s*){re.escape(secret)}", r"\1***", text,
+                          flags=re.IGNORECASE)
+        text = _mask_fallback(text)
+        values = {v.strip() for k, v in _scan(conn_str)[0] if k.casefold() not in _PASSWORD_KEYS}
+        for secret in secrets:
+            if len(secret) >= _ECHO_MIN or secret in values:
+                text = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", "***", text)
+        return _one_line(text.replace(_ECHOED, mask(conn_str)))
     except Exception:
-        found = []
-        for match in _PASSWORD_FALLBACK.finditer(conn_str):
-            raw = match[2].strip()
-            found += [raw, raw.strip("{}"), raw.strip("{}").replace("}}", "}")]
-    return sorted({s for s in found if s}, key=len, reverse=True)
+        return "***"
 
 
 # -- executing -----------------------------------------------------------------------------------------------

@@ -32,10 +32,10 @@ class FakeError(Exception):
 CONFIG = {"relq": {"mssql": "SERVER=from-yaml"}}
 
 
-def test_env_beats_cli_beats_config():
+def test_conn_beats_env_beats_config():
     env = {"RELQ_MSSQL": "SERVER=from-env"}
-    assert db.resolve_target("SERVER=from-cli", CONFIG, env) == db.Target("SERVER=from-env", "RELQ_MSSQL")
-    assert db.resolve_target("SERVER=from-cli", CONFIG, {}) == db.Target("SERVER=from-cli", "--conn")
+    assert db.resolve_target("SERVER=from-cli", CONFIG, env) == db.Target("SERVER=from-cli", "--conn")
+    assert db.resolve_target(None, CONFIG, env) == db.Target("SERVER=from-env", "RELQ_MSSQL")
     assert db.resolve_target(None, CONFIG, {}) == db.Target("SERVER=from-yaml", "invoke.yaml")
 
 
@@ -43,6 +43,7 @@ def test_blank_values_count_as_unset():
     env = {"RELQ_MSSQL": "  \n"}
     assert db.resolve_target("", CONFIG, env).source == "invoke.yaml"
     assert db.resolve_target(" SERVER=x ", None, env) == db.Target("SERVER=x", "--conn")
+    assert db.resolve_target(" \t", CONFIG, {"RELQ_MSSQL": "SERVER=e"}) == db.Target("SERVER=e", "RELQ_MSSQL")
 
 
 @pytest.mark.parametrize("config", [None, {}, {"relq": None}, {"relq": "text"}, {"relq": {}},
@@ -91,8 +92,8 @@ def test_parse_refuses_malformed(text):
 def test_parse_error_hides_a_password_tail():
     with pytest.raises(RelqError) as info:
         db.parse("UID=sa;PWD=abc;Secret-Tail;SERVER=h")
-    assert "Secret-Tail" not in str(info.value)
-    assert str(info.value) == "connection string: expected key=value, got '***'"
+    assert str(info.value) == ("connection string: unreadable at character 16 (expected keyword=value; "
+                               "put a value that holds ';' in {braces})")
 
 
 # -- mask ---------------------------------------------------------------------------------------------------
@@ -148,7 +149,8 @@ def test_a_failed_connect_masks_an_echoed_connection_string_and_a_long_password_
                                 f"(0) (SQLDriverConnect)")
     alone = FakeError("HY000", f"[FreeTDS]the password '{password}' has expired (0) (SQLDriverConnect)")
     within = FakeError("HY000", f"[FreeTDS]no user {password}X here (0) (SQLDriverConnect)")
-    assert db.connect_failure(conn_str, echoed).endswith("cannot use 'DRIVER=FreeTDS;SERVER=h;UID=sa;PWD=***")
+    assert db.connect_failure(conn_str, echoed).endswith(
+        "cannot use 'DRIVER=FreeTDS;SERVER=h;UID=sa;PWD=***'")
     assert db.connect_failure(conn_str, alone).endswith("the password '***' has expired")
     assert db.connect_failure(conn_str, within).endswith(f"no user {password}X here")  # another word
 
@@ -174,6 +176,10 @@ def test_describe_has_no_password():
     assert db.describe(text) == "server=127.0.0.1, port=1, database=x, driver=FreeTDS, uid=sa"
     assert "S3cr3t" not in db.describe("Server=h;Password=S3cr3t")
     assert "S3cr3t" not in db.describe("Server=h;Password={S3cr3t")
+
+
+def test_describe_reads_a_repeated_key_as_odbc_does_from_its_first_occurrence():
+    assert db.describe("SERVER=first;SERVER=second;DATABASE=;DATABASE=x;UID=sa") == "server=first, uid=sa"
 
 
 # -- server_messages, SqlError ------------------------------------------------------------------------------
