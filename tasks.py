@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import math
 import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
-from invoke import Collection, Exit, task
+from invoke import Collection, Exit
+
+from relq.commands import command, number
 
 ROOT = Path(__file__).resolve().parent
 SQL_FOLDERS = "database tests_tsqlt"
 PYTHON = "relq tests bench tasks.py"
 REPORTS = ROOT / "reports"
+CONN_HELP = "ODBC connection string (default: RELQ_MSSQL, then relq.mssql in invoke.yaml)"
 
 
 def _tool(name: str) -> str:
@@ -22,30 +23,18 @@ def _tool(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
+def _required(command: str, option: str, value: str | None, what: str) -> None:
+    """A required option left out: one line naming it, exit code 2."""
+    if not value:
+        raise Exit(f"{command}: --{option} is required: {what} (invoke {command} --help)", code=2)
+
+
 def _fail(exc: Exception, command: str) -> Exit:
     """A user's problem ends in one line, never a traceback."""
     return Exit(f"{command}: {exc}", code=1)
 
 
-def _number(command: str, option: str, value: Any, kind: type = int) -> Any:
-    """An option's text as a number (None stays None); a bad one ends in one line, exit code 2.
-
-    Numeric options default to None in a task's signature (their default is in the
-    help and in the call): invoke converts an option whose default is an int or a
-    float itself, and a bad value then ends in invoke's traceback."""
-    if value is None:
-        return None
-    try:
-        number = kind(value)
-        if not math.isfinite(number):
-            raise ValueError(value)
-    except (TypeError, ValueError):
-        what = "a whole number" if kind is int else "a number"
-        raise Exit(f"{command}: --{option} must be {what}, not {str(value)!r}", code=2) from None
-    return number
-
-
-@task
+@command("build")
 def build(c):
     """Check database/ and tests_tsqlt/ offline; write dist/deploy.sql and dist/manifest.json."""
     from relq.compiler import build as run_build
@@ -64,7 +53,7 @@ def build(c):
         raise Exit(code=1)
 
 
-@task
+@command("lint")
 def lint(c):
     """Check the house style: .sql files with sqlfluff and .sqlfluff, Python with ruff."""
     from relq.compiler.report import stderr_console
@@ -80,20 +69,22 @@ def lint(c):
     except RelqError as exc:
         raise _fail(exc, "lint") from None
     show(result, out)
+    if not Path(_tool("ruff")).exists():
+        raise Exit("lint: ruff is missing from this environment: pip install -e '.[dev]'", code=1)
     ruff = c.run(f"{_tool('ruff')} check {PYTHON}", pty=False, warn=True)
     if not result.ok or ruff.failed:
         raise Exit(code=1)
 
 
-@task
+@command("fix")
 def fix(c):
     """Rewrite .sql files to the house style with sqlfluff's fixes (and Python with ruff's)."""
     c.run(f"{_tool('sqlfluff')} fix {SQL_FOLDERS}", pty=False)
     c.run(f"{_tool('ruff')} check --fix {PYTHON}", pty=False)
 
 
-@task(help={
-    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+@command("deploy", numbers=("lock_timeout",), help={
+    "conn": CONN_HELP,
     "create-db": "create this database if it is missing, and deploy into it",
     "dry-run": "print the preflight and the plan, and change nothing",
     "check": "only the preflight: version, compatibility level, rights, message numbers, RCSI",
@@ -106,7 +97,7 @@ def deploy(c, conn=None, create_db=None, dry_run=False, check=False, lock_timeou
     from relq.deploy.apply import deploy as run_deploy
     from relq.errors import RelqError
 
-    lock_timeout = _number("deploy", "lock-timeout", lock_timeout)
+    lock_timeout = number("deploy", "lock-timeout", lock_timeout)
     try:
         target = resolve_target(conn, c.config)
         if check:
@@ -124,8 +115,8 @@ def deploy(c, conn=None, create_db=None, dry_run=False, check=False, lock_timeou
           f"{counts['unchanged'] + counts['migrated']} unchanged", file=sys.stderr)
 
 
-@task(name="install", help={
-    "conn": "ODBC connection string of the target database (RELQ_MSSQL takes precedence)",
+@command("tsqlt.install", name="install", help={
+    "conn": CONN_HELP,
     "zip": "a tSQLt release zip on disk",
     "url": "where to download the release zip (default: the URL pinned in pyproject.toml)",
     "sha256": "the SHA-256 of a release other than the one pyproject.toml pins",
@@ -139,13 +130,14 @@ def tsqlt_install(c, conn=None, zip=None, url=None, sha256=None):
 
     try:
         target = resolve_target(conn, c.config)
+        print(f"tsqlt.install: {target}", file=sys.stderr)
         tsqlt.install(target.conn_str, tsqlt_release(ROOT, zip, url, sha256))
     except RelqError as exc:
         raise _fail(exc, "tsqlt.install") from None
     print("tSQLt installed", file=sys.stderr)
 
 
-@task
+@command("render-queues")
 def render_queues(c):
     """Write every queue's templated objects (relq/scaffold/templates) into database/ and tests_tsqlt/."""
     from relq.errors import RelqError
@@ -158,15 +150,16 @@ def render_queues(c):
     print("\n".join(changed) if changed else "every queue is what its templates make", file=sys.stderr)
 
 
-@task(positional=["name"], iterable=["subtype"], help={
+@command("new-queue", iterable=["subtype"], help={
     "name": "the queue's name, PascalCase, 2 to 14 letters and digits: InvoiceExport",
     "types": "its job types, comma-separated, one or more: InvoicePdf or InvoicePdf,InvoiceXml",
     "noun": "what the comments call one item (default: '<name in words> job')",
-    "subtype": "a type's own columns, in a subtype table (repeatable): "
+    "subtype": "TEXT, repeatable: a type's own columns, in a subtype table: "
                "'InvoicePdf: Template NVARCHAR(100), Copies INT NULL'",
 })
-def new_queue(c, name, types="", noun=None, subtype=None):
+def new_queue(c, name=None, types="", noun=None, subtype=None):
     """Scaffold a relational queue of the job shape from the templates; `invoke build` passes right after."""
+    _required("new-queue", "name", name, "the queue's name, e.g. --name InvoiceExport")
     from relq.errors import RelqError
     from relq.scaffold import CATALOGUE, parse_subtype
     from relq.scaffold import new_queue as scaffold
@@ -182,8 +175,8 @@ def new_queue(c, name, types="", noun=None, subtype=None):
           f"then invoke deploy", file=sys.stderr)
 
 
-@task(help={
-    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+@command("status", numbers=("watch",), help={
+    "conn": CONN_HELP,
     "watch": "refresh every this many seconds until Ctrl-C (default: show once)",
     "json": "print JSON for scripts instead of the table",
 })
@@ -195,9 +188,11 @@ def status(c, conn=None, watch=None, json=False):
     from relq import status as health
     from relq.errors import RelqError
 
-    watch = _number("status", "watch", watch, float)
+    watch = number("status", "watch", watch)
     try:
-        connection = db.connect(db.resolve_target(conn, c.config).conn_str)
+        target = db.resolve_target(conn, c.config)
+        print(f"status: {target}", file=sys.stderr)  # masked; stderr keeps --json's output clean
+        connection = db.connect(target.conn_str)
         try:
             if json:
                 print(health.as_json(health.read(connection)))
@@ -211,13 +206,13 @@ def status(c, conn=None, watch=None, json=False):
         raise _fail(exc, "status") from None
 
 
-@task(help={
+@command("dashboard", numbers=("port", "refresh"), help={
     "host": "the address to listen on (default 127.0.0.1; anything else is reachable by others: a warning)",
     "port": "the port (default 8350)",
     "allow-actions": "offer Retry, Cancel, Pause, Resume and Reschedule (the login needs QueueAdmin)",
     "show-personal-data": "show notification addresses and user names unmasked",
     "refresh": "seconds between the overview's live refreshes (default 5)",
-    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+    "conn": CONN_HELP,
 })
 def dashboard(c, host="127.0.0.1", port=None, allow_actions=False, show_personal_data=False, refresh=None,
               conn=None):
@@ -230,8 +225,8 @@ def dashboard(c, host="127.0.0.1", port=None, allow_actions=False, show_personal
         from relq.dashboard.serve import run
     except ImportError as exc:
         raise Exit(f"dashboard: {exc.name} is missing: pip install -e '.[dashboard]'", code=1) from None
-    port = 8350 if port is None else _number("dashboard", "port", port)
-    refresh = 5.0 if refresh is None else _number("dashboard", "refresh", refresh, float)
+    port = 8350 if port is None else number("dashboard", "port", port)
+    refresh = 5.0 if refresh is None else number("dashboard", "refresh", refresh)
     if not 0 < port < 65536:
         raise Exit(f"dashboard: --port must be 1-65535, not {port}", code=2)
     if refresh < 1:
@@ -243,27 +238,29 @@ def dashboard(c, host="127.0.0.1", port=None, allow_actions=False, show_personal
         raise _fail(exc, "dashboard") from None
 
 
-@task(iterable=["handlers"], help={
+@command("worker", iterable=["handlers"],
+         numbers=("concurrency", "batch", "wait_ms", "grace"), help={
     "queue": "the queue to work on: Notification, SyncQueue, ...",
     "concurrency": "slots, each with its own connection (default 1)",
     "batch": "items a slot claims at once (default 1)",
     "wait-ms": "how long a claim waits for work, 0-60000 (default 5000)",
     "grace": "seconds in-flight items get to finish at shutdown (default 30)",
     "name": "this worker's name; a stable one gets its unfinished items back after a restart",
-    "handlers": "a module with install(handlers); repeat for several (default: the queue's own)",
+    "handlers": "TEXT, repeatable: a module with install(handlers) (default: the queue's own)",
     "type": "claim only this job type (SyncQueue); without it a worker claims every type",
-    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+    "conn": CONN_HELP,
 })
-def worker(c, queue, concurrency=None, batch=None, wait_ms=None, grace=None, name=None, handlers=None,
+def worker(c, queue=None, concurrency=None, batch=None, wait_ms=None, grace=None, name=None, handlers=None,
            type=None, conn=None):
     """Run a worker on a queue until Ctrl-C or SIGTERM: one log line per item, a summary at the end."""
     from relq.worker.cli import main
 
+    _required("worker", "queue", queue, "the queue to work on, e.g. --queue Notification")
     argv = ["--queue", queue]
     for option, value, kind in (("concurrency", concurrency, int), ("batch", batch, int),
-                                ("wait-ms", wait_ms, int), ("grace", grace, float)):
-        number = _number("worker", option, value, kind)
-        argv += [f"--{option}", str(number)] if number is not None else []
+                                ("wait-ms", wait_ms, int), ("grace", grace, int)):
+        given = number("worker", option, value, kind)
+        argv += [f"--{option}", str(given)] if given is not None else []
     argv += ["--name", name] if name else []
     argv += ["--type", type] if type else []
     for module in handlers or []:
@@ -273,8 +270,8 @@ def worker(c, queue, concurrency=None, batch=None, wait_ms=None, grace=None, nam
         raise Exit(code=code)
 
 
-@task
-def test(c):
+@command("test", help={"pytest": "more arguments for pytest, e.g. --pytest='-k deploy -x'"})
+def test(c, pytest=""):
     """Run the tests, phase by phase: lint, build, pytest; with RELQ_MSSQL set, the live tier too."""
     from relq.db import with_database
     from relq.errors import RelqError
@@ -289,6 +286,7 @@ def test(c):
         tsqlt_release,
     )
 
+    more = _more(pytest)  # a mistake in them stops the tests before the first phase
     target = live_target()
     phases = 3 if target is None else 4
     _phase(1, phases, "lint (sqlfluff, ruff)")
@@ -298,7 +296,7 @@ def test(c):
     if target is None:
         print(SKIPPED, file=sys.stderr)
         _phase(3, phases, "pytest")
-        c.run(f"{sys.executable} -m pytest", pty=False)
+        c.run(f"{sys.executable} -m pytest{more}", pty=False)
         return
     try:
         _phase(3, phases, "live tier: tSQLt in a throwaway database")
@@ -311,19 +309,27 @@ def test(c):
             _phase(4, phases, "pytest, with the live tier")
             # pytest's tSQLt test installs from the zip already fetched and verified
             env = {TSQLT_ZIP: str(REPORTS / DOWNLOADED_ZIP), **os.environ, TEST_DATABASE: database}
-            pytest = c.run(f"{sys.executable} -m pytest --junitxml={REPORTS / 'pytest.xml'}",
+            tested = c.run(f"{sys.executable} -m pytest --junitxml={REPORTS / 'pytest.xml'}{more}",
                            pty=False, env=env, warn=True)
     except RelqError as exc:
         raise _fail(exc, "test") from None
-    if not result.ok or pytest.failed:
+    if not result.ok or tested.failed:
         raise Exit("test: the live tier failed", code=1)
 
 
-def _phase(number: int, phases: int, name: str) -> None:
-    print(f"test: {number}/{phases} {name}", file=sys.stderr, flush=True)
+def _more(arguments: str) -> str:
+    """``invoke test --pytest``'s arguments, each quoted for the shell as the user split them."""
+    try:
+        return "".join(f" {shlex.quote(a)}" for a in shlex.split(arguments or ""))
+    except ValueError as exc:
+        raise Exit(f"test: --pytest {arguments!r}: {exc}", code=2) from None
 
 
-@task(help={
+def _phase(step: int, phases: int, name: str) -> None:
+    print(f"test: {step}/{phases} {name}", file=sys.stderr, flush=True)
+
+
+@command("pipeline.enqueue", numbers=("partitions",), help={
     "input": "the items: a Parquet, CSV or JSON file or folder",
     "format": "parquet, csv or json (default parquet)",
     "rejects": "where rejected rows go, with their reason (Parquet)",
@@ -332,43 +338,43 @@ def _phase(number: int, phases: int, name: str) -> None:
     "types": "the queue's job types, comma-separated (default: read from the database)",
     "master": "Spark master (default local[*])",
     "partitions": "Spark partitions, each with its own connection (default 8)",
-    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+    "conn": CONN_HELP,
 })
 def pipeline_enqueue(c, input, format="parquet", rejects=None, queue="SyncQueue", archive=None, types=None,
                      master=None, partitions=None, conn=None):
     """Validate work items with Spark and enqueue the valid ones; rejects go to --rejects."""
     argv = ["enqueue", "--input", input, "--format", format, "--queue", queue]
-    partitions = _number("pipeline.enqueue", "partitions", partitions)
+    partitions = number("pipeline.enqueue", "partitions", partitions)
     for flag, value in (("--rejects", rejects), ("--archive", archive), ("--types", types),
                         ("--master", master), ("--partitions", partitions)):
         argv += [flag, str(value)] if value is not None else []
     _pipeline(c, argv, conn)
 
 
-@task(help={
+@command("pipeline.archive", numbers=("older_than_minutes", "partitions"), help={
     "older-than-minutes": "archive the items that finished longer ago than this",
     "archive": "the archive root (Parquet, partitioned Queue/Type/Day)",
     "queue": "the queue (default SyncQueue)",
     "master": "Spark master (default local[*])",
     "partitions": "Spark partitions, each reading one key range (default 8)",
-    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+    "conn": CONN_HELP,
 })
 def pipeline_archive(c, older_than_minutes, archive=None, queue="SyncQueue", master=None, partitions=None,
                      conn=None):
     """Move finished items into the Parquet archive, then purge exactly those from the queue."""
-    older_than_minutes = _number("pipeline.archive", "older-than-minutes", older_than_minutes)
-    partitions = _number("pipeline.archive", "partitions", partitions)
+    older_than_minutes = number("pipeline.archive", "older-than-minutes", older_than_minutes)
+    partitions = number("pipeline.archive", "partitions", partitions)
     argv = ["archive", "--older-than-minutes", str(older_than_minutes), "--queue", queue]
     for flag, value in (("--archive", archive), ("--master", master), ("--partitions", partitions)):
         argv += [flag, str(value)] if value is not None else []
     _pipeline(c, argv, conn)
 
 
-@task(help={
+@command("pipeline.report", help={
     "archive": "the archive's root (default: relq.pipeline.archive in invoke.yaml)",
     "out": "folder for report.html, report.json and the charts (default reports/pipeline)",
     "master": "Spark master (default local[*])",
-    "conn": "ODBC connection string whose health views to add (RELQ_MSSQL, when set, takes precedence)",
+    "conn": "ODBC connection string whose health views to add (default: RELQ_MSSQL, then invoke.yaml)",
 })
 def pipeline_report(c, archive=None, out=None, master=None, conn=None):
     """What the queues did, from the archive: throughput, waits, durations, retries, failures."""
@@ -390,7 +396,7 @@ def pipeline_report(c, archive=None, out=None, master=None, conn=None):
         print(f"pipeline.report: {paths.health_note}", file=sys.stderr)
 
 
-@task(help={
+@command("pipeline.demo", numbers=("rows",), help={
     "rows": "how many synthetic archived items (default 100000)",
     "out": "folder for the report; the archive goes to <out>/archive (default reports/pipeline-demo)",
     "master": "Spark master (default local[*])",
@@ -400,7 +406,7 @@ def pipeline_demo(c, rows=None, out=None, master=None):
     from relq.errors import RelqError
     from relq.pipeline import demo
 
-    rows = _number("pipeline.demo", "rows", rows) if rows is not None else demo.DEFAULT_ROWS
+    rows = number("pipeline.demo", "rows", rows) if rows is not None else demo.DEFAULT_ROWS
     try:
         paths = demo.run(rows, out or demo.DEFAULT_OUT, master)
     except RelqError as exc:
@@ -416,7 +422,8 @@ def _pipeline(c, argv: list[str], conn: str | None) -> None:
         raise Exit(code=code)
 
 
-@task(help={
+@command("bench", numbers=("seconds", "workers", "batch", "backlog", "warmup"),
+         help={
     "scenarios": "comma-separated: plans, backlog, workers, batch, purge, queues (default: all)",
     "seconds": "length of each arm (default 10)",
     "workers": "the many workers and consumers; the few are 1 (default 8)",
@@ -425,7 +432,7 @@ def _pipeline(c, argv: list[str], conn: str | None) -> None:
     "warmup": "untimed seconds each worker cycles before an arm (default 1)",
     "out": "folder for bench.json and throughput.png (default reports/bench)",
     "test": "run the harness's live pytest (tests/bench, RELQ_BENCH=1) instead of the benchmarks",
-    "conn": "ODBC connection string (RELQ_MSSQL, when set, takes precedence)",
+    "conn": CONN_HELP,
 })
 def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=None, warmup=None,
           out="reports/bench", test=False, conn=None):
@@ -434,15 +441,16 @@ def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=Non
     from relq.errors import RelqError
 
     argv = ["--out", str(ROOT / out)]
-    for option, value, kind in (("seconds", seconds, float), ("workers", workers, int), ("batch", batch, int),
-                                ("backlog", backlog, int), ("warmup", warmup, float)):
-        number = _number("bench", option, value, kind)
-        argv += [f"--{option}", str(number)] if number is not None else []
+    for option, value, kind in (("seconds", seconds, int), ("workers", workers, int), ("batch", batch, int),
+                                ("backlog", backlog, int), ("warmup", warmup, int)):
+        given = number("bench", option, value, kind)
+        argv += [f"--{option}", str(given)] if given is not None else []
     argv += ["--scenarios", scenarios] if scenarios else []
     try:
         target = resolve_target(conn, c.config)
     except RelqError as exc:  # without a server the live pytest would skip, and pass: refuse instead
         raise Exit(f"bench: {exc}", code=2) from None
+    print(f"bench: {target}", file=sys.stderr)
     # The server reaches the child process in its environment, never in its arguments,
     # which every user of the machine can read.
     env = {**os.environ, ENV_VAR: target.conn_str}

@@ -39,14 +39,15 @@ def test_invoke_test_stops_at_the_first_failed_phase(monkeypatch, capsys) -> Non
 
 
 @pytest.mark.parametrize("task, kwargs, line", [
-    (tasks.status, {"watch": "abc"}, "status: --watch must be a number, not 'abc'"),
-    (tasks.worker, {"queue": "SyncQueue", "grace": "abc"}, "worker: --grace must be a number, not 'abc'"),
+    (tasks.status, {"watch": "abc"}, "status: --watch must be a whole number, not 'abc'"),
+    (tasks.worker, {"queue": "SyncQueue", "grace": "abc"},
+     "worker: --grace must be a whole number, not 'abc'"),
     (tasks.worker, {"queue": "SyncQueue", "concurrency": "abc"},
      "worker: --concurrency must be a whole number, not 'abc'"),
     (tasks.worker, {"queue": "SyncQueue", "wait_ms": "1.5"},
      "worker: --wait-ms must be a whole number, not '1.5'"),
-    (tasks.bench, {"seconds": "abc"}, "bench: --seconds must be a number, not 'abc'"),
-    (tasks.bench, {"warmup": "inf"}, "bench: --warmup must be a number, not 'inf'"),
+    (tasks.bench, {"seconds": "abc"}, "bench: --seconds must be a whole number, not 'abc'"),
+    (tasks.bench, {"warmup": "inf"}, "bench: --warmup must be a whole number, not 'inf'"),
     (tasks.deploy, {"lock_timeout": "ten"}, "deploy: --lock-timeout must be a whole number, not 'ten'"),
     (tasks.pipeline_enqueue, {"input": "x", "partitions": "many"},
      "pipeline.enqueue: --partitions must be a whole number, not 'many'"),
@@ -63,18 +64,72 @@ def test_a_bad_number_is_one_line_before_anything_runs(task, kwargs, line) -> No
 def test_numbers_reach_the_worker_as_numbers(monkeypatch) -> None:
     seen: list[list[str]] = []
     monkeypatch.setattr("relq.worker.cli.main", lambda argv, **kw: seen.append(argv) or 0)
-    tasks.worker(MockContext(), "SyncQueue", concurrency="4", grace="2.5")
-    assert seen == [["--queue", "SyncQueue", "--concurrency", "4", "--grace", "2.5"]]
+    tasks.worker(MockContext(), "SyncQueue", concurrency="4", grace="2")
+    assert seen == [["--queue", "SyncQueue", "--concurrency", "4", "--grace", "2"]]
+
+
+NONE_CONFIGURED = ("no SQL Server configured: set RELQ_MSSQL to an ODBC connection string, pass --conn, "
+                   "or set relq.mssql in invoke.yaml")
+
+
+def invoke(*argv: str, **env: str) -> subprocess.CompletedProcess:
+    """``invoke`` as a user runs it, without RELQ_MSSQL unless ``env`` sets it."""
+    environ = {k: v for k, v in os.environ.items() if k != "RELQ_MSSQL"} | env
+    return subprocess.run([sys.executable, "-m", "invoke", *argv], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, env=environ)
 
 
 @pytest.mark.parametrize("argv, line", [
-    (["status", "--watch", "abc"], "status: --watch must be a number, not 'abc'"),
-    (["worker", "--queue", "SyncQueue", "--grace", "abc"], "worker: --grace must be a number, not 'abc'"),
+    (["status", "--watch", "abc"], "status: --watch must be a whole number, not 'abc'"),
+    (["worker", "--queue", "SyncQueue", "--grace", "abc"],
+     "worker: --grace must be a whole number, not 'abc'"),
+    (["worker", "-c", "SERVER=h", "--concurrency", "1.5"],
+     "worker: --concurrency must be a whole number, not '1.5'"),
+    (["worker"], "worker: --queue is required: the queue to work on, e.g. --queue Notification "
+                 "(invoke worker --help)"),
+    (["new-queue", "--types", "Pdf"], "new-queue: --name is required: the queue's name, e.g. --name "
+                                      "InvoiceExport (invoke new-queue --help)"),
+    (["dashboard", "--port", "x"], "dashboard: --port must be a whole number, not 'x'"),
+    (["dashboard", "--port", "0"], "dashboard: --port must be 1-65535, not 0"),
+    (["deploy", "--lock-timeout", "ten"], "deploy: --lock-timeout must be a whole number, not 'ten'"),
+    (["bench", "--seconds", "1e9999"], "bench: --seconds must be a whole number, not '1e9999'"),
+    (["pipeline.demo", "--rows", "many"], "pipeline.demo: --rows must be a whole number, not 'many'"),
+    (["test", "--pytest", "-k 'unclosed"], "test: --pytest \"-k 'unclosed\": No closing quotation"),
 ])
 def test_invoke_itself_prints_the_one_line_and_no_traceback(argv, line) -> None:
-    done = subprocess.run([sys.executable, "-m", "invoke", *argv], cwd=REPO, capture_output=True, text=True,
-                          timeout=120, env={k: v for k, v in os.environ.items() if k != "RELQ_MSSQL"})
+    done = invoke(*argv)
     assert (done.returncode, done.stderr.strip().splitlines(), done.stdout) == (2, [line], "")
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["status"], "status: " + NONE_CONFIGURED),
+    (["deploy", "--check"], "deploy: " + NONE_CONFIGURED),
+])
+def test_a_task_without_a_server_says_so_in_one_line(argv, line) -> None:
+    done = invoke(*argv)
+    assert (done.returncode, done.stderr.strip().splitlines(), done.stdout) == (1, [line], "")
+
+
+def test_dash_h_is_help_for_every_task_and_dash_c_is_the_connection_wherever_there_is_one() -> None:
+    for name in tasks.ns.task_names:
+        task = tasks.ns[name]
+        flags = {n for argument in task.get_arguments() for n in argument.names}
+        assert "h" not in flags, f"{name}: -h must be help"
+        assert {n for n in flags if len(n) == 1} <= {"c"}, f"{name}: short flags {sorted(flags)}"
+        assert ("conn" in flags) == ("c" in flags), name
+    done = invoke("deploy", "-h", RELQ_MSSQL="DRIVER={nope};SERVER=unreachable")
+    assert done.returncode == 0 and done.stdout.startswith("Usage: inv[oke] [--core-opts] deploy")
+    assert "--lock-timeout=INT" in done.stdout and "-c STRING, --conn=STRING" in done.stdout
+    assert done.stderr == ""  # nothing ran: no preflight, no connection
+
+
+def test_invoke_test_passes_its_pytest_arguments_on(monkeypatch) -> None:
+    monkeypatch.setattr(tasks, "lint", lambda c: None)
+    monkeypatch.setattr(tasks, "build", lambda c: None)
+    monkeypatch.delenv("RELQ_MSSQL", raising=False)
+    c = MockContext(run=Result())
+    tasks.test(c, pytest="-k 'deploy and not live' -x")
+    c.run.assert_called_once_with(f"{sys.executable} -m pytest -k 'deploy and not live' -x", pty=False)
 
 
 def test_bench_test_without_a_server_fails_in_one_line_instead_of_passing_on_skips(monkeypatch) -> None:
@@ -91,7 +146,8 @@ def test_bench_test_without_a_server_fails_in_one_line_instead_of_passing_on_ski
 @pytest.mark.parametrize("environ, conn, yaml, expected", [
     ({}, None, "SERVER=yaml;PWD=y", "SERVER=yaml;PWD=y"),
     ({}, "SERVER=cli;PWD=c", "SERVER=yaml;PWD=y", "SERVER=cli;PWD=c"),
-    ({"RELQ_MSSQL": "SERVER=env;PWD=e"}, "SERVER=cli;PWD=c", None, "SERVER=env;PWD=e"),
+    ({"RELQ_MSSQL": "SERVER=env;PWD=e"}, "SERVER=cli;PWD=c", "SERVER=yaml;PWD=y", "SERVER=cli;PWD=c"),
+    ({"RELQ_MSSQL": "SERVER=env;PWD=e"}, None, "SERVER=yaml;PWD=y", "SERVER=env;PWD=e"),
 ])
 @pytest.mark.parametrize("test", [False, True])
 def test_bench_finds_its_server_like_every_task_and_hands_it_over_in_the_environment(
@@ -107,7 +163,7 @@ def test_bench_finds_its_server_like_every_task_and_hands_it_over_in_the_environ
     if test:
         assert kwargs["env"]["RELQ_BENCH"] == "1" and command.endswith("-m pytest -m bench tests/bench")
     else:
-        assert "-m bench --out " in command and "--seconds 2.0" in command
+        assert "-m bench --out " in command and "--seconds 2" in command
 
 
 @pytest.mark.parametrize("name, call", [

@@ -162,6 +162,7 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
                             args.type)
         target = db.resolve_target(args.conn, config)
         connect = sql_connector(target.conn_str, settings.queue)  # refuses a queue the database lacks
+        print(f"worker: {target}", file=sys.stderr)  # masked
         handlers = load_handlers(args.queue, args.handlers)
         worker = run_worker(settings, handlers, connect)
     except RelqError as exc:

@@ -13,8 +13,9 @@ from relq import db
     ({"port": "http"}, "dashboard: --port must be a whole number, not 'http'"),
     ({"port": "0"}, "dashboard: --port must be 1-65535, not 0"),
     ({"port": "70000"}, "dashboard: --port must be 1-65535, not 70000"),
-    ({"refresh": "soon"}, "dashboard: --refresh must be a number, not 'soon'"),
-    ({"refresh": "0.2"}, "dashboard: --refresh must be at least 1 (seconds)"),
+    ({"refresh": "soon"}, "dashboard: --refresh must be a whole number, not 'soon'"),
+    ({"refresh": "0.2"}, "dashboard: --refresh must be a whole number, not '0.2'"),
+    ({"refresh": "0"}, "dashboard: --refresh must be at least 1 (seconds)"),
 ])
 def test_bad_options_are_one_line_before_anything_runs(monkeypatch, kwargs, line) -> None:
     monkeypatch.setattr("relq.dashboard.serve.run", lambda *a, **k: pytest.fail("the dashboard started"))
