@@ -79,6 +79,16 @@ def _facts(root: Path, sources: list[Source], on_parsed: OnFile | None) -> tuple
     return facts, len(todo)
 
 
+def message_facts(root: Path) -> dict[str, FileFacts]:
+    """The facts of database/messages alone, from the parse cache where it holds them: what
+    the preflight needs (`invoke deploy --check`), without parsing the rest of the project.
+    The cache is read, never written: it keeps every file's facts, not these alone."""
+    cached = cache.load(root)
+    sources = [s for s in discover(root)[0] if s.folder == "messages"]
+    return {s.path: cached[s.path] if s.path in cached and cached[s.path].checksum == s.checksum
+            else analyse_file(root, s) for s in sources}
+
+
 def build(root: Path, write: bool = True, on_parsed: OnFile | None = None) -> BuildResult:
     """Check the project under ``root`` and, when it is clean, write dist/;
     ``on_parsed`` hears of each file parsed (the files the cache does not hold)."""

@@ -3,6 +3,7 @@ in which the kinds deploy when their references do not say otherwise."""
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import re
 from dataclasses import dataclass
@@ -51,11 +52,15 @@ class Source:
 
 def read_source(root: Path, file: Path, folder: str) -> Source:
     raw = file.read_bytes()
+    # UTF-16 with its byte-order mark is what SQL Server Management Studio saves as "Unicode";
+    # anything else is read as UTF-8 (with or without a mark).
+    encoding = "utf-16" if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) else "utf-8-sig"
     try:
-        text = raw.decode("utf-8-sig")
+        text = raw.decode(encoding)
     except UnicodeDecodeError as exc:
         rel = file.relative_to(root).as_posix()
-        raise RelqError(f"{rel}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        what = "UTF-16" if encoding == "utf-16" else "UTF-8"
+        raise RelqError(f"{rel}: not {what} text ({exc.reason} at byte {exc.start})") from None
     # Line endings are a checkout's detail, not the object's: a CRLF clone
     # must build the same script and the same checksums as an LF one.
     text = text.replace("\r\n", "\n")

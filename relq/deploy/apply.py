@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from relq import db
-from relq.compiler import BuildResult, build
+from relq.compiler import BuildResult, build, message_facts
 from relq.compiler.emit import add_checks_sql, drop_checks_sql
 from relq.compiler.messages import message_files, register_sql
 from relq.compiler.names import quote
@@ -51,10 +51,10 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
     """Build the project, check the server (the preflight), then bring the target
     database up to the project. Nothing changes when the preflight finds a problem."""
     console = console or stderr_console()
-    result = _build(root, console)
-    verdict, facts = _preflight(result, target, create_db, console)
+    verdict, facts = _preflight(root, target, create_db, console)
     if not verdict.ok and not dry_run:
         raise _refused(verdict)
+    result = _build(root, console)
     conn_str = target.conn_str
     if create_db:
         if dry_run and not facts.exists:
@@ -72,7 +72,7 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
                          rows=row_counts(cursor, plan.changes))
         _lock(cursor, lock_timeout)
         journal.ensure(cursor)
-        to_register = preflight.still_to_register(cursor, preflight.project_messages(result),
+        to_register = preflight.still_to_register(cursor, preflight.project_messages(result.facts),
                                                   verdict.to_register)
         plan = make_plan(result, journal.read(cursor), to_register)
         apply(conn, plan, result, console)
@@ -83,9 +83,10 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
 
 def check(root: Path, target: db.Target, *, create_db: str | None = None,
           console: Console | None = None) -> preflight.Verdict:
-    """Only the preflight (`invoke deploy --check`): raises PreflightFailed on a problem."""
+    """Only the preflight (`invoke deploy --check`): raises PreflightFailed on a problem.
+    It reads the project's messages alone, not the whole project: the checks ask the server."""
     console = console or stderr_console()
-    verdict, _ = _preflight(_build(root, console), target, create_db, console)
+    verdict, _ = _preflight(root, target, create_db, console)
     if not verdict.ok:
         raise _refused(verdict)
     return verdict
@@ -100,10 +101,11 @@ def _build(root: Path, console: Console) -> BuildResult:
     return result
 
 
-def _preflight(result: BuildResult, target: db.Target, create_db: str | None,
+def _preflight(root: Path, target: db.Target, create_db: str | None,
                console: Console) -> tuple[preflight.Verdict, preflight.Facts]:
-    """Ask the server, before anything changes, and print what it said. With
-    ``create_db`` the questions go through master: the database may not exist yet."""
+    """Ask the server, before anything changes (and before the project is parsed: a server
+    that cannot be reached says so at once), and print what it said. With ``create_db``
+    the questions go through master: the database may not exist yet."""
     console.print(f"target: {target}", markup=False)
     if create_db and not _DATABASE_NAME.match(create_db):
         raise RelqError(f"--create-db {create_db!r}: use letters, digits and underscores only")
@@ -111,7 +113,7 @@ def _preflight(result: BuildResult, target: db.Target, create_db: str | None,
     try:
         cursor = conn.cursor()
         database = create_db or db.query(cursor, "SELECT DB_NAME();")[0][0]
-        messages = preflight.project_messages(result)
+        messages = preflight.project_messages(message_facts(root))
         facts = preflight.read(cursor, database, sorted(messages))
     finally:
         conn.close()

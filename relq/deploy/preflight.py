@@ -35,10 +35,11 @@ Sources for the rules:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from relq import db
-from relq.compiler import BuildResult
+from relq.compiler.facts import FileFacts
 from relq.compiler.messages import MESSAGE_MARK, US_ENGLISH, message_files
 from relq.errors import RelqError
 
@@ -141,10 +142,11 @@ class PreflightFailed(RelqError):
     """The server or the database is not ready for relq: nothing was changed."""
 
 
-def project_messages(result: BuildResult) -> dict[int, Message]:
-    """The messages the project registers, by number (the build's check message-mark, which
-    no allow silences, made sure that their severity and text are literals)."""
-    return {int(d.name): Message(d.severity, d.text) for d in message_files(result.facts).values()}
+def project_messages(facts: Mapping[str, FileFacts]) -> dict[int, Message]:
+    """The messages the project registers, by number, from the build's facts (the build's
+    check message-mark, which no allow silences, makes sure that their severity and text
+    are literals)."""
+    return {int(d.name): Message(d.severity, d.text) for d in message_files(facts).values()}
 
 
 def read(cursor, database: str, numbers: list[int]) -> Facts:

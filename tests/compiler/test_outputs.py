@@ -135,6 +135,17 @@ def test_crlf_and_a_bom_change_nothing(project: Project) -> None:
     assert (project.root / "dist" / "deploy.sql").read_bytes() == before
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_utf16_file_with_its_mark_builds_as_its_utf8_twin(project: Project, encoding: str) -> None:
+    """SQL Server Management Studio saves "Unicode" as UTF-16 with a byte-order mark."""
+    project.build()
+    before = (project.root / "dist" / "deploy.sql").read_bytes()
+    view = "database/views/dbo.Worker_Job_V.sql"
+    (project.root / view).write_bytes("\ufeff".encode(encoding) + project.read(view).encode(encoding))
+    assert project.build().ok
+    assert (project.root / "dist" / "deploy.sql").read_bytes() == before
+
+
 def test_a_failed_build_leaves_no_stale_script(project: Project) -> None:
     project.build()
     assert (project.root / "dist" / "deploy.sql").exists()

@@ -4,14 +4,16 @@ what it is sent. What SQL Server makes of the SQL is the live tier's job
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
 from rich.console import Console
 
 from relq import db
-from relq.deploy.apply import DeployFailed, deploy
+from relq.deploy.apply import DeployFailed, check, deploy
 from relq.deploy.preflight import PreflightFailed, project_messages
+from relq.errors import RelqError
 from tests.conftest import Project
 from tests.deploy.fixture_changes import FN, revalidates
 
@@ -267,7 +269,7 @@ def test_messages_another_deploy_registered_while_this_one_waited_for_the_lock_a
     once it holds the lock the first has registered them (and journaled every file)."""
     result = project.build()
     conn = server["conn"] = Connection(journal={p: result.sources[p].checksum for p in result.order})
-    conn.messages_once_locked = [(n, m.severity, m.text) for n, m in project_messages(result).items()]
+    conn.messages_once_locked = [(n, m.severity, m.text) for n, m in project_messages(result.facts).items()]
     outcome = deploy(project.root, TARGET)
     assert not any("sp_addmessage" in s for s in sql_log(conn))
     assert outcome.plan.changes == []
@@ -341,3 +343,26 @@ def test_a_deploy_prints_no_re_validation_where_the_table_does_not_exist_yet(
     printed = [e[1] for e in conn.log if e[0] == "printed"]
     assert "create  dbo.JobIsKnown_fn" in printed
     assert not any("re-validate" in text for text in printed)
+
+
+def test_the_check_asks_the_server_and_reads_only_the_message_files(project: Project, server) -> None:
+    """`invoke deploy --check` parses database/messages alone: a view that does not parse,
+    or a project of many queues, neither stops nor slows the questions to the server."""
+    project.edit("database/views/dbo.Worker_Job_V.sql", "FROM dbo.Job", "FROM (")
+    server["conn"] = conn = Connection()
+    verdict = check(project.root, TARGET, console=Console(file=io.StringIO()))
+    assert verdict.ok  # a build would have stopped at the view: "the build has 1 problem(s)"
+    (asked,) = [e[1] for e in conn.log if e[0] == "sql" and "FROM sys.messages" in e[1]]
+    assert "59001, 59002, 59003" in asked  # the fixture's messages, read from their files
+
+
+def test_an_unreachable_server_is_said_before_the_project_is_parsed(project: Project, monkeypatch) -> None:
+    def unreachable(conn_str: str, **_) -> Connection:
+        raise RelqError("cannot reach the server")
+
+    monkeypatch.setattr(db, "connect", unreachable)
+    monkeypatch.setattr("relq.deploy.apply.message_facts", lambda root: pytest.fail("parsed first"))
+    monkeypatch.setattr("relq.deploy.apply.build", lambda *a, **k: pytest.fail("built first"))
+    for run in (check, deploy):
+        with pytest.raises(RelqError, match="cannot reach the server"):
+            run(project.root, TARGET, console=Console(file=io.StringIO()))
