@@ -433,7 +433,9 @@ def _is_pyodbc_error(exc: BaseException, kind: str = "Error") -> bool:
 
 # What to install, one line each: pyodbc links against unixODBC's driver manager (libodbc.so.2;
 # libodbc.2.dylib on macOS), which comes from the operating system, and it loads a driver.
-INSTALL_UNIXODBC = "apt-get install unixodbc; dnf install unixODBC; brew install unixodbc"
+# The driver comes along: the driver manager alone reaches no server.
+INSTALL_UNIXODBC = ("apt-get install unixodbc tdsodbc; dnf install unixODBC freetds; "
+                    "brew install unixodbc freetds")
 INSTALL_DRIVER = ("FreeTDS (apt-get install tdsodbc; dnf install freetds; brew install freetds) "
                   "or Microsoft's ODBC Driver 18 for SQL Server (msodbcsql18)")
 
@@ -448,7 +450,8 @@ def load_pyodbc() -> Any:
         raise RelqError(f"pyodbc is not installed in {sys.executable}: pip install -e . in the project"
                         ) from None
     except ImportError as exc:  # pyodbc is there, the driver manager it links against is not
-        raise RelqError(f"unixODBC is not installed ({INSTALL_UNIXODBC}): pyodbc cannot load "
+        raise RelqError(f"unixODBC and an ODBC driver are not installed ({INSTALL_UNIXODBC}): pyodbc cannot "
+                        f"load "
                         f"({_safe_str(exc)})") from None
     return pyodbc
 

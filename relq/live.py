@@ -28,7 +28,7 @@ TSQLT_ZIP = "RELQ_TSQLT_ZIP"  # a tSQLt release zip already on disk
 TSQLT_SHA256 = "RELQ_TSQLT_SHA256"  # the SHA-256 of a release other than the one pyproject.toml pins
 DOWNLOADED_ZIP = "tSQLt.zip"  # the name a downloaded release gets in its folder
 SKIPPED = ("live tier skipped: RELQ_MSSQL is not set (an ODBC connection string to a SQL Server "
-           "2017 or later; see README, 'The live tier')")
+           "2017 or later; see docs/live-tier.md)")
 
 
 def live_target(environ: Mapping[str, str] = os.environ) -> db.Target | None:

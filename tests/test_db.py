@@ -385,15 +385,17 @@ def test_without_unixodbc_connecting_is_one_line_naming_what_to_install():
     with pytest.raises(RelqError) as info:
         db.connect("DRIVER={FreeTDS};SERVER=h;UID=sa;PWD=S3cr3t")
     assert str(info.value) == (
-        "unixODBC is not installed (apt-get install unixodbc; dnf install unixODBC; brew install unixodbc): "
-        "pyodbc cannot load (libodbc.so.2: cannot open shared object file: No such file or directory)")
+        "unixODBC and an ODBC driver are not installed (apt-get install unixodbc tdsodbc; dnf install "
+        "unixODBC freetds; brew install unixodbc freetds): pyodbc cannot load (libodbc.so.2: cannot open "
+        "shared object file: No such file or directory)")
 
 
 @pytest.mark.usefixtures("without_unixodbc")
 def test_without_unixodbc_the_odbc_tests_skip_with_that_line():
     with pytest.raises(pytest.skip.Exception) as info:
         require_pyodbc()
-    assert str(info.value.msg).startswith("unixODBC is not installed (apt-get install unixodbc; ")
+    assert str(info.value.msg).startswith(
+        "unixODBC and an ODBC driver are not installed (apt-get install unixodbc tdsodbc; ")
 
 
 def test_without_pyodbc_itself_the_line_says_so(monkeypatch):

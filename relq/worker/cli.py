@@ -153,7 +153,7 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
     parser.add_argument("--name", default=default_name(), help="this worker's name (default host:pid)")
     parser.add_argument("--handlers", action="append", default=[], help="a module with install(handlers)")
     parser.add_argument("--type", default=None, help="claim only this job type (SyncQueue)")
-    parser.add_argument("--conn", default=conn, help="ODBC connection string (RELQ_MSSQL wins)")
+    parser.add_argument("--conn", default=conn, help="ODBC connection string (default: RELQ_MSSQL)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:

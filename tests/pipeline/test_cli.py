@@ -59,5 +59,6 @@ def test_without_unixodbc_the_commands_stop_in_one_line_before_spark_starts(caps
     argv = ["archive", "--older-than-minutes", "60", "--archive", "/tmp/a"]
     assert main(argv, conn="DRIVER={FreeTDS};SERVER=h") == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("pipeline.archive: unixODBC is not installed (apt-get install "
-                                               "unixodbc; dnf install unixODBC; brew install unixodbc)")
+    assert len(err) == 1 and err[0].startswith(
+        "pipeline.archive: unixODBC and an ODBC driver are not installed (apt-get install unixodbc tdsodbc; "
+        "dnf install unixODBC freetds; brew install unixodbc freetds)")
