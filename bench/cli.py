@@ -15,11 +15,12 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from rich.console import Console
 
 from bench import report as reports
-from bench.scenarios import SCENARIOS, Settings, run
+from bench.scenarios import SCENARIOS, Settings, check_scenarios, run
 from relq import db
 from relq.errors import RelqError
 
@@ -28,8 +29,16 @@ NO_SERVER = ("bench: no SQL Server configured: set RELQ_MSSQL or pass --conn (an
 DEFAULTS = Settings()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose refusal of an option is one line naming it (not the usage too)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"bench: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    p = _Parser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--scenarios", default=",".join(SCENARIOS),
                    help=f"comma-separated, of {', '.join(SCENARIOS)} (default: all)")
     p.add_argument("--seconds", type=float, default=DEFAULTS.seconds,
@@ -70,6 +79,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] = os.envi
                             large_backlog=args.large_backlog, purge_items=args.purge_items,
                             plan_backlog=args.plan_backlog, warmup=args.warmup)
         names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
+        settings.check()  # before the line naming the server: a refusal is the only line
+        check_scenarios(names)
         err = Console(stderr=True)
         err.print(f"bench against {db.describe(target.conn_str)}", markup=False)
         result = run(target, settings, names, console=err)

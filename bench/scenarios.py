@@ -115,18 +115,47 @@ class Settings:
         return {**asdict(self), "scan_limit": self.scan_limit, "worker_counts": self.worker_counts}
 
     def check(self) -> None:
-        """RelqError for settings no run can use."""
-        if self.seconds <= 0 or self.workers < 1 or not 1 <= self.batch <= 1000:
-            raise RelqError("bench: --seconds must be positive, --workers at least 1, --batch 1 to 1000")
-        if self.warmup < 0:
-            raise RelqError("bench: --warmup must not be negative")
-        too_small = min(self.backlog, self.small_backlog, self.purge_items) < 1
-        if too_small or self.large_backlog < self.small_backlog:
-            raise RelqError("bench: backlogs must be at least 1, the large one no smaller than the small one")
-        if self.plan_backlog < 10 * self.scan_limit:
-            raise RelqError(f"bench: --plan-backlog must be at least 10 times the scan limit at --batch "
-                            f"{self.batch} ({10 * self.scan_limit}), or a full scan could pass for a "
-                            f"bounded one")
+        """RelqError, in one line, naming each option no run can use."""
+        problems = self.problems()
+        if problems:
+            raise RelqError("bench: " + "; ".join(problems))
+
+    def problems(self) -> list[str]:
+        """One for each option no run can use: what it must be, and the value it has."""
+        problems = []
+        if not self.seconds > 0:  # NaN included
+            problems.append(f"--seconds must be more than 0, not {self.seconds:g}")
+        if not self.warmup >= 0:
+            problems.append(f"--warmup must be 0 or more, not {self.warmup:g}")
+        if self.workers < 1:
+            problems.append(f"--workers must be at least 1, not {self.workers}")
+        if not 1 <= self.batch <= 1000:
+            problems.append(f"--batch must be 1 to 1000, not {self.batch}")
+        for option, value in (("--backlog", self.backlog), ("--small-backlog", self.small_backlog),
+                              ("--large-backlog", self.large_backlog), ("--purge-items", self.purge_items)):
+            if value < 1:
+                problems.append(f"{option} must be at least 1, not {value}")
+        if 1 <= self.large_backlog < self.small_backlog:
+            problems.append(f"--large-backlog must be at least --small-backlog ({self.small_backlog}), "
+                            f"not {self.large_backlog}")
+        # A claim may read a number of rows that follows --batch: a full scan of 10 times that
+        # cannot pass for a bounded read. With a broken --batch, that option's line says enough.
+        if 1 <= self.batch <= 1000 and self.plan_backlog < 10 * self.scan_limit:
+            problems.append(f"--plan-backlog must be at least {10 * self.scan_limit} at --batch "
+                            f"{self.batch}, not {self.plan_backlog}")
+        return problems
+
+
+def check_scenarios(names: Sequence[str]) -> None:
+    """RelqError, in one line, for a --scenarios that names none, or one there is not."""
+    unknown = [n for n in names if n not in SCENARIOS]
+    there_are = f"(there are {', '.join(SCENARIOS)})"
+    if len(unknown) == 1:
+        raise RelqError(f"bench: --scenarios: {unknown[0]} is not a scenario {there_are}")
+    if unknown:
+        raise RelqError(f"bench: --scenarios: {', '.join(unknown)} are not scenarios {there_are}")
+    if not names:
+        raise RelqError(f"bench: --scenarios names none {there_are}")
 
 
 class Runner:
@@ -141,9 +170,7 @@ class Runner:
                                  console=self.console, transient=True, disable=not self.console.is_terminal)
 
     def run(self, names: Sequence[str] = SCENARIOS) -> Report:
-        unknown = [n for n in names if n not in SCENARIOS]
-        if unknown:
-            raise RelqError(f"bench: no scenario {', '.join(unknown)} (there are {', '.join(SCENARIOS)})")
+        check_scenarios(names)
         report = Report(started_at=_now(), settings=self.settings.as_dict(), client=_client())
         report.warnings += client_warnings(self.settings.workers, os.cpu_count())
         conn = db.connect(self.target.conn_str)  # an unreachable server ends the run here, in one line

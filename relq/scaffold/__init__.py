@@ -13,11 +13,11 @@ from relq.scaffold.catalogue import CATALOGUE, load
 from relq.scaffold.columns import Column, parse_column
 from relq.scaffold.files import write
 from relq.scaffold.names import QUEUE_NAME as _QUEUE_NAME  # tests/pipeline compares its copy with it
-from relq.scaffold.newqueue import new_queue
+from relq.scaffold.newqueue import NewQueue, new_queue
 from relq.scaffold.queue import Join, Queue
 from relq.scaffold.render import queue_renders, render, render_once, renders, templates, with_article
 from relq.scaffold.subtypes import Subtype, parse_subtype, resolve
 
-__all__ = ["CATALOGUE", "_QUEUE_NAME", "Column", "Join", "Queue", "Subtype", "load", "new_queue",
+__all__ = ["CATALOGUE", "_QUEUE_NAME", "Column", "Join", "NewQueue", "Queue", "Subtype", "load", "new_queue",
            "parse_column", "parse_subtype", "queue_renders", "render", "render_once", "renders", "resolve",
            "templates", "with_article", "write"]

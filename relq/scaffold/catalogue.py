@@ -4,11 +4,12 @@ it, and a new queue's entry in it."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from relq.errors import RelqError
 from relq.scaffold.checks import check, check_unique
-from relq.scaffold.columns import alias_types, parse_column, resolve_columns
+from relq.scaffold.columns import Column, alias_types, parse_column, resolve_columns
 from relq.scaffold.queue import Join, Queue
 from relq.scaffold.subtypes import Subtype, resolve
 
@@ -18,6 +19,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 CATALOGUE = "database/queues.toml"
+_WORDS = {"name": "", "prefix": "", "alias": "", "shape": "job", "noun": "job"}  # an entry's strings
 
 
 def load(root: Path) -> list[Queue]:
@@ -27,22 +29,27 @@ def load(root: Path) -> list[Queue]:
         entries = tomllib.loads(path.read_text(encoding="utf-8")).get("queue", [])
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RelqError(f"{CATALOGUE}: {exc}") from None
+    if not isinstance(entries, list):
+        raise RelqError(f"{CATALOGUE}: queue is not a list of [[queue]] tables")
     queues = []
     for n, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise RelqError(f"{CATALOGUE}: queue {n} is not a [[queue]] table")
         required = ("name", "prefix", "alias")
-        missing = [k for k in required if k not in entry] if isinstance(entry, dict) else ["a table"]
+        missing = [k for k in required if k not in entry]
         if missing:
             raise RelqError(f"{CATALOGUE}: queue {n} lacks {', '.join(missing)}")
-        words = [entry[k] for k in required] + [entry.get("shape", "job"), entry.get("noun", "job")]
+        words = {k: entry.get(k, default) for k, default in _WORDS.items()}
         verb = entry.get("verb", ["process", "processed"])
-        if not all(isinstance(w, str) for w in words) or not (
-                isinstance(verb, list) and len(verb) == 2 and all(isinstance(v, str) for v in verb)):
-            raise RelqError(f"{CATALOGUE}: queue {n}: name, prefix, alias, shape and noun are strings, "
-                            f'verb = ["process", "processed"]')
+        wrong = [f'{k} is not a string ({k} = "...")' for k, w in words.items() if not isinstance(w, str)]
+        if not (isinstance(verb, list) and len(verb) == 2 and all(isinstance(v, str) for v in verb)):
+            wrong.append('verb is not two strings (verb = ["process", "processed"])')
+        if wrong:
+            raise RelqError(f"{CATALOGUE}: queue {n}: " + "; ".join(wrong))
         try:
-            queue = Queue(*words, tuple(verb), _names(entry, "types"),
-                          _subtypes(entry.get("subtype", []), root), _joins(entry.get("join", []), root),
-                          _history(entry, root))
+            queue = Queue(**words, verb=tuple(verb), types=_names(entry, "types"),
+                          subtypes=_subtypes(entry.get("subtype", []), root),
+                          joins=_joins(entry.get("join", []), root), history=_history(entry, root))
         except RelqError as exc:
             raise RelqError(f"{CATALOGUE}: queue {n}: {exc}") from None
         check(queue, f"{CATALOGUE}: queue {n} ({queue.name})")
@@ -53,12 +60,22 @@ def load(root: Path) -> list[Queue]:
     return queues
 
 
-def _names(entry: dict[str, object], key: str) -> tuple[str, ...]:
-    """A catalogue entry's list of strings (its types, a join's columns)."""
+def _names(entry: dict[str, object], key: str, where: str = "") -> tuple[str, ...]:
+    """A catalogue entry's list of strings (its types, a join's columns); ``where`` names
+    the entry in the error."""
     value = entry.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise RelqError(f'{key} is a list of strings: {key} = ["...", ...]')
+        problem = f'{key} is not a list of strings ({key} = ["...", ...])'
+        raise RelqError(f"{where}: {problem}" if where else problem)
     return tuple(value)
+
+
+def _columns(texts: Sequence[str], where: str) -> tuple[Column, ...]:
+    """A join's or a subtype's columns, from their text; ``where`` names it in the error."""
+    try:
+        return tuple(parse_column(c) for c in texts)
+    except RelqError as exc:
+        raise RelqError(f"{where}: {exc}") from None
 
 
 def _history(entry: dict[str, object], root: Path) -> tuple[str, ...]:
@@ -73,14 +90,23 @@ def _history(entry: dict[str, object], root: Path) -> tuple[str, ...]:
 
 def _joins(entries: list[dict[str, object]], root: Path) -> tuple[Join, ...]:
     """A catalogue entry's [[queue.join]] tables: table = "...", columns = [...], channel = true."""
-    def well_formed(e: object) -> bool:
-        return (isinstance(e, dict) and isinstance(e.get("table"), str)
-                and isinstance(e.get("channel", False), bool) and isinstance(e.get("noun", ""), str))
-
-    if not isinstance(entries, list) or not all(map(well_formed, entries)):
-        raise RelqError('each [[queue.join]] has table = "...", columns = ["...", ...], maybe channel = true '
-                        'and noun = "..."')
-    parsed = [tuple(parse_column(c) for c in _names(e, "columns")) for e in entries]
+    if not isinstance(entries, list):
+        raise RelqError("join is not a list of [[queue.join]] tables")
+    parsed = []
+    for n, e in enumerate(entries, 1):
+        if not isinstance(e, dict):
+            raise RelqError(f"[[queue.join]] {n} is not a table")
+        if not isinstance(e.get("table"), str):
+            raise RelqError(f'[[queue.join]] {n}: table is not a string (table = "<Queue>_Email")')
+        where = f"join {e['table']}"
+        wrong = []
+        if not isinstance(e.get("channel", False), bool):
+            wrong.append("channel is not true or false")
+        if not isinstance(e.get("noun", ""), str):
+            wrong.append('noun is not a string (noun = "e-mail")')
+        if wrong:
+            raise RelqError(f"{where}: " + "; ".join(wrong))
+        parsed.append(_columns(_names(e, "columns", where), where))
     aliases = alias_types(root, [c for columns in parsed for c in columns])
     return tuple(Join(e["table"], resolve_columns(columns, aliases, f"join {e['table']}"),
                       e.get("channel", False), e.get("noun", ""))
@@ -90,13 +116,17 @@ def _joins(entries: list[dict[str, object]], root: Path) -> tuple[Join, ...]:
 def _subtypes(entries: list[dict[str, object]], root: Path) -> tuple[Subtype, ...]:
     """A catalogue entry's [[queue.subtype]] tables: type = "...", columns = ["Name TYPE", ...]."""
     if not isinstance(entries, list):
-        raise RelqError("[[queue.subtype]] is a list of tables with type and columns")
+        raise RelqError("subtype is not a list of [[queue.subtype]] tables")
     subtypes = []
-    for entry in entries:
-        columns = entry.get("columns") if isinstance(entry, dict) else None
-        if not isinstance(columns, list) or not isinstance(entry.get("type"), str):
-            raise RelqError("each [[queue.subtype]] has type = \"...\" and columns = [\"Name TYPE\", ...]")
-        subtypes.append(Subtype(entry["type"], tuple(parse_column(c) for c in columns)))
+    for n, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise RelqError(f"[[queue.subtype]] {n} is not a table")
+        if not isinstance(entry.get("type"), str):
+            raise RelqError(f'[[queue.subtype]] {n}: type is not a string (type = "InvoicePdf")')
+        where = f"subtype {entry['type']}"
+        if not isinstance(entry.get("columns"), list):
+            raise RelqError(f'{where}: columns is not a list (columns = ["Name TYPE", ...])')
+        subtypes.append(Subtype(entry["type"], _columns(entry["columns"], where)))
     return resolve(tuple(subtypes), root)
 
 

@@ -82,7 +82,8 @@ def parse_column(text: str) -> Column:
     """'Amount DECIMAL(19,4)' or 'Reference NVARCHAR(100) NULL' -> Column (unchecked)."""
     match = _COLUMN.fullmatch(text) if isinstance(text, str) else None
     if match is None:
-        raise RelqError(f"a column is 'Name TYPE' or 'Name TYPE NULL', not {text!r}")
+        given = text.strip() if isinstance(text, str) else text
+        raise RelqError(f"the column {given!r} is not 'Name TYPE' or 'Name TYPE NULL'")
     name, sql_type, null = match.groups()
     if SQL_TYPE.fullmatch(sql_type) and not sql_type.lower().startswith("dbo."):
         sql_type = re.sub(r",\s*", ", ", sql_type.upper())

@@ -25,9 +25,13 @@ def parse_subtype(text: str) -> Subtype:
     `invoke new-queue --subtype`'s form. Commas inside a type's parentheses stay with it."""
     job_type, colon, columns = text.partition(":")
     if not colon:
-        raise RelqError(f"a subtype is 'Type: Column TYPE, Column TYPE NULL, ...', not {text!r}")
+        raise RelqError(f"--subtype {text!r} has no ':' after its job type: "
+                        f"give 'Type: Column TYPE, Column TYPE NULL, ...'")
     parts = re.split(r",(?![^(]*\))", columns)
-    return Subtype(job_type.strip(), tuple(parse_column(c) for c in parts if c.strip()))
+    try:
+        return Subtype(job_type.strip(), tuple(parse_column(c) for c in parts if c.strip()))
+    except RelqError as exc:
+        raise RelqError(f"--subtype {job_type.strip()}: {exc}") from None
 
 
 def resolve(subtypes: tuple[Subtype, ...], root: Path) -> tuple[Subtype, ...]:

@@ -41,7 +41,8 @@ def test_the_server_can_come_from_conn(capsys: pytest.CaptureFixture[str]) -> No
     conn = "DRIVER={No Such Driver};SERVER=nowhere;UID=u;PWD=secret"
     assert main(["--conn", conn, "--scenarios", "nope"], environ={}) == 2
     err = capsys.readouterr().err
-    assert err.splitlines()[-1].startswith("bench: no scenario nope")  # past the server: --conn named one
+    # past the server: --conn named one
+    assert err.splitlines()[-1] == f"bench: --scenarios: nope is not a scenario {THERE_ARE}"
     assert "secret" not in err
 
 
@@ -49,22 +50,59 @@ def test_an_unknown_scenario_is_refused_before_anything_connects(capsys: pytest.
     environ = {"RELQ_MSSQL": "DRIVER={No Such Driver};SERVER=nowhere;UID=u;PWD=secret"}
     assert main(["--scenarios", "workers,nope"], environ=environ) == 2
     err = capsys.readouterr().err
-    assert err.splitlines()[-1] == ("bench: no scenario nope "
-                                    "(there are plans, backlog, workers, batch, purge, queues)")
+    assert err.splitlines() == [f"bench: --scenarios: nope is not a scenario {THERE_ARE}"]
     assert "secret" not in err
 
 
-@pytest.mark.parametrize("settings, fragment", [
-    (Settings(seconds=0), "--seconds"),
-    (Settings(batch=1001), "--batch"),
-    (Settings(small_backlog=10, large_backlog=5), "the large one"),
-    (Settings(plan_backlog=5_000), "--plan-backlog"),
-    (Settings(batch=1000, plan_backlog=20_000), "at --batch 1000 \\(20320\\)"),
-    (Settings(warmup=-1), "--warmup"),
+THERE_ARE = "(there are plans, backlog, workers, batch, purge, queues)"
+ENVIRON = {"RELQ_MSSQL": "DRIVER={No Such Driver};SERVER=nowhere;UID=u;PWD=secret"}
+
+
+@pytest.mark.parametrize("argv, line", [
+    # only the broken option, in one line, before the line naming the server
+    (["--seconds", "-1"], "bench: --seconds must be more than 0, not -1"),
+    (["--seconds", "-1", "--batch", "0"],
+     "bench: --seconds must be more than 0, not -1; --batch must be 1 to 1000, not 0"),
+    (["--warmup", "-0.5"], "bench: --warmup must be 0 or more, not -0.5"),
+    (["--seconds", "abc"], "bench: argument --seconds: invalid float value: 'abc'"),
+    (["--nope", "3"], "bench: unrecognized arguments: --nope 3"),
+    (["--scenarios", ","], f"bench: --scenarios names none {THERE_ARE}"),
+    (["--scenarios", "workers,a,b"], f"bench: --scenarios: a, b are not scenarios {THERE_ARE}"),
 ])
-def test_settings_no_run_can_use_are_refused(settings: Settings, fragment: str) -> None:
-    with pytest.raises(RelqError, match=fragment):
+def test_a_bad_option_is_refused_in_one_line_naming_it(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                                        line: str) -> None:
+    try:
+        code = main(argv, environ=ENVIRON)
+    except SystemExit as exited:  # argparse's refusals (python -m bench exits with it alike)
+        code = exited.code
+    assert code == 2
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [line]
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize("settings, message", [
+    (Settings(seconds=0), "--seconds must be more than 0, not 0"),
+    (Settings(seconds=float("nan")), "--seconds must be more than 0, not nan"),
+    (Settings(workers=0), "--workers must be at least 1, not 0"),
+    (Settings(batch=1001), "--batch must be 1 to 1000, not 1001"),
+    (Settings(backlog=0), "--backlog must be at least 1, not 0"),
+    (Settings(purge_items=-3), "--purge-items must be at least 1, not -3"),
+    (Settings(small_backlog=10, large_backlog=5),
+     "--large-backlog must be at least --small-backlog (10), not 5"),
+    (Settings(small_backlog=0, large_backlog=0),
+     "--small-backlog must be at least 1, not 0; --large-backlog must be at least 1, not 0"),
+    (Settings(plan_backlog=5_000), "--plan-backlog must be at least 10000 at --batch 100, not 5000"),
+    (Settings(batch=1000, plan_backlog=20_000),
+     "--plan-backlog must be at least 20320 at --batch 1000, not 20000"),
+    (Settings(batch=0, plan_backlog=0), "--batch must be 1 to 1000, not 0"),  # the limit follows --batch
+    (Settings(warmup=-1), "--warmup must be 0 or more, not -1"),
+])
+def test_settings_no_run_can_use_are_refused_naming_only_the_broken_options(settings: Settings,
+                                                                             message: str) -> None:
+    with pytest.raises(RelqError) as refused:
         settings.check()
+    assert str(refused.value) == f"bench: {message}"
 
 
 def test_the_defaults_are_the_issues_scenarios() -> None:
@@ -92,9 +130,6 @@ def test_the_workers_scenario_measures_a_curve_from_1_to_n_workers() -> None:
 def test_the_report_carries_the_limit_the_plans_were_held_to() -> None:
     shown = Settings(batch=985).as_dict()
     assert shown["scan_limit"] == 2002 and shown["batch"] == 985 and shown["worker_counts"] == [1, 2, 4, 8]
-
-
-ENVIRON = {"RELQ_MSSQL": "DRIVER={No Such Driver};SERVER=nowhere;UID=u;PWD=secret"}
 
 
 @pytest.mark.parametrize("raised, code, line", [
