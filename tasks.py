@@ -159,20 +159,18 @@ def render_queues(c):
 })
 def new_queue(c, name=None, types="", noun=None, subtype=None):
     """Scaffold a relational queue of the job shape from the templates; `invoke build` passes right after."""
-    _required("new-queue", "name", name, "the queue's name, e.g. --name InvoiceExport")
     from relq.errors import RelqError
-    from relq.scaffold import CATALOGUE, parse_subtype
     from relq.scaffold import new_queue as scaffold
+    from relq.scaffold import parse_subtype
 
+    _required("new-queue", "name", name, "the queue's name, e.g. --name InvoiceExport")
     try:
         subtypes = tuple(parse_subtype(s) for s in subtype or ())
-        written = scaffold(ROOT, name, [t.strip() for t in (types or "").split(",") if t.strip()], noun,
-                           subtypes=subtypes)
+        made = scaffold(ROOT, name, [t.strip() for t in (types or "").split(",") if t.strip()], noun,
+                        subtypes=subtypes)
     except RelqError as exc:
         raise _fail(exc, "new-queue") from None
-    print("\n".join(written), file=sys.stderr)
-    print(f"{name} added to {CATALOGUE}: {len(written)} files written; next: invoke build, "
-          f"then invoke deploy", file=sys.stderr)
+    print(made.summary(), file=sys.stderr)
 
 
 @command("status", numbers=("watch",), help={

@@ -191,3 +191,15 @@ def test_a_partition_count_of_zero_reaches_the_pipeline_which_refuses_it(monkeyp
     tasks.pipeline_enqueue(MockContext(), input="x", partitions="0")
     tasks.pipeline_archive(MockContext(), older_than_minutes="60", partitions="0")
     assert all(argv[argv.index("--partitions") + 1] == "0" for argv in seen) and len(seen) == 2
+
+
+def test_new_queue_prints_its_one_line_summary_not_its_paths(monkeypatch, capsys) -> None:
+    class Made:
+        written = ("database/tables/dbo.Invoice.sql",) * 53
+
+        def summary(self) -> str:
+            return "Invoice added: 53 files"
+
+    monkeypatch.setattr("relq.scaffold.new_queue", lambda root, name, types, noun, subtypes: Made())
+    tasks.new_queue(MockContext(), name="Invoice", types="InvoicePdf")
+    assert capsys.readouterr().err.splitlines() == ["Invoice added: 53 files"]
