@@ -60,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
                    help="untimed seconds each worker cycles before an arm (default %(default)s)")
     p.add_argument("--out", default="reports/bench", help="folder for bench.json and throughput.png "
                                                           "(default %(default)s)")
-    p.add_argument("--conn", default=None, help="ODBC connection string (RELQ_MSSQL, when set, wins)")
+    p.add_argument("--conn", default=None, help="ODBC connection string (default: RELQ_MSSQL)")
     return p
 
 
