@@ -2,4 +2,4 @@
 
 from relq.pipeline.cli import main
 
-raise SystemExit(main())
+raise SystemExit(main(entry="python -m relq.pipeline"))

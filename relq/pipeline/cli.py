@@ -10,7 +10,6 @@ unless ``--master`` names another (``spark://host:7077``, ``yarn``, ...).
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -21,21 +20,49 @@ from rich.table import Table
 from relq import db
 from relq.errors import RelqError
 from relq.pipeline import configured
-from relq.pipeline.paths import check_folder, check_input
+from relq.pipeline.paths import check_apart, check_folder, check_input, check_output, check_replaced
 from relq.pipeline.queues import CUSTOM, JOB, spec
+from relq.pipeline.spark import check_master, error_line, is_spark_error, require
 
-_PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(?:RelqError|SqlError|ItemRejected|\w+Error|\w+Exception): .+$",
-                           re.MULTILINE)
+INVOKE = "invoke"  # main's default ``entry``: tasks.py's pipeline tasks call it
 
 
-def parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="relq pipeline", description=__doc__.split("\n\n")[0])
+class Usage(Exception):
+    """A command line the parser refuses: one line, exit code 2."""
+
+    def __init__(self, command: str | None, message: str) -> None:
+        super().__init__(message)
+        self.command = command
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a refused command line is a Usage exception (main prints it in one line),
+    not argparse's usage block and its own exit."""
+
+    command: str | None = None
+
+    def error(self, message: str) -> Any:  # argparse's hook; it must not return
+        raise Usage(self.command, message.removeprefix("argument "))
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
+    return number
+
+
+def parser(config: Mapping[str, Any] | None = None, prog: str = "relq pipeline") -> argparse.ArgumentParser:
+    top = _Parser(prog=prog, description=__doc__.split("\n\n")[0])
     commands = top.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--master", default=configured(config, "master"),
                        help="Spark master (default local[*])")
-        p.add_argument("--partitions", type=int, default=configured(config, "partitions") or 8,
+        p.add_argument("--partitions", type=_at_least_one, default=configured(config, "partitions") or 8,
                        help="Spark partitions, each with its own connection (default 8)")
         p.add_argument("--conn", default=None, help="ODBC connection string (RELQ_MSSQL wins)")
 
@@ -56,18 +83,16 @@ def parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentParser:
     a.add_argument("--archive", default=configured(config, "archive"), help="the archive root")
     a.add_argument("--queue", default="SyncQueue",
                    help=f"a job queue (default SyncQueue) or {', '.join(CUSTOM)}")
-    a.add_argument("--older-than-minutes", type=int, required=True,
+    a.add_argument("--older-than-minutes", type=_at_least_one, required=True,
                    help="archive items that finished longer ago than this")
     common(a)
+    e.command, a.command = "enqueue", "archive"  # type: ignore[attr-defined]
     return top
 
 
 def spark_error(exc: BaseException) -> str:
-    """One line for an error that came through Spark (a Python worker's traceback inside a
-    Java one): the last Python exception line, which for relq's own errors is masked."""
-    text = str(exc)
-    found = _PYTHON_ERROR.findall(text)
-    return found[-1].strip() if found else (text.strip().splitlines() or [type(exc).__name__])[0]
+    """One line for an error that came through Spark (relq.pipeline.spark.error_line)."""
+    return error_line(exc)
 
 
 def _table(title: str, figures: dict[str, Any]) -> Table:
@@ -79,8 +104,22 @@ def _table(title: str, figures: dict[str, Any]) -> Table:
 
 
 def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
-         config: Mapping[str, Any] | None = None) -> int:
-    args = parser(config).parse_args(argv)
+         config: Mapping[str, Any] | None = None, entry: str = INVOKE) -> int:
+    """Run a command; its exit code. A refused command line is one line and 2, a problem the
+    user can fix (a path, the server, Spark's failure) one line and 1.
+
+    ``entry``: how the user runs the commands, for the usage hint: ``invoke`` (the tasks,
+    ``invoke pipeline.enqueue --help``) or a program (``python -m relq.pipeline enqueue --help``)."""
+    try:
+        args = parser(config, prog="relq pipeline" if entry == INVOKE else entry).parse_args(argv)
+    except Usage as exc:
+        name = f"pipeline.{exc.command}" if exc.command else "pipeline"
+        if entry == INVOKE:
+            hint = f"invoke {name} --help" if exc.command else "invoke --list pipeline"
+        else:
+            hint = f"{entry} {exc.command} --help" if exc.command else f"{entry} --help"
+        print(f"{name}: {exc} ({hint})", file=sys.stderr)
+        return 2
     console = Console(stderr=True)
     try:
         return _run(args, conn, config, console)
@@ -88,20 +127,22 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
         print(f"pipeline.{args.command}: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # Spark's and py4j's errors: one line, not a Java stack
-        if type(exc).__module__.startswith(("pyspark", "py4j")):
+        if is_spark_error(exc):
             print(f"pipeline.{args.command}: {spark_error(exc)}", file=sys.stderr)
             return 1
         raise
 
 
+@require()
 def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] | None,
          console: Console) -> int:
-    """Everything that can be checked without Spark is checked first (the queue, the paths,
-    the connection): a mistake is one line at once, not after Spark's start."""
+    """Everything that can be checked without Spark is checked first (the queue, the master, the
+    paths, the connection): a mistake is one line at once, not after Spark's start."""
     from relq.pipeline.spark import session
     from relq.pipeline.store import SqlStore
 
     queue = spec(args.queue).name  # an unknown name is refused before Spark starts
+    check_master(args.master)
     target = db.resolve_target(args.conn or conn, config)
     store = SqlStore(target.conn_str)
     if args.command == "enqueue":
@@ -110,8 +151,11 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
         if not args.rejects:
             raise RelqError("--rejects is required (or relq.pipeline.rejects in invoke.yaml)")
         check_input("--input", args.input, args.format)
+        check_replaced("--rejects", args.rejects)  # Spark's overwrite deletes what is there
+        check_apart("--rejects", args.rejects, "--input", args.input)
         if args.archive:
             check_folder("--archive", args.archive)
+            check_apart("--rejects", args.rejects, "--archive", args.archive)
         types: list[str] = []  # a notification has no job type to check
         with store.session() as s:  # the connection, before Spark
             if spec(queue).kind == JOB and args.types:
@@ -134,6 +178,7 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
     if not args.archive:
         raise RelqError("--archive is required (or relq.pipeline.archive in invoke.yaml)")
     check_folder("--archive", args.archive)
+    check_output("--archive", args.archive)  # written into
     with store.session():  # the connection, before Spark
         pass
     console.print(f"pipeline.{args.command}: {target}")  # masked

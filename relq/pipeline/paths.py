@@ -69,3 +69,66 @@ def check_folder(option: str, path: str) -> None:
     root = local(path)
     if root is not None and root.exists() and not root.is_dir():
         raise RelqError(f"{option} {path}: a file, not a folder")
+
+
+def check_output(option: str, path: str | os.PathLike[str]) -> None:
+    """A local folder the command writes into: a folder it may write in, or one it can create.
+    Creating it is tried and undone (nothing is left behind when a later check fails), so a
+    path under a file, in /proc or on a read-only disk is one line before Spark starts."""
+    root = local(os.fspath(path))
+    if root is None:
+        return
+    if root.exists():
+        if not root.is_dir():
+            raise RelqError(f"{option} {path}: a file, not a folder")
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise RelqError(f"{option} {path}: cannot write in the folder (permission denied)")
+        return
+    missing = [root]
+    while not missing[-1].parent.exists() and missing[-1].parent != missing[-1]:
+        missing.append(missing[-1].parent)
+    base = missing[-1].parent
+    if not base.is_dir():
+        raise RelqError(f"{option} {path}: {base} is a file, not a folder")
+    try:
+        root.mkdir(parents=True)
+    except OSError as exc:
+        raise RelqError(f"{option} {path}: cannot create the folder ({exc.strerror or type(exc).__name__})"
+                        ) from None
+    for folder in missing:  # the deepest first
+        folder.rmdir()
+
+
+def check_replaced(option: str, path: str) -> None:
+    """A Parquet folder the command replaces (Spark's overwrite deletes whatever is at the path
+    first): it can be written, and where it exists, it holds Parquet files only (a folder of
+    anything else is refused, not deleted)."""
+    root = local(path)
+    if root is None:
+        return
+    check_output(option, path)
+    if not root.is_dir():
+        return
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith(("_", ".")) or (entry.is_file() and format_of(entry) == "parquet"):
+            continue
+        raise RelqError(f"{option} {path}: it is replaced on every run, and it holds {entry.name}, which a "
+                        f"Parquet folder does not: pass a new folder")
+
+
+def check_apart(option: str, path: str, other_option: str, other: str, *, may_hold: bool = False) -> None:
+    """``path``, which the command writes, is not ``other`` and lies not inside it, nor holds it
+    unless ``may_hold``."""
+    mine, theirs = local(path), local(other)
+    if mine is None or theirs is None:
+        return
+    mine, theirs = mine.resolve(), theirs.resolve()
+    if mine == theirs:
+        how = "is"
+    elif theirs in mine.parents:
+        how = "is inside"
+    elif mine in theirs.parents and not may_hold:
+        how = "holds"
+    else:
+        return
+    raise RelqError(f"{option} {path} {how} {other_option} {other}: pass {option} a folder of its own")

@@ -1,9 +1,11 @@
-"""A quiet Spark driver: its log4j2 at ERROR, one line per error and no stack trace.
+"""A quiet Spark driver: its log4j2 off, so a command's output is relq's own.
 
 Spark's own default profile logs WARN, and a local start prints half a screen
 (the default-profile notice, the loopback address, the native Hadoop library,
-the UI port) before anything of relq's; a failed read adds a Java stack. relq
-reports Spark's failures itself, in one line.
+the UI port) before anything of relq's; a failed job adds a line per failed task
+and a Java stack. relq reports Spark's failures itself, in one line (the innermost
+cause, or a Python worker's last exception line: relq.pipeline.spark.error_line).
+To see Spark's log, give the driver a log4j2 configuration of your own (below).
 
 The configuration goes to the driver's JVM through spark.driver.defaultJavaOptions,
 which Spark prepends to spark.driver.extraJavaOptions
@@ -28,8 +30,8 @@ from pathlib import Path
 DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
 
 LOG4J2 = """\
-# relq.pipeline.quiet: Spark's driver logs errors only, each on one line.
-rootLogger.level = error
+# relq.pipeline.quiet: Spark's driver logs nothing; relq reports a failure in one line.
+rootLogger.level = off
 rootLogger.appenderRef.console.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -40,7 +42,7 @@ appender.console.layout.alwaysWriteExceptions = false
 # Spark's shell logging (PySpark counts as one) announces a default level of WARN unless
 # Spark's own loggers are configured: these are, at the root's level.
 logger.spark.name = org.apache.spark
-logger.spark.level = error
+logger.spark.level = off
 """
 
 

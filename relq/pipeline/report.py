@@ -58,7 +58,9 @@ from typing import Any
 
 from relq.errors import RelqError
 from relq.pipeline import configured
-from relq.pipeline.paths import local
+from relq.pipeline.layout import PARTITIONS
+from relq.pipeline.paths import check_apart, check_output, local
+from relq.pipeline.spark import REPORT_MODULES, check_master, one_line, require
 
 SCHEMA = "relq.pipeline.report"
 SCHEMA_VERSION = 1
@@ -90,6 +92,7 @@ def settings(config: Mapping[str, Any] | None, archive: str | None = None, out: 
             master or configured(config, "master"))
 
 
+@require(*REPORT_MODULES)
 def run(archive: str, out: str | os.PathLike[str], master: str | None = None, conn: str | None = None, *,
         spark: Any = None, console: Any = None) -> Paths:
     """Write the report of the archive under ``archive`` into the folder ``out``.
@@ -97,24 +100,30 @@ def run(archive: str, out: str | os.PathLike[str], master: str | None = None, co
     ``master``: the Spark master (default local[*]); ``spark``: a session to use instead of
     starting one (it is left running). ``conn``: an ODBC connection string whose database's
     health views to include; None: the report says that none was read. A problem with the
-    archive is a RelqError (one line); a server that cannot be read is not: the report is
-    written without it and says why."""
+    archive, ``out`` or the master is a RelqError (one line) before Spark starts; a server that
+    cannot be read is not: the report is written without it and says why."""
     from relq.pipeline import charts, figures, html, layout
     from relq.pipeline.spark import DEFAULT_MASTER, require_utc, session
 
     out = Path(out)
+    if spark is None:
+        check_master(master)
+    check_out(out, archive)
     _check_local(archive)
     started_here = spark is None
     with _steps(console) as step:
         try:
-            with step("starting Spark"):
+            with step("starting Spark"), one_line("Spark"):
                 spark = spark or session(master, app="relq-pipeline-report")
                 require_utc(spark, "report")  # hours are bucketed in the session's time zone
             with step(f"reading the archive and computing the figures ({archive})"):
                 numbers = _figures(spark, layout, figures, archive)
             with step("reading the live health views" if conn else "no server: skipping the health views"):
                 health = _health(conn)
-            out.mkdir(parents=True, exist_ok=True)
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # checked before Spark; changed since
+                raise RelqError(f"--out {out}: cannot create the folder ({exc.strerror})") from None
             with step("drawing the charts"):
                 drawn = charts.draw(numbers, out)
             with step(f"writing {out / 'report.json'} and report.html"):
@@ -159,18 +168,40 @@ def _figures(spark: Any, layout: Any, figures: Any, archive: str) -> dict[str, A
     return numbers
 
 
+def check_out(out: Path, archive: str) -> None:
+    """``out`` can be written before Spark starts: a folder (or one that can be created), not
+    inside the archive (the archive would hold the report), where the report's files are no
+    folders."""
+    from relq.pipeline.charts import CHARTS
+
+    check_output("--out", out)
+    check_apart("--out", str(out), "--archive", archive, may_hold=True)
+    for name in ("report.json", "report.html", *CHARTS):
+        if (out / name).is_dir():
+            raise RelqError(f"--out {out}: {out / name} is a folder; the report writes a file there")
+
+
 def _check_local(archive: str) -> None:
-    """A local archive that is missing or holds no Parquet file is named as such, before Spark
-    would say "Unable to infer schema"; other file systems (hdfs://, s3a://) are Spark's to read."""
+    """A local archive that is missing, holds no Parquet file or files outside the layout
+    <root>/Queue=/Type=/Day=/ is named as such, before Spark would say "Unable to infer schema" or
+    "Conflicting directory structures"; other file systems (hdfs://, s3a://) are Spark's to read."""
     root = local(archive)
     if root is None:
         return
     if not root.is_dir():
         raise RelqError(f"no archive at {archive}: pass the folder pipeline.archive writes to")
-    for _, _, files in os.walk(root):
-        if any(name.endswith(".parquet") for name in files):
-            return
-    raise RelqError(f"the archive {archive} holds no rows (no Parquet file under it): nothing to report")
+    parquet = False
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))  # Spark skips them
+        names = sorted(f for f in files if not f.startswith(("_", ".")))
+        parquet = parquet or any(name.endswith(".parquet") for name in names)
+        parts = Path(folder).relative_to(root).parts
+        where = [name + equals for name, equals, _ in (part.partition("=") for part in parts)]
+        if names and where != [f"{column}=" for column in PARTITIONS]:
+            raise RelqError(f"cannot read the archive {archive}: {Path(folder, names[0])} is outside its "
+                            f"layout <root>/Queue=/Type=/Day=/ (pass the folder pipeline.archive writes to)")
+    if not parquet:
+        raise RelqError(f"the archive {archive} holds no rows (no Parquet file under it): nothing to report")
 
 
 def _health(conn: str | None) -> dict[str, Any]:

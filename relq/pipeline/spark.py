@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import importlib.util
 import os
 import re
 import shlex
@@ -12,11 +13,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from relq.errors import RelqError
 from relq.pipeline import quiet
@@ -36,6 +37,18 @@ UTC_NAMES = frozenset({"UTC", "ETC/UTC", "GMT", "ETC/GMT", "Z", "+00:00", "UCT",
                        "UNIVERSAL"})
 EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
 ISO_MICROS = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"  # a timestamp as text, in the session's time zone: UTC
+# The masters spark-submit takes ("Master must either be yarn or start with spark, k8s, or local"),
+# a local one as SparkContext parses it (a malformed one fails only once the JVM runs).
+_LOCAL_MASTER = re.compile(r"local(?:\[(?:[0-9]+|\*)(?:\s*,\s*[0-9]+)?\]"
+                           r"|-cluster\[\s*[0-9]+\s*,\s*[0-9]+\s*,\s*[0-9]+\s*\])?")
+# A Java exception's line in a Java stack trace as text: thrown (": ...") or a cause ("Caused by: ...").
+_JAVA_ERROR = re.compile(r"^(?:: |Caused by: )([\w.$]+(?:Exception|Error)\b.*)$", re.MULTILINE)
+# A Python exception's line in a Spark error's text (a Python worker's traceback inside a Java one).
+_PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(?:RelqError|SqlError|ItemRejected|\w+Error|\w+Exception): .+$",
+                           re.MULTILINE)
+EXTRA = "pip install -e '.[spark]'"
+REPORT_MODULES = ("pyarrow", "matplotlib")  # what the report needs of the extra besides PySpark
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -123,11 +136,87 @@ def _home_without_vector_module(java: Path) -> str:
     return str(home)
 
 
+def check_master(master: str | None) -> None:
+    """A Spark master spark-submit takes: local, local[N], local[*], local[N,F],
+    local-cluster[N,C,M], spark://..., k8s://... or yarn (None: local[*])."""
+    if master is None or master == "yarn" or master.startswith(("spark://", "k8s://")):
+        return
+    if not _LOCAL_MASTER.fullmatch(master):
+        raise RelqError(f"--master {master}: not a Spark master (local[*], local[N], spark://host:7077, yarn "
+                        f"or k8s://host:port)")
+
+
+def require(*modules: str) -> Callable[[F], F]:
+    """The decorated command needs ``modules`` (besides pyspark and py4j) of relq's spark extra:
+    one missing is a RelqError naming it and the extra, before the command does anything, and so
+    is a module the command fails to import later."""
+    needed = ("pyspark", "py4j", *modules)
+
+    def decorate(command: F) -> F:
+        @functools.wraps(command)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            for name in needed:
+                if _missing(name):
+                    raise RelqError(f"{name} is missing: {EXTRA}")
+            try:
+                return command(*args, **kwargs)
+            except ModuleNotFoundError as exc:
+                top = (exc.name or "").partition(".")[0]
+                if not top or top == "relq":
+                    raise
+                raise RelqError(f"{top} is missing: {EXTRA}") from None
+        return checked  # type: ignore[return-value]
+
+    return decorate
+
+
+def _missing(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):  # a module in sys.modules without a spec, or None there
+        return True
+
+
+def is_spark_error(exc: BaseException) -> bool:
+    """Whether ``exc`` came from PySpark or py4j (a Java exception, an analysis error, ...)."""
+    return type(exc).__module__.startswith(("pyspark", "py4j"))
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for an error that came through Spark: a Python worker's last exception line
+    (relq's own errors are masked there), else the innermost Java cause's first line (the file
+    and what is wrong with it), not the Py4J call ("An error occurred while calling o123...")."""
+    text = str(exc)
+    found = _PYTHON_ERROR.findall(text) if "Traceback (most recent call last)" in text else []
+    if found:
+        return found[-1].strip()
+    try:
+        cause = exc.java_exception  # type: ignore[attr-defined]
+        while cause.getCause() is not None and cause.getCause() != cause:
+            cause = cause.getCause()
+        lines = str(cause.toString()).strip().splitlines()
+    except Exception:  # not a Java exception, or the JVM is gone: the stack trace's text
+        lines = _JAVA_ERROR.findall(text)[-1:]
+    return (lines or text.strip().splitlines() or [type(exc).__name__])[0].strip()
+
+
+@contextmanager
+def one_line(what: str) -> Iterator[None]:
+    """A PySpark or py4j exception in the block as a RelqError: ``what``, then its one line."""
+    try:
+        yield
+    except Exception as exc:
+        if not is_spark_error(exc):
+            raise
+        raise RelqError(f"{what}: {error_line(exc)}") from None
+
+
 def session(master: str | None = None, app: str = "relq", **conf: str) -> Any:
     """A Spark session on ``master`` (default ``local[*]``), its driver on the Java
     :func:`find_java` picks (this process's JAVA_HOME is set to it, or removed when it is the
     `java` on PATH). Time is UTC throughout, as in the database, so a timestamp never shifts
     between SQL Server, Spark and Parquet."""
+    check_master(master)
     from pyspark.sql import SparkSession
 
     builder = (SparkSession.builder.master(master or DEFAULT_MASTER).appName(app)
@@ -152,6 +241,8 @@ def session(master: str | None = None, app: str = "relq", **conf: str) -> Any:
     except Exception as exc:  # the JVM did not start: Java has said why, above
         if "JAVA_GATEWAY_EXITED" in str(exc):
             raise RelqError(f"Spark's JVM did not start on {java.where}: see Java's message above") from None
+        if is_spark_error(exc):
+            raise RelqError(f"Spark did not start: {error_line(exc)}") from None
         raise
 
 

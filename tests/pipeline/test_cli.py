@@ -37,10 +37,20 @@ def test_an_error_from_a_spark_task_becomes_its_last_python_line() -> None:
                                                "port=1433): timeout")
 
 
-@pytest.mark.parametrize("argv", [["archive"], ["enqueue", "--format", "xml", "--input", "x"]])
-def test_missing_or_bad_arguments_are_refused(argv) -> None:
-    with pytest.raises(SystemExit):
-        parser(None).parse_args(argv)
+@pytest.mark.parametrize("argv, line", [
+    (["archive"], "pipeline.archive: the following arguments are required: --older-than-minutes "
+                  "(invoke pipeline.archive --help)"),
+    (["enqueue", "--format", "xml", "--input", "x"],
+     "pipeline.enqueue: --format: invalid choice: 'xml' (choose from 'parquet', 'csv', 'json') "
+     "(invoke pipeline.enqueue --help)"),
+    (["archive", "--older-than-minutes", "60", "--partitions", "-1"],
+     "pipeline.archive: --partitions: must be 1 or more, not -1 (invoke pipeline.archive --help)"),
+    (["purge"], "pipeline: command: invalid choice: 'purge' (choose from 'enqueue', 'archive') "
+                "(invoke --list pipeline)"),
+])
+def test_missing_or_bad_arguments_are_one_line_and_exit_code_2(capsys, argv, line) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == [line]
 
 
 def test_any_queue_name_is_taken_by_both_commands_and_a_bad_one_is_one_line(monkeypatch, capsys) -> None:

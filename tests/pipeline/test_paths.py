@@ -100,17 +100,28 @@ def test_a_server_out_of_reach_is_one_line_before_spark_starts(no_spark, tmp_pat
         f"pipeline.{command}: cannot reach SQL Server (server=db): timeout"]
 
 
-def test_spark_starts_and_fails_a_read_without_its_log_noise(tmp_path: Path) -> None:
-    code = ("from relq.pipeline.spark import session\n"
+def test_spark_starts_and_fails_a_read_and_a_job_without_its_log_noise(tmp_path: Path) -> None:
+    corrupt = tmp_path / "corrupt"
+    code = ("import pathlib\n"
+            "from relq.pipeline.spark import session\n"
             "spark = session('local[1]', app='relq-quiet-test')\n"
             "try:\n"
             f"    spark.read.parquet({str(tmp_path / 'missing')!r})\n"
             "except Exception as exc:\n"
             "    print('failed as expected:', type(exc).__name__)\n"
+            f"spark.range(100).write.parquet({str(corrupt)!r})\n"
+            f"for part in pathlib.Path({str(corrupt)!r}).glob('part-*.parquet'):\n"
+            "    data = part.read_bytes()\n"
+            "    part.write_bytes(data[:4] + bytes(len(data) - 8) + data[-4:])\n"
+            "try:\n"  # a failed task: Spark's executor and scheduler log it, at ERROR
+            f"    spark.read.parquet({str(corrupt)!r}).count()\n"
+            "except Exception as exc:\n"
+            "    print('failed as expected:', type(exc).__name__)\n"
             "spark.stop()\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "failed as expected: AnalysisException"
+    assert done.stdout.strip().splitlines() == ["failed as expected: AnalysisException",
+                                                "failed as expected: Py4JJavaError"]
     # the JVM's own notice of the incubator module Spark 4 starts it with is no log4j message
     assert [line for line in done.stderr.splitlines()
             if line.strip() and not line.startswith("WARNING: Using incubator modules")] == []

@@ -123,8 +123,9 @@ def test_without_java_the_session_and_the_report_stop_in_one_line_before_spark(t
     with pytest.raises(RelqError, match=r"^no Java for Spark, which needs Java 17 or 21: no java on PATH; "):
         session("local[1]")
     archive = tmp_path / "archive"
-    archive.mkdir()
-    (archive / "part-0.parquet").touch()
+    day = archive / "Queue=SyncQueue" / "Type=A" / "Day=2024-06-03"
+    day.mkdir(parents=True)
+    (day / "part-0.parquet").touch()
     with pytest.raises(RelqError, match=r"^no Java for Spark"):
         report.run(str(archive), tmp_path / "out")
 
