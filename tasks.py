@@ -115,6 +115,20 @@ def deploy(c, conn=None, create_db=None, dry_run=False, check=False, lock_timeou
           f"{counts['unchanged'] + counts['migrated']} unchanged", file=sys.stderr)
 
 
+@command("register-messages", help={"conn": CONN_HELP})
+def register_messages(c, conn=None):
+    """Register relq's messages in a server's master, no database touched: per replica, after a restore."""
+    from relq.db import resolve_target
+    from relq.deploy.register import register_messages as run_register
+    from relq.errors import RelqError
+
+    try:
+        done = run_register(ROOT, resolve_target(conn, c.config))
+    except RelqError as exc:
+        raise _fail(exc, "register-messages") from None
+    print(done.summary(), file=sys.stderr)
+
+
 @command("tsqlt.install", name="install", help={
     "conn": CONN_HELP,
     "zip": "a tSQLt release zip on disk",
@@ -405,6 +419,8 @@ def pipeline_demo(c, rows=None, out=None, master=None):
     from relq.pipeline import demo
 
     rows = number("pipeline.demo", "rows", rows) if rows is not None else demo.DEFAULT_ROWS
+    if rows < 1:
+        raise Exit(f"pipeline.demo: --rows must be 1 or more, not {rows}", code=2)
     try:
         paths = demo.run(rows, out or demo.DEFAULT_OUT, master)
     except RelqError as exc:
@@ -466,5 +482,5 @@ def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=Non
 tsqlt = Collection("tsqlt", install=tsqlt_install)
 pipeline = Collection("pipeline", enqueue=pipeline_enqueue, archive=pipeline_archive, report=pipeline_report,
                       demo=pipeline_demo)
-ns = Collection(build, lint, fix, render_queues, new_queue, deploy, status, dashboard, worker, test, bench,
-                tsqlt, pipeline)
+ns = Collection(build, lint, fix, render_queues, new_queue, deploy, register_messages, status, dashboard,
+                worker, test, bench, tsqlt, pipeline)

@@ -75,8 +75,8 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("argv, code, line", [
     (["--rows", "1000", "--out", "{file}"], 1, "pipeline.demo: --out {file}: a file, not a folder"),
     (["--out", "{file}/report"], 1, "pipeline.demo: --out {file}/report: {file} is a file, not a folder"),
-    (["--rows", "0"], 1, "pipeline.demo: --rows must be 1 or more, not 0"),
-    (["--rows", "-5"], 1, "pipeline.demo: --rows must be 1 or more, not -5"),
+    (["--rows", "0"], 2, "pipeline.demo: --rows must be 1 or more, not 0"),
+    (["--rows", "-5"], 2, "pipeline.demo: --rows must be 1 or more, not -5"),
     (["--master", "locale[2]"], 1, f"pipeline.demo: --master locale[2]: not a Spark master {MASTERS}"),
     (["--out", "{tmp}"], 1, "pipeline.demo: --out {tmp}: {tmp}/archive holds notes.txt, which no archive "
                             "does, and the demo replaces that folder: pass another --out"),
