@@ -388,17 +388,48 @@ def _main(messages: list[ServerMessage]) -> ServerMessage | None:
 
 ENDED_SESSION = frozenset({0, 596})  # a severe error; "the session is in the kill state"
 
+# A RAISERROR of a number that this server's sys.messages lacks arrives as error 18054, "Error
+# %d, severity %d, state %d was raised, but no message with that error number was found in
+# sys.messages. If error is larger than 50000, make sure the user-defined message is added using
+# sp_addmessage." (https://learn.microsoft.com/sql/relational-databases/errors-events/
+# database-engine-events-and-errors-18000-to-18999). relq's messages live in each server's master
+# (https://learn.microsoft.com/sql/relational-databases/databases/manage-metadata-when-making-a-
+# database-available-on-another-server#user-defined-error-messages), so after a failover or a
+# restore onto a server where they were never registered every relq error comes so. Its text names
+# the number raised; of its other numbers the severity is at most 25, the state at most 255, and
+# 50000 is no relq number, so a number of relq's range in it is the one raised, whatever the
+# session's language words the rest.
+UNREGISTERED = 18054
+RELQ_NUMBERS = range(735701, 735800)  # docs/errors.md
+_RAISED = re.compile(r"(?<!\d)(7357\d\d)(?!\d)")
+
+
+def unregistered_relq_number(number: int | None, text: str) -> int | None:
+    """The relq error an error 18054 stands for (its text names the number raised), None for any
+    other error."""
+    if number != UNREGISTERED:
+        return None
+    found = _RAISED.search(text or "")
+    return int(found[1]) if found and int(found[1]) in RELQ_NUMBERS else None
+
 
 class SqlError(RelqError):
-    """SQL Server refused a batch or a procedure call; ``number`` is its error number."""
+    """SQL Server refused a batch or a procedure call; ``number`` is its error number. A relq
+    error that arrived as 18054 (its message is not registered on the server) has relq's number,
+    and ``raised_as`` 18054, so that every caller branching on the number (the worker's lost
+    items, the dashboard, the pipeline) sees the error relq raised; ``raised_as`` is None for
+    every other error."""
 
     def __init__(self, messages: list[ServerMessage], context: str = "") -> None:
         self.messages = list(messages)
         self.context = context
         main = _main(self.messages)
-        self.number: int | None = main.number if main else None
+        sent = main.number if main else None
         self.text: str = main.text if main else ""
         self.sqlstate: str | None = main.sqlstate if main else None
+        relq_number = unregistered_relq_number(sent, self.text)
+        self.number: int | None = sent if relq_number is None else relq_number
+        self.raised_as: int | None = None if relq_number is None else sent
         super().__init__(self._line())
 
     @property
@@ -416,6 +447,9 @@ class SqlError(RelqError):
 
     def _line(self) -> str:
         head = "SQL Server error" if self.number is None else f"SQL Server error {self.number}"
+        if self.raised_as is not None:
+            head += (f" (arrived as {self.raised_as}: relq's messages are not registered on this server; "
+                     f"run invoke register-messages against it)")
         return ": ".join(part for part in (self.context, head, self.text) if part)
 
     def __str__(self) -> str:

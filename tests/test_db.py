@@ -12,7 +12,7 @@ from datetime import datetime
 import pytest
 
 from relq import db
-from relq.errors import RelqError
+from relq.errors import Msg, RelqError
 from tests.conftest import require_odbc_driver, require_pyodbc
 
 SAMPLE_INVALID = ("[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]Invalid object name "
@@ -249,6 +249,44 @@ def test_sql_error_skips_print_output():
     printed = db.ServerMessage(0, "starting", "01000")
     error = db.ServerMessage(735701, "queue is full", "42000")
     assert db.SqlError([printed, error]).number == 735701
+
+
+# SQL Server's text of error 18054 (https://learn.microsoft.com/sql/relational-databases/errors-events/
+# database-engine-events-and-errors-18000-to-18999), as Microsoft's ODBC driver delivers it for a
+# RAISERROR (735710, 16, 1, ...) on a server whose master lacks relq's messages.
+SAMPLE_UNREGISTERED = ("[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]Error 735710, "
+                       "severity 16, state 1 was raised, but no message with that error number was found in "
+                       "sys.messages. If error is larger than 50000, make sure the user-defined message is "
+                       "added using sp_addmessage. (18054) (SQLExecDirectW)")
+
+
+def test_a_relq_error_that_arrives_as_18054_is_that_relq_error():
+    (message,) = db.server_messages(FakeError("42000", SAMPLE_UNREGISTERED))
+    assert message.number == 18054  # the record stays as the server sent it
+    error = db.SqlError([message], "dbo.Modify_SyncQueue_trx")
+    assert (error.number, error.raised_as) == (Msg.TakenOver, 18054)
+    assert str(error) == (
+        "dbo.Modify_SyncQueue_trx: SQL Server error 735710 (arrived as 18054: relq's messages are not "
+        "registered on this server; run invoke register-messages against it): Error 735710, severity 16, "
+        "state 1 was raised, but no message with that error number was found in sys.messages. If error is "
+        "larger than 50000, make sure the user-defined message is added using sp_addmessage.")
+
+
+@pytest.mark.parametrize(("number", "text", "expected"), [
+    # another application's unregistered message: its number is not relq's to claim
+    (18054, "Error 50009, severity 16, state 10 was raised, but no message with that error number was "
+            "found in sys.messages. If error is larger than 50000, make sure the user-defined message is "
+            "added using sp_addmessage.", 18054),
+    (18054, "Error 7357051, severity 16, state 1 was raised, but no message ...", 18054),  # not 735705
+    (18054, "Error 735700, severity 16, state 1 was raised, but no message ...", 18054),  # below the range
+    (18054, "Fehler 735705, Schweregrad 16, Status 1 wurde ausgelöst, ...", 735705),  # another language
+    (50000, "relq: message 735705 holds another application's text", 50000),  # only 18054 is read
+    (735705, "relq: dbo.Modify_Job_trx: item 2024-01-01 has changed since it was read", 735705),
+])
+def test_only_an_18054_naming_a_number_of_relqs_range_is_read_as_that_error(number, text, expected):
+    error = db.SqlError([db.ServerMessage(number, text, "42000")])
+    assert error.number == expected
+    assert error.raised_as == (18054 if expected != number else None)
 
 
 # -- run_batch, call ---------------------------------------------------------------------------------------

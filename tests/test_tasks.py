@@ -104,6 +104,7 @@ def test_invoke_itself_prints_the_one_line_and_no_traceback(argv, line) -> None:
 @pytest.mark.parametrize("argv, line", [
     (["status"], "status: " + NONE_CONFIGURED),
     (["deploy", "--check"], "deploy: " + NONE_CONFIGURED),
+    (["register-messages"], "register-messages: " + NONE_CONFIGURED),
 ])
 def test_a_task_without_a_server_says_so_in_one_line(argv, line) -> None:
     done = invoke(*argv)
@@ -168,6 +169,7 @@ def test_bench_finds_its_server_like_every_task_and_hands_it_over_in_the_environ
 
 @pytest.mark.parametrize("name, call", [
     ("deploy", lambda c: tasks.deploy(c)),
+    ("register-messages", lambda c: tasks.register_messages(c)),
     ("status", lambda c: tasks.status(c)),
     ("tsqlt.install", lambda c: tasks.tsqlt_install(c)),
     ("worker", lambda c: tasks.worker(c, "SyncQueue")),

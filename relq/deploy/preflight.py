@@ -31,6 +31,11 @@ Sources for the rules:
   ONLINE; a database that refuses to be entered all the same (a secondary that is not
   readable) is a problem of its own, with SQL Server's error number. Creating it
   needs CREATE ANY DATABASE (dbcreator's), asked of the server (the same page's example A).
+- availability groups: user-defined messages "reside in the sys.messages catalog view. This
+  catalog view is stored in master", and a database made available on another server instance
+  (an availability replica, a restore) needs them added there with sp_addmessage
+  (https://learn.microsoft.com/sql/relational-databases/databases/manage-metadata-when-making-a-database-available-on-another-server#user-defined-error-messages).
+  The rule for a database in a group is :func:`_replicas`'.
 """
 
 from __future__ import annotations
@@ -93,6 +98,19 @@ FROM sys.databases AS d
 WHERE d.name = CASE WHEN @Exists = 1 THEN @Name ELSE N'model' END;
 """
 
+# What `invoke register-messages` asks of a server, in whichever database it lands (master):
+# the engine, the server's own name (a replica's, not a listener's), and the login's roles.
+SERVER_SQL = """
+SET NOCOUNT ON;
+SELECT
+    CAST(SERVERPROPERTY('EngineEdition') AS INT),
+    CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)),
+    CAST(SERVERPROPERTY('ServerName') AS NVARCHAR(256)),
+    IS_SRVROLEMEMBER('sysadmin'),
+    IS_SRVROLEMEMBER('serveradmin'),
+    SUSER_SNAME();
+"""
+
 
 @dataclass(frozen=True)
 class Message:
@@ -122,6 +140,20 @@ class Facts:
     state: str = "ONLINE"  # of the database (of model when it does not exist yet)
     replicated: bool = False  # in an availability group: other replicas have masters of their own
     refused: int | None = None  # the error SQL Server raised when the preflight entered the database
+
+
+@dataclass(frozen=True)
+class Server:
+    """What the server said of itself, as :func:`read_server` reads it: what registering
+    relq's messages needs, and no database."""
+
+    name: str  # SERVERPROPERTY('ServerName'): the instance, whatever name the connection used
+    engine_edition: int
+    product_version: str
+    sysadmin: bool | None
+    serveradmin: bool | None
+    login: str
+    messages: dict[int, Message] = field(default_factory=dict)  # relq's numbers that are taken
 
 
 @dataclass
@@ -163,6 +195,13 @@ def read(cursor, database: str, numbers: list[int]) -> Facts:
                  refused)
 
 
+def read_server(cursor, numbers: list[int]) -> Server:
+    """The server's answers for registering relq's messages (``numbers``) on it."""
+    (edition, version, name, sysadmin, serveradmin, login), = db.query(cursor, SERVER_SQL)
+    return Server(name or "?", edition, version, _flag(sysadmin), _flag(serveradmin), login,
+                  registered(cursor, numbers))
+
+
 def registered(cursor, numbers: list[int]) -> dict[int, Message]:
     """The server's (US English) messages of ``numbers``, by number."""
     if not numbers:
@@ -198,6 +237,70 @@ def judge(facts: Facts, messages: dict[int, Message]) -> Verdict:
                         f"{MIN_COMPATIBILITY} or later (its claims use OPENJSON): "
                         + (f"ALTER DATABASE [{name}] SET COMPATIBILITY_LEVEL = 140" if facts.exists
                            else "create the database yourself at level 140 or later, then deploy"))
+    found, foreign, to_write = _messages(facts, messages, "deploy once")
+    problems += found
+    notes = [
+        f"server: {_engine_name(facts)} {facts.product_version}, collation {facts.server_collation}",
+        f"database {name}: " + ("" if facts.exists else "to be created from model; ")
+        + f"compatibility level {facts.compatibility_level}, collation {facts.database_collation}, "
+        f"READ_COMMITTED_SNAPSHOT {'ON' if facts.read_committed_snapshot else 'OFF'}",
+        f"messages: {len(messages) - len(to_write) - len(foreign)} of {len(messages)} registered as "
+        f"the project has them" + (f", {len(to_write)} to register" if to_write else ""),
+    ]
+    if facts.replicated:
+        problems += _replicas(name, messages, facts.messages, notes)
+    return Verdict(problems, notes, to_write)
+
+
+def judge_server(server: Server, messages: dict[int, Message]) -> Verdict:
+    """What stops `invoke register-messages` on a server (another application's text in one of
+    relq's numbers, a login that may not register what is missing, an engine without
+    sp_addmessage), and what it is to register: the deploy's rules, without a database."""
+    problems = _engine(server)
+    found, foreign, to_write = _messages(server, messages, "run it")
+    notes = [f"server {server.name}: {_engine_name(server)} {server.product_version}",
+             f"messages: {len(messages) - len(to_write) - len(foreign)} of {len(messages)} registered "
+             f"as the project has them" + (f", {len(to_write)} to register" if to_write else "")]
+    return Verdict(problems + found, notes, to_write)
+
+
+REGISTER_COMMAND = "invoke register-messages -c <replica>"
+
+
+def _replicas(name: str, messages: dict[int, Message], found: dict[int, Message],
+              notes: list[str]) -> list[str]:
+    """The rule for a database in an availability group: its problem, if any; else a note,
+    appended to ``notes``.
+
+    The preflight sees this server's master alone; the other replicas' are out of its reach. So
+    relq's messages registered here prove nothing of them, and the verdict always says to register
+    them on every replica: as a note while every one is here. Where one of them is missing here,
+    though, the group is known to be out of step: this server was never given them, although it
+    hosts the database (a failover to it, or a replica added since), so other replicas may lack them
+    too, and any of them raises relq's errors as 18054 once it is primary. That is a problem, with
+    the command to run on each replica as its fix: the deploy would register them on this server
+    only. A relq text that merely differs (an older relq's) keeps its number working, so it stays a
+    note: the deploy updates it here."""
+    missing = sorted(n for n in messages if n not in found)
+    if missing:
+        return [f"database {name} is in an availability group, and this server lacks {len(missing)} of "
+                f"relq's {len(messages)} messages ({_numbers(missing)}): they live in each replica's "
+                f"master, which the group does not copy, and relq's errors arrive as 18054 where they "
+                f"are missing; register them on every replica, this one included ({REGISTER_COMMAND}, "
+                f"once per replica), then deploy"]
+    notes.append(f"database {name} is in an availability group: this server has relq's messages, and the "
+                 f"preflight cannot see the other replicas' masters, which the group does not copy: run "
+                 f"{REGISTER_COMMAND} once per replica after a deploy that changes a message and when a "
+                 f"replica is added, or relq's errors arrive there as 18054 after a failover")
+    return []
+
+
+def _messages(facts: Facts | Server, messages: dict[int, Message],
+              otherwise: str) -> tuple[list[str], dict[int, Message], list[int]]:
+    """Of relq's ``messages``: the problems (another application's text in one of the numbers; a
+    login that may not register one that is missing or differs), the numbers holding another
+    application's text, and those to register. ``otherwise``: what a sysadmin does instead."""
+    problems: list[str] = []
     foreign = {n: m for n, m in facts.messages.items()
                if n in messages and not m.text.startswith(MESSAGE_MARK)}
     for number, found in sorted(foreign.items()):
@@ -209,20 +312,8 @@ def judge(facts: Facts, messages: dict[int, Message]) -> Verdict:
         problems.append(f"login {facts.login} may not register messages (sp_addmessage needs sysadmin "
                         f"or serveradmin), and {len(to_write)} of relq's {len(messages)} messages are "
                         f"missing or differ ({_numbers(to_write)}): ALTER SERVER ROLE serveradmin "
-                        f"ADD MEMBER [{facts.login}], or have a sysadmin deploy once")
-    notes = [
-        f"server: {_engine_name(facts)} {facts.product_version}, collation {facts.server_collation}",
-        f"database {name}: " + ("" if facts.exists else "to be created from model; ")
-        + f"compatibility level {facts.compatibility_level}, collation {facts.database_collation}, "
-        f"READ_COMMITTED_SNAPSHOT {'ON' if facts.read_committed_snapshot else 'OFF'}",
-        f"messages: {len(messages) - len(to_write) - len(foreign)} of {len(messages)} registered as "
-        f"the project has them" + (f", {len(to_write)} to register" if to_write else ""),
-    ]
-    if facts.replicated:
-        notes.append(f"database {name} is in an availability group: messages live in each replica's "
-                     f"master, which the group does not copy; register them on every replica (the "
-                     f"message batches of dist/deploy.sql), or its errors come as 18054 after a failover")
-    return Verdict(problems, notes, to_write)
+                        f"ADD MEMBER [{facts.login}], or have a sysadmin {otherwise}")
+    return problems, foreign, to_write
 
 
 def _rights(facts: Facts) -> list[str]:
@@ -248,7 +339,7 @@ def _rights(facts: Facts) -> list[str]:
     return problems
 
 
-def _engine(facts: Facts) -> list[str]:
+def _engine(facts: Facts | Server) -> list[str]:
     edition = facts.engine_edition
     if edition == AZURE_SQL_DATABASE:
         return ["Azure SQL Database is not supported: it has no sp_addmessage, and relq's procedures "
@@ -265,7 +356,7 @@ def _engine(facts: Facts) -> list[str]:
     return []
 
 
-def _engine_name(facts: Facts) -> str:
+def _engine_name(facts: Facts | Server) -> str:
     if facts.engine_edition == MANAGED_INSTANCE:
         return "Azure SQL Managed Instance"
     if facts.engine_edition == AZURE_SQL_DATABASE:

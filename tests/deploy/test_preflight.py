@@ -10,7 +10,7 @@ import sqlfluff
 
 from relq.compiler.facts import Definition
 from relq.compiler.messages import register_sql
-from relq.deploy.preflight import Facts, Message, judge
+from relq.deploy.preflight import SERVER_SQL, Facts, Message, Server, judge, judge_server
 
 # SQL Server 2022 Developer, a database at level 160, a sysadmin deploying.
 GOOD = Facts(database="orders", engine_edition=3, product_version="16.0.4135.4",
@@ -133,12 +133,65 @@ def test_a_read_only_or_offline_database_is_refused() -> None:
         "deploy to the primary"]
 
 
+def test_a_database_in_an_availability_group_whose_server_lacks_a_message_is_a_problem() -> None:
+    """A message missing on a server that hosts the group's database: that replica was never given
+    them, so the others may lack them too; the fix is the command, on every replica."""
+    for found in ({}, {735701: OURS[735701]}):
+        verdict = judge(replace(GOOD, replicated=True, messages=found), OURS)
+        missing = sorted(set(OURS) - set(found))
+        assert verdict.problems == [
+            f"database orders is in an availability group, and this server lacks {len(missing)} of relq's 2 "
+            f"messages ({', '.join(map(str, missing))}): they live in each replica's master, which the "
+            f"group does not copy, and relq's errors arrive as 18054 where they are missing; register them "
+            f"on every replica, this one included (invoke register-messages -c <replica>, once per "
+            f"replica), then deploy"]
+        assert not any("availability group" in note for note in verdict.notes)
+
+
 def test_a_database_in_an_availability_group_is_told_to_register_the_messages_on_every_replica() -> None:
-    verdict = judge(replace(GOOD, replicated=True), OURS)
-    assert verdict.ok
-    assert verdict.notes[-1].startswith("database orders is in an availability group: messages live in "
-                                        "each replica's master")
-    assert not any("availability group" in note for note in judge(GOOD, OURS).notes)
+    """Every message here says nothing of the other replicas: a note, always, naming the command."""
+    older = {735701: Message(16, "relq: %s owns it"), 735702: OURS[735702]}  # an older relq's text
+    for found in (dict(OURS), older):
+        verdict = judge(replace(GOOD, replicated=True, messages=found), OURS)
+        assert verdict.ok
+        assert verdict.notes[-1] == (
+            "database orders is in an availability group: this server has relq's messages, and the "
+            "preflight cannot see the other replicas' masters, which the group does not copy: run invoke "
+            "register-messages -c <replica> once per replica after a deploy that changes a message and when "
+            "a replica is added, or relq's errors arrive there as 18054 after a failover")
+    assert judge(replace(GOOD, replicated=True, messages=older), OURS).to_register == [735701]
+
+
+def test_a_database_outside_availability_groups_hears_nothing_of_replicas() -> None:
+    verdict = judge(GOOD, OURS)  # no message registered yet: the deploy registers them
+    assert verdict.ok and verdict.to_register == [735701, 735702]
+    assert not any("availability group" in line for line in verdict.lines())
+
+
+def test_a_server_where_relqs_messages_are_registered_alone_is_judged_by_the_deploys_rules() -> None:
+    """`invoke register-messages`: the engine, another application's text, the login's roles;
+    nothing of any database (it lands in master, which the deploy would refuse)."""
+    server = Server("SQLNODE2", 3, "16.0.4135.4", sysadmin=False, serveradmin=True, login="dba")
+    verdict = judge_server(server, OURS)
+    assert verdict.ok and verdict.to_register == [735701, 735702]
+    assert verdict.notes == ["server SQLNODE2: SQL Server 16.0.4135.4",
+                             "messages: 0 of 2 registered as the project has them, 2 to register"]
+    assert judge_server(replace(server, messages=dict(OURS)), OURS).to_register == []
+    plain = replace(server, serveradmin=False)
+    assert judge_server(plain, OURS).problems == [
+        "login dba may not register messages (sp_addmessage needs sysadmin or serveradmin), and 2 of relq's "
+        "2 messages are missing or differ (735701, 735702): ALTER SERVER ROLE serveradmin ADD MEMBER [dba], "
+        "or have a sysadmin run it"]
+    assert judge_server(replace(plain, messages=dict(OURS)), OURS).ok  # nothing to write: no right needed
+    foreign = judge_server(replace(server, messages={735702: Message(16, "Order %d is locked")}), OURS)
+    assert foreign.problems[0].startswith("message 735702 holds another application's text")
+    assert foreign.to_register == [735701]
+    azure = judge_server(replace(server, engine_edition=5, product_version="12.0.2000.8"), OURS)
+    assert azure.problems[0].startswith("Azure SQL Database is not supported: it has no sp_addmessage")
+
+
+def test_the_server_query_parses_as_tsql() -> None:
+    assert sqlfluff.parse(SERVER_SQL, dialect="tsql")
 
 
 def test_the_preflight_query_parses_as_tsql() -> None:

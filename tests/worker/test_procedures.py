@@ -1,5 +1,5 @@
-"""SqlProcedures.read against a stand-in cursor: the worker view's row as the item, and
-an item gone from the view as Lost."""
+"""SqlProcedures against a stand-in cursor: the worker view's row as the item, an item gone
+from the view as Lost, and a report refused with a relq number (registered or not) as Lost."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from datetime import datetime
 
 import pytest
 
+from relq import db
+from relq.errors import Msg
 from relq.worker.procedures import Claim, Lost, SqlProcedures
-from tests.test_db import FakeConnection, FakeCursor
+from tests.test_db import SAMPLE_UNREGISTERED, FakeConnection, FakeCursor, FakeError
 
 KEY = datetime(2024, 1, 1, 0, 0, 0, 7)
 CLAIM = Claim(KEY, KEY, KEY, 2)
@@ -27,3 +29,24 @@ def test_read_of_an_item_gone_from_the_view_is_lost() -> None:
     cursor = FakeCursor([(["EnqueuedAt", "Type", "Step"], [])])
     with pytest.raises(Lost, match="is gone"):
         SqlProcedures(FakeConnection(cursor), "SyncQueue").read(CLAIM)
+
+
+class RefusingCursor(FakeCursor):
+    def __init__(self, message: str) -> None:
+        super().__init__([])
+        self.message = message
+
+    def execute(self, sql, *params):
+        raise FakeError("42000", self.message)
+
+
+@pytest.mark.parametrize("message", [
+    "[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]relq: dbo.Modify_SyncQueue_utx: "
+    "item 2024-01-01T00:00:00.0000070 was claimed again after this attempt's lease (735710) (SQLExecDirectW)",
+    SAMPLE_UNREGISTERED,  # the same refusal on a server whose master lacks relq's messages
+])
+def test_a_report_refused_because_another_attempt_owns_the_item_is_lost(monkeypatch, message) -> None:
+    monkeypatch.setattr(db, "_is_pyodbc_error", lambda exc, kind="Error": isinstance(exc, FakeError))
+    with pytest.raises(Lost) as lost:
+        SqlProcedures(FakeConnection(RefusingCursor(message)), "SyncQueue").report(CLAIM, "Completed")
+    assert lost.value.number == Msg.TakenOver
