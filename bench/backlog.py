@@ -2,11 +2,12 @@
 few statements instead of a million procedure calls.
 
 The rows are what the queue's own procedures would write. SyncQueue items are as
-dbo.Add_SyncQueue_utx inserts them: under the enqueue lock (the application lock
-'dbo.SyncQueue'), keys contiguous whole microseconds from dbo.QueueNextKey_fn of the
-last key, ScheduledFor and UpdatedAt equal to the key, Priority 0, no group or dedup
-key, the defaults for the rest (Pending, attempt 0). Finished items (for the purge)
-are as a claim and a Completed report leave them, with their attempt row.
+dbo.Add_SyncQueue_utx inserts them: keys contiguous whole microseconds from
+dbo.QueueNextKey_fn of the last key (under an application lock of the feeder's own,
+'dbo.SyncQueue', so that two feeders never take the same keys), ScheduledFor and
+UpdatedAt equal to the key, Priority 0, no group or dedup key, the defaults for the
+rest (Pending, attempt 0). Finished items (for the purge) are as a claim and a
+Completed report leave them, with their attempt row.
 Notifications are as dbo.Add_Notification_ResetPassword_utx writes them (the base
 row, the ResetPassword subtype and an e-mail channel). Messages are as the Send_
 procedures write them.

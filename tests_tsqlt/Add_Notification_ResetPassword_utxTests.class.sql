@@ -1028,10 +1028,10 @@ BEGIN
     EXEC Add_Notification_ResetPassword_utxTests.AssertNothingWritten;
 END;
 GO
--- The enqueue lock is the session's only while it inserts; a DedupKey's and a group's
--- locks are the transaction's, to its end (dbo.Lock_ItemKeys_utx's names; APPLOCK_MODE:
--- https://learn.microsoft.com/sql/t-sql/functions/applock-mode-transact-sql).
-CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx keeps the DedupKey and group locks and frees the enqueue lock when it returns]
+-- The key takes no lock: nothing is the session's, so nothing outlives a cancelled call; a
+-- DedupKey's and a group's locks are the transaction's, to its end (dbo.Lock_ItemKeys_utx's
+-- names; APPLOCK_MODE: https://learn.microsoft.com/sql/t-sql/functions/applock-mode-transact-sql).
+CREATE PROCEDURE Add_Notification_ResetPassword_utxTests.[test Add_Notification_ResetPassword_utx keeps the DedupKey and group locks and holds none of the session when it returns]
 AS
 BEGIN
     DECLARE @Mode NVARCHAR(32); -- an EXEC takes no function call as an argument
@@ -1063,6 +1063,6 @@ BEGIN
     EXEC tSQLt.AssertEqualsString
         @Expected = N'NoLock',
         @Actual = @Mode,
-        @Message = N'the enqueue lock';
+        @Message = N'a lock of the session';
 END;
 GO

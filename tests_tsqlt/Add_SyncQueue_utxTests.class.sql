@@ -82,10 +82,10 @@ BEGIN
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
--- The enqueue lock is the session's only while it inserts; a DedupKey's and a group's
--- locks are the transaction's, to its end (dbo.Lock_ItemKeys_utx's names; APPLOCK_MODE:
--- https://learn.microsoft.com/sql/t-sql/functions/applock-mode-transact-sql).
-CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx keeps the DedupKey and group locks and frees the enqueue lock when it returns]
+-- The keys take no lock: nothing is the session's, so nothing outlives a cancelled call; a
+-- DedupKey's and a group's locks are the transaction's, to its end (dbo.Lock_ItemKeys_utx's
+-- names; APPLOCK_MODE: https://learn.microsoft.com/sql/t-sql/functions/applock-mode-transact-sql).
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx keeps the DedupKey and group locks and holds none of the session when it returns]
 AS
 BEGIN
     DECLARE @Mode NVARCHAR(32); -- an EXEC takes no function call as an argument
@@ -114,7 +114,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsString
         @Expected = N'NoLock',
         @Actual = @Mode,
-        @Message = N'the enqueue lock';
+        @Message = N'a lock of the session';
 END;
 GO
 CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx keeps the given ScheduledFor when an item has one]

@@ -7,13 +7,15 @@ GO
    dbo.Add_Notification_ResetPassword_utx, item by item: every item is checked
    first, and one bad item means nothing is written. Each notification is a base
    row, its ResetPassword row and a row per channel it has (e-mail, SMS).
-   Keys come under the application lock on 'dbo.Notification' that the single-row
-   enqueue takes, held by the session only while it reads the last key and
-   inserts the base rows (dbo.Add_Notification_ResetPassword_utx says why, and
-   what a lock wait, an error and an attention do): the first is the later of now
-   and the last key plus a microsecond (dbo.QueueNextKey_fn), and inserted item n
-   (in ItemNo order, from 0) gets the first plus n microseconds. Items with a
-   GroupKey are enqueued under their group's lock, as there.
+   Keys: the first is the later of now and the last key plus a microsecond
+   (dbo.QueueNextKey_fn), and inserted item n (in ItemNo order, from 0) gets the
+   first plus n microseconds, taken as dbo.Add_SyncQueue_utx takes them (with no
+   lock of their own, so that no lock outlives a call its client cancels; the
+   INSERT decides, and a try whose keys another producer took in that instant
+   is made again). Items with a GroupKey are enqueued under their group's lock,
+   held to the end of the transaction (dbo.Lock_ItemKeys_utx), so a group's
+   items are committed in key order. dbo.Add_Notification_ResetPassword_utx is
+   this procedure for one item.
    Deduplication, under a lock per DedupKey held to the end of the transaction
    (dbo.Lock_ItemKeys_utx): an item whose DedupKey an unfinished notification
    carries is not inserted and gets that one's key; items of one call sharing a
@@ -29,9 +31,10 @@ GO
    @Enqueued: OUTPUT, every item as a JSON array of {ItemNo, EnqueuedAt,
      IsDuplicate} in ItemNo order.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid item
-   (named by its ItemNo; nothing is written), 735709 the enqueue lock or a
-   DedupKey's or group's lock was not granted in 10 s; an error of the INSERT
-   itself is re-raised as it came. On error the caller rolls back. */
+   (named by its ItemNo; nothing is written), 735709 a DedupKey's or group's lock
+   was not granted in 10 s, or free keys were not found in 10 s (a lock on the
+   table held every try up); an error of the INSERT itself is re-raised as it
+   came. On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_Batch_utx
     @Items dbo.Notification_ResetPasswordItemList READONLY,
     @Enqueued NVARCHAR(MAX) = NULL OUTPUT
@@ -49,7 +52,9 @@ BEGIN
     DECLARE @Why NVARCHAR(200);
     DECLARE @Last dbo.[_Timestamp];
     DECLARE @First dbo.[_Timestamp];
-    DECLARE @LockResult INT;
+    DECLARE @XactAbort BIT;
+    DECLARE @Deadline DATETIME2(7);
+    DECLARE @Taken BIT;
     DECLARE @RetCode INT;
     DECLARE @ItemKeys dbo.ItemKeyList;
     -- KeepNo: the item of this call whose row an item shares (itself when inserted).
@@ -209,83 +214,83 @@ BEGIN
 
     IF (@InsertCount > 0)
         BEGIN
-            -- The enqueue lock is the session's, held from here to the INSERT's end and
-            -- released below, or in the CATCH on an error (see
-            -- dbo.Add_Notification_ResetPassword_utx). Inside TRY an error goes straight
-            -- to the CATCH, so @ErrNo stays 0 there.
-            EXEC @LockResult = sys.sp_getapplock
-                @Resource = N'dbo.Notification',
-                @LockMode = 'Exclusive',
-                @LockOwner = 'Session',
-                @LockTimeout = 10000
-            WITH RESULT SETS NONE;
-            IF (@LockResult < 0)
+            -- The keys are taken as dbo.Add_SyncQueue_utx takes them, which says why: with no
+            -- lock of their own, so that none outlives a cancelled call; a try that finds its
+            -- keys taken meanwhile (2627 on PK_Notification, or 1222 on another producer's
+            -- uncommitted row, the INSERT waiting for no lock) is made again above the new
+            -- last key, for up to 10 s; the try alone runs under XACT_ABORT OFF.
+            SELECT
+                @XactAbort = CASE WHEN (@@OPTIONS & 16384) = 16384 THEN 1 ELSE 0 END,
+                @Deadline = DATEADD(SECOND, 10, SYSUTCDATETIME()),
+                @Taken = 0;
+            SET LOCK_TIMEOUT 0;
+            WHILE (@Taken = 0)
                 BEGIN
-                    RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
-                    GOTO EXIT_ERROR;
+                    SET XACT_ABORT OFF;
+                    BEGIN TRY
+                        SELECT TOP (1) @Last = n.EnqueuedAt
+                        FROM dbo.Notification AS n WITH (READUNCOMMITTED)
+                        ORDER BY n.EnqueuedAt DESC;
+                        SET @First = dbo.QueueNextKey_fn(@Last);
+
+                        WITH numbered AS (
+                            SELECT
+                                p.EnqueuedAt,
+                                ROW_NUMBER() OVER (ORDER BY p.ItemNo) AS Rn
+                            FROM @Plan AS p
+                            WHERE p.IsDuplicate = 0
+                        )
+
+                        UPDATE numbered
+                        SET EnqueuedAt = DATEADD(MICROSECOND, CAST(Rn - 1 AS INT), @First);
+                        SELECT
+                            @RowCnt = @@ROWCOUNT,
+                            @ErrNo = @@ERROR;
+
+                        -- The items of this call that share an inserted item's DedupKey share its key.
+                        UPDATE p
+                        SET EnqueuedAt = k.EnqueuedAt
+                        FROM @Plan AS p
+                        INNER JOIN @Plan AS k ON p.KeepNo = k.ItemNo
+                        WHERE p.ItemNo <> k.ItemNo AND k.IsDuplicate = 0;
+                        SELECT
+                            @RowCnt = @@ROWCOUNT,
+                            @ErrNo = @@ERROR;
+
+                        INSERT INTO dbo.Notification (
+                            EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey
+                        )
+                        SELECT
+                            p.EnqueuedAt,
+                            'ResetPassword' AS [Type],
+                            ISNULL(i.ScheduledFor, p.EnqueuedAt) AS ScheduledFor,
+                            p.EnqueuedAt AS UpdatedAt,
+                            ISNULL(i.[Priority], 0) AS [Priority],
+                            i.GroupKey,
+                            i.DedupKey
+                        FROM @Items AS i
+                        INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
+                        WHERE p.IsDuplicate = 0;
+                        SELECT
+                            @RowCnt = @@ROWCOUNT,
+                            @ErrNo = @@ERROR;
+                        SET @Taken = 1;
+                    END TRY
+                    BEGIN CATCH
+                        SET @ErrNo = ERROR_NUMBER();
+                        IF (@XactAbort = 1) SET XACT_ABORT ON;
+                        IF (@ErrNo NOT IN (1222, 2627) OR XACT_STATE() <> 1) THROW;
+                    END CATCH;
+                    IF (@XactAbort = 1) SET XACT_ABORT ON;
+                    IF (@Taken = 0 AND SYSUTCDATETIME() > @Deadline)
+                        BEGIN
+                            RAISERROR (735709, 16, 1, @Proc, N'new keys of dbo.Notification', @ErrNo);
+                            GOTO EXIT_ERROR;
+                        END;
+                    IF (@ErrNo = 1222) WAITFOR DELAY '00:00:00.020';
                 END;
-            BEGIN TRY
-                -- A statement that waits on a lock here keeps every producer waiting for the
-                -- enqueue lock, and a client that gives up meanwhile leaves the lock with its
-                -- session: give up first (1222), into the CATCH that releases the lock. SQL
-                -- Server restores the caller's setting on return.
-                SET LOCK_TIMEOUT 5000;
-                -- The last key, read without waiting (see dbo.Add_Notification_ResetPassword_utx).
-                SELECT TOP (1) @Last = n.EnqueuedAt
-                FROM dbo.Notification AS n WITH (READUNCOMMITTED)
-                ORDER BY n.EnqueuedAt DESC;
-                SET @First = dbo.QueueNextKey_fn(@Last);
-
-                WITH numbered AS (
-                    SELECT
-                        p.EnqueuedAt,
-                        ROW_NUMBER() OVER (ORDER BY p.ItemNo) AS Rn
-                    FROM @Plan AS p
-                    WHERE p.IsDuplicate = 0
-                )
-
-                UPDATE numbered
-                SET EnqueuedAt = DATEADD(MICROSECOND, CAST(Rn - 1 AS INT), @First);
-                SELECT
-                    @RowCnt = @@ROWCOUNT,
-                    @ErrNo = @@ERROR;
-
-                -- The items of this call that share an inserted item's DedupKey share its key.
-                UPDATE p
-                SET EnqueuedAt = k.EnqueuedAt
-                FROM @Plan AS p
-                INNER JOIN @Plan AS k ON p.KeepNo = k.ItemNo
-                WHERE p.EnqueuedAt IS NULL;
-                SELECT
-                    @RowCnt = @@ROWCOUNT,
-                    @ErrNo = @@ERROR;
-
-                INSERT INTO dbo.Notification (
-                    EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey
-                )
-                SELECT
-                    p.EnqueuedAt,
-                    'ResetPassword' AS [Type],
-                    ISNULL(i.ScheduledFor, p.EnqueuedAt) AS ScheduledFor,
-                    p.EnqueuedAt AS UpdatedAt,
-                    ISNULL(i.[Priority], 0) AS [Priority],
-                    i.GroupKey,
-                    i.DedupKey
-                FROM @Items AS i
-                INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
-                WHERE p.IsDuplicate = 0;
-                SELECT
-                    @RowCnt = @@ROWCOUNT,
-                    @ErrNo = @@ERROR;
-            END TRY
-            BEGIN CATCH
-                IF (APPLOCK_MODE(N'public', N'dbo.Notification', N'Session') <> N'NoLock')
-                    EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'
-                    WITH RESULT SETS NONE;
-                THROW;
-            END CATCH;
-            EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'
-            WITH RESULT SETS NONE;
+            -- The rest waits for locks as the enqueue always has: at most 5 s.
+            SET LOCK_TIMEOUT 5000;
             IF (@RowCnt <> @InsertCount)
                 BEGIN
                     RAISERROR (735703, 16, 1, @Proc, @InsertCount, @RowCnt);

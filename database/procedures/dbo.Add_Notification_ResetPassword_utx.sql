@@ -5,22 +5,15 @@ GO
    notification inside the caller's transaction: the base row, its
    ResetPassword subtype row and one row per channel asked for, so that an
    application can commit its own writes and the notification together.
-   The key is the later of now and the last key plus a microsecond
-   (dbo.QueueNextKey_fn), handed out under an exclusive application lock on
-   'dbo.Notification' that the session holds only while it reads the last key
-   and inserts the base row, never to the end of the caller's transaction, so
-   concurrent producers never collide and none waits for another's open
-   transaction. A statement that waits more than 5 s for a lock while the
-   enqueue lock is held fails (1222). An error while the lock is held releases
-   it and is re-raised as it came (THROW), which ends the caller's batch as
-   well: the caller rolls back. A client that cancels the call (an attention)
-   in that instant leaves the lock to its session until the session ends or is
-   reset for reuse from a pool (dbo.Add_SyncQueue_utx's comment has the whole
-   case).
-   @DedupKey is checked, and @GroupKey joined, under a lock of each held to the
-   end of the transaction (dbo.Lock_ItemKeys_utx): only producers of the same
-   DedupKey, or into the same ordered group, wait for each other, so a group's
-   items are committed in key order.
+   It is dbo.Add_Notification_ResetPassword_Batch_utx for one item, after
+   checking each parameter here so that a refusal names the parameter: the key
+   (the later of now and the last key plus a microsecond, taken with no lock of
+   its own, so that no lock outlives a call its client cancels), the
+   deduplication and the ordered group are the batch's. @DedupKey is checked,
+   and @GroupKey joined, under a lock of each held to the end of the
+   transaction (dbo.Lock_ItemKeys_utx): only producers of the same DedupKey, or
+   into the same ordered group, wait for each other, so a group's items are
+   committed in key order.
    The text parameters are wider than their columns on purpose: SQL Server
    cuts an over-long argument silently, so each length is checked here instead.
    @UserID: whose password; a positive id.
@@ -38,9 +31,8 @@ GO
      unfinished notification carries it, nothing is written and that one's key
      is returned, with no error: enqueueing the same request twice is safe.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid
-   parameter (nothing is written), 735709 the enqueue lock or the DedupKey's or
-   group's lock was not granted in 10 s; an error of the INSERT itself is
-   re-raised as it came.
+   parameter (nothing is written), 735709 the DedupKey's or group's lock, or free
+   keys, not found in 10 s; an error of an INSERT itself is re-raised as it came.
    On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_utx
     @UserID dbo.DbUserID,
@@ -59,10 +51,9 @@ BEGIN
     SET NOCOUNT ON;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED; -- SQL Server restores the caller's level on return
     DECLARE @Proc NVARCHAR(128) = N'dbo.Add_Notification_ResetPassword_utx';
-    DECLARE @Last dbo.[_Timestamp];
-    DECLARE @LockResult INT;
     DECLARE @RetCode INT;
-    DECLARE @ItemKeys dbo.ItemKeyList;
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    DECLARE @Enqueued NVARCHAR(MAX);
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -130,137 +121,28 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    -- The DedupKey and the ordered group, locked to the end of the transaction
-    -- (dbo.Lock_ItemKeys_utx): the DedupKey is checked by one transaction at a time, and
-    -- a group's items are enqueued by one, so they are committed in key order.
-    INSERT INTO @ItemKeys (KeyColumn, ItemKey)
-    SELECT
-        k.KeyColumn,
-        k.ItemKey
-    FROM (VALUES ('DedupKey', @DedupKey), ('GroupKey', @GroupKey)) AS k(KeyColumn, ItemKey)
-    WHERE k.ItemKey IS NOT NULL;
-    SELECT
-        @RowCnt = @@ROWCOUNT,
-        @ErrNo = @@ERROR;
-    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-    IF (@RowCnt > 0)
-        BEGIN
-            EXEC @RetCode = dbo.Lock_ItemKeys_utx
-                @Queue = N'dbo.Notification',
-                @ItemKeys = @ItemKeys,
-                @Caller = @Proc;
-            SELECT @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
-        END;
-    -- Under the DedupKey's lock, so two producers of the same key cannot both miss it.
-    IF (@DedupKey IS NOT NULL)
-        BEGIN
-            SELECT @EnqueuedAt = n.EnqueuedAt
-            FROM dbo.Notification AS n
-            WHERE
-                n.DedupKey = @DedupKey
-                AND n.DedupKey IS NOT NULL
-                AND n.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
-            IF (@EnqueuedAt IS NOT NULL) RETURN 0;
-        END;
-
-    -- The enqueue lock is the session's, held from here to the INSERT's end and
-    -- released below, or in the CATCH on an error (with XACT_ABORT ON an error would
-    -- otherwise end the batch with it held). Inside TRY an error goes straight to the
-    -- CATCH, so @ErrNo stays 0 there.
-    EXEC @LockResult = sys.sp_getapplock
-        @Resource = N'dbo.Notification',
-        @LockMode = 'Exclusive',
-        @LockOwner = 'Session',
-        @LockTimeout = 10000
-    WITH RESULT SETS NONE;
-    IF (@LockResult < 0)
-        BEGIN
-            RAISERROR (735709, 16, 1, @Proc, N'dbo.Notification', @LockResult);
-            GOTO EXIT_ERROR;
-        END;
-    BEGIN TRY
-        -- A statement that waits on a lock here keeps every producer waiting for the
-        -- enqueue lock: give up first (1222), into the CATCH that releases it. SQL Server
-        -- restores the caller's setting on return.
-        SET LOCK_TIMEOUT 5000;
-        -- The last key, read without waiting: keys never change and are only added
-        -- under the enqueue lock, so the last one is visible, committed or not;
-        -- waiting on a row of an open transaction is what the lock must not do.
-        SELECT TOP (1) @Last = n.EnqueuedAt
-        FROM dbo.Notification AS n WITH (READUNCOMMITTED)
-        ORDER BY n.EnqueuedAt DESC;
-        SET @EnqueuedAt = dbo.QueueNextKey_fn(@Last);
-
-        INSERT INTO dbo.Notification (EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey)
-        VALUES (
-            @EnqueuedAt,
-            'ResetPassword',
-            ISNULL(@ScheduledFor, @EnqueuedAt),
-            @EnqueuedAt,
-            ISNULL(@Priority, 0),
-            @GroupKey,
-            @DedupKey
-        );
-        SELECT
-            @RowCnt = @@ROWCOUNT,
-            @ErrNo = @@ERROR;
-    END TRY
-    BEGIN CATCH
-        IF (APPLOCK_MODE(N'public', N'dbo.Notification', N'Session') <> N'NoLock')
-            EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'
-            WITH RESULT SETS NONE;
-        THROW;
-    END CATCH;
-    EXEC sys.sp_releaseapplock @Resource = N'dbo.Notification', @LockOwner = 'Session'
-    WITH RESULT SETS NONE;
-    IF (@RowCnt <> 1)
-        BEGIN
-            RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
-            GOTO EXIT_ERROR;
-        END;
-
-    INSERT INTO dbo.Notification_ResetPassword (EnqueuedAt, OTP, UserID, Username)
-    VALUES (@EnqueuedAt, @OTP, @UserID, @Username);
+    -- The rest is the batch's, for one item: the DedupKey's and the group's locks, the
+    -- duplicate check, the key and the rows. Its checks are these, so it refuses nothing
+    -- this procedure has not already refused by name.
+    INSERT INTO @Items (
+        ItemNo, UserID, Username, OTP, EmailTo, PreferredLanguage, PhoneNumber, ScheduledFor, [Priority], GroupKey,
+        DedupKey
+    )
+    VALUES (
+        1, @UserID, @Username, @OTP, @EmailTo, @PreferredLanguage, @PhoneNumber, @ScheduledFor, @Priority, @GroupKey,
+        @DedupKey
+    );
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-    IF (@RowCnt <> 1)
-        BEGIN
-            RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
-            GOTO EXIT_ERROR;
-        END;
-
-    IF (@EmailTo IS NOT NULL)
-        BEGIN
-            INSERT INTO dbo.Notification_Email (EnqueuedAt, EmailTo, PreferredLanguage)
-            VALUES (@EnqueuedAt, @EmailTo, ISNULL(@PreferredLanguage, N'en'));
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-            IF (@RowCnt <> 1)
-                BEGIN
-                    RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
-                    GOTO EXIT_ERROR;
-                END;
-        END;
-
-    IF (@PhoneNumber IS NOT NULL)
-        BEGIN
-            INSERT INTO dbo.Notification_Sms (EnqueuedAt, PhoneNumber)
-            VALUES (@EnqueuedAt, @PhoneNumber);
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
-            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-            IF (@RowCnt <> 1)
-                BEGIN
-                    RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
-                    GOTO EXIT_ERROR;
-                END;
-        END;
+    EXEC @RetCode = dbo.Add_Notification_ResetPassword_Batch_utx
+        @Items = @Items,
+        @Enqueued = @Enqueued OUTPUT;
+    SELECT @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
+    SELECT @EnqueuedAt = j.EnqueuedAt
+    FROM OPENJSON (@Enqueued) WITH (EnqueuedAt DATETIME2(7)) AS j;
     RETURN 0;
 
     EXIT_ERROR:

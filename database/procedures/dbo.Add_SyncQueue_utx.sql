@@ -7,19 +7,15 @@ GO
    Keys: the first is the later of now and the last key plus a microsecond
    (dbo.QueueNextKey_fn), and the inserted item n (in ItemNo order, from 0)
    gets the first plus n microseconds, so a call's keys are contiguous,
-   increasing, and never shared with another producer's. They are given under
-   an exclusive application lock on 'dbo.SyncQueue' that the session holds
-   only while it reads the last key and inserts the items, never to the end of
-   the caller's transaction: a producer that keeps its transaction open after
-   enqueueing holds up no other producer, except one enqueueing the same
-   DedupKey or into the same ordered group (below). A later producer may commit
-   a larger key first. A statement that waits more than 5 s for a lock while
-   the enqueue lock is held fails (1222). An error while the lock is held
-   releases it and is re-raised as it came (THROW), which ends the caller's
-   batch as well, whatever XACT_ABORT says: the caller rolls back. A client
-   that cancels the call (an attention: a command timeout) in that instant
-   leaves the lock to its session until the session ends or is reset for reuse
-   from a connection pool, and other producers get 735709 meanwhile.
+   increasing, and never shared with another producer's. No lock is taken for
+   them: the INSERT itself decides, and a producer that took the same keys in
+   the same instant makes it fail and try again above the new last key (the
+   body says how). So no lock outlives the call, even when its client cancels
+   it (an attention, a command timeout) at any point, and a producer that keeps
+   its transaction open after enqueueing holds up no other producer, except
+   one enqueueing the same DedupKey or into the same ordered group (below). A
+   later producer may commit a larger key first. An error of the INSERT other
+   than a taken key is re-raised as it came (THROW): the caller rolls back.
    Ordered groups: an item with a GroupKey is enqueued under a lock of its group
    held to the end of the transaction (dbo.Lock_ItemKeys_utx), so a group's
    items are committed in key order and no claim waits for a producer's open
@@ -48,8 +44,9 @@ GO
      (read it with OPENJSON ... WITH (ItemNo INT, EnqueuedAt DATETIME2(7),
      IsDuplicate BIT)).
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid
-   item (named by its ItemNo), 735709 the enqueue lock or a DedupKey's or
-   group's lock was not granted in 10 s; an error of the INSERT itself (1222, a
+   item (named by its ItemNo), 735709 a DedupKey's or group's lock was not
+   granted in 10 s, or free keys were not found in 10 s (a lock on the table,
+   such as a purge's, held every try up); an error of the INSERT itself (a
    constraint, a deadlock) is re-raised as it came. On error the caller rolls
    back. */
 CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_utx
@@ -70,7 +67,9 @@ BEGIN
     DECLARE @BadItem INT;
     DECLARE @Why NVARCHAR(200);
     DECLARE @Last dbo.[_Timestamp];
-    DECLARE @LockResult INT;
+    DECLARE @XactAbort BIT;
+    DECLARE @Deadline DATETIME2(7);
+    DECLARE @Taken BIT;
     DECLARE @RetCode INT;
     DECLARE @ItemKeys dbo.ItemKeyList;
     -- KeepNo: the item of this call whose row an item shares (itself when inserted).
@@ -215,88 +214,98 @@ BEGIN
 
     IF (@InsertCount > 0)
         BEGIN
-            -- The enqueue lock is the session's, not the transaction's: it is held from
-            -- here to the INSERT's end and released below, or in the CATCH on an error
-            -- (with XACT_ABORT ON an error would otherwise end the batch with it held).
-            EXEC @LockResult = sys.sp_getapplock
-                @Resource = N'dbo.SyncQueue',
-                @LockMode = 'Exclusive',
-                @LockOwner = 'Session',
-                @LockTimeout = 10000
-            WITH RESULT SETS NONE;
-            IF (@LockResult < 0)
+            -- The keys are taken with no lock of their own, so that no lock outlives the call:
+            -- a client that cancels (an attention) ends the call between two statements, where
+            -- no CATCH runs. Each try reads the last key, committed or not (keys never change
+            -- and only grow), and inserts just above it. A producer that took the same keys in
+            -- that instant makes the INSERT fail, on its committed row (2627: PK_SyncQueue is
+            -- the table's one unique constraint) or on its uncommitted one (1222: the INSERT
+            -- waits for no lock, LOCK_TIMEOUT 0), and the try is made again above the new
+            -- last key; a lock on the table (a purge's, say) is waited out 20 ms at a time,
+            -- for up to 10 s, and so is a deploy's schema lock on it. The try alone runs under
+            -- XACT_ABORT OFF, so that those errors cancel the statement, not the caller's
+            -- transaction (learn.microsoft.com/sql/t-sql/statements/set-xact-abort-transact-sql;
+            -- a lock time-out cancels the statement only: learn.microsoft.com/previous-versions/
+            -- sql/sql-server-2005/ms177413(v=sql.90)). The try waits for nothing, so an attention
+            -- almost never finds XACT_ABORT OFF, which would leave the caller's transaction open.
+            -- Two INSERTs never wait on each other's keys either: no deadlock can make the
+            -- caller's transaction its victim.
+            SELECT
+                @XactAbort = CASE WHEN (@@OPTIONS & 16384) = 16384 THEN 1 ELSE 0 END,
+                @Deadline = DATEADD(SECOND, 10, SYSUTCDATETIME()),
+                @Taken = 0;
+            SET LOCK_TIMEOUT 0;
+            WHILE (@Taken = 0)
                 BEGIN
-                    RAISERROR (735709, 16, 1, @Proc, N'dbo.SyncQueue', @LockResult);
-                    GOTO EXIT_ERROR;
+                    SET XACT_ABORT OFF;
+                    BEGIN TRY
+                        SELECT TOP (1) @Last = q.EnqueuedAt
+                        FROM dbo.SyncQueue AS q WITH (READUNCOMMITTED)
+                        ORDER BY q.EnqueuedAt DESC;
+                        SET @FirstEnqueuedAt = dbo.QueueNextKey_fn(@Last);
+                        SET @LastEnqueuedAt = DATEADD(MICROSECOND, @InsertCount - 1, @FirstEnqueuedAt);
+
+                        WITH numbered AS (
+                            SELECT
+                                p.EnqueuedAt,
+                                ROW_NUMBER() OVER (ORDER BY p.ItemNo) AS Rn
+                            FROM @Plan AS p
+                            WHERE p.IsDuplicate = 0
+                        )
+
+                        UPDATE numbered
+                        SET EnqueuedAt = DATEADD(MICROSECOND, CAST(Rn - 1 AS INT), @FirstEnqueuedAt);
+                        SELECT
+                            @RowCnt = @@ROWCOUNT,
+                            @ErrNo = @@ERROR;
+
+                        -- The items of this call that share an inserted item's DedupKey share its key.
+                        UPDATE p
+                        SET EnqueuedAt = k.EnqueuedAt
+                        FROM @Plan AS p
+                        INNER JOIN @Plan AS k ON p.KeepNo = k.ItemNo
+                        WHERE p.ItemNo <> k.ItemNo AND k.IsDuplicate = 0;
+                        SELECT
+                            @RowCnt = @@ROWCOUNT,
+                            @ErrNo = @@ERROR;
+
+                        INSERT INTO dbo.SyncQueue (
+                            EnqueuedAt, [Type], EntityKey, Payload, ScheduledFor, UpdatedAt, [Priority], GroupKey,
+                            DedupKey
+                        )
+                        SELECT
+                            p.EnqueuedAt,
+                            i.[Type],
+                            i.EntityKey,
+                            i.Payload,
+                            ISNULL(i.ScheduledFor, p.EnqueuedAt) AS ScheduledFor,
+                            p.EnqueuedAt AS UpdatedAt,
+                            ISNULL(i.[Priority], 0) AS [Priority],
+                            i.GroupKey,
+                            i.DedupKey
+                        FROM @Items AS i
+                        INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
+                        WHERE p.IsDuplicate = 0;
+                        SELECT
+                            @RowCnt = @@ROWCOUNT,
+                            @ErrNo = @@ERROR;
+                        SET @Taken = 1;
+                    END TRY
+                    BEGIN CATCH
+                        SET @ErrNo = ERROR_NUMBER();
+                        IF (@XactAbort = 1) SET XACT_ABORT ON;
+                        IF (@ErrNo NOT IN (1222, 2627) OR XACT_STATE() <> 1) THROW;
+                    END CATCH;
+                    IF (@XactAbort = 1) SET XACT_ABORT ON;
+                    IF (@Taken = 0 AND SYSUTCDATETIME() > @Deadline)
+                        BEGIN
+                            RAISERROR (735709, 16, 1, @Proc, N'new keys of dbo.SyncQueue', @ErrNo);
+                            GOTO EXIT_ERROR;
+                        END;
+                    IF (@ErrNo = 1222) WAITFOR DELAY '00:00:00.020';
                 END;
-            -- Inside TRY an error goes straight to the CATCH, so @ErrNo stays 0 here.
-            BEGIN TRY
-                -- A statement that waits on a lock here keeps every producer waiting for the
-                -- enqueue lock, and a client that gives up meanwhile leaves the lock with its
-                -- session: give up first (1222), into the CATCH that releases the lock. SQL
-                -- Server restores the caller's setting on return.
-                SET LOCK_TIMEOUT 5000;
-                -- The last key, read without waiting: keys never change and are only
-                -- added under the enqueue lock, so the last one is visible, committed or
-                -- not; waiting on a row of an open transaction is what the lock must not do.
-                SELECT TOP (1) @Last = q.EnqueuedAt
-                FROM dbo.SyncQueue AS q WITH (READUNCOMMITTED)
-                ORDER BY q.EnqueuedAt DESC;
-                SET @FirstEnqueuedAt = dbo.QueueNextKey_fn(@Last);
-                SET @LastEnqueuedAt = DATEADD(MICROSECOND, @InsertCount - 1, @FirstEnqueuedAt);
-
-                WITH numbered AS (
-                    SELECT
-                        p.EnqueuedAt,
-                        ROW_NUMBER() OVER (ORDER BY p.ItemNo) AS Rn
-                    FROM @Plan AS p
-                    WHERE p.IsDuplicate = 0
-                )
-
-                UPDATE numbered
-                SET EnqueuedAt = DATEADD(MICROSECOND, CAST(Rn - 1 AS INT), @FirstEnqueuedAt);
-                SELECT
-                    @RowCnt = @@ROWCOUNT,
-                    @ErrNo = @@ERROR;
-
-                -- The items of this call that share an inserted item's DedupKey share its key.
-                UPDATE p
-                SET EnqueuedAt = k.EnqueuedAt
-                FROM @Plan AS p
-                INNER JOIN @Plan AS k ON p.KeepNo = k.ItemNo
-                WHERE p.EnqueuedAt IS NULL;
-                SELECT
-                    @RowCnt = @@ROWCOUNT,
-                    @ErrNo = @@ERROR;
-
-                INSERT INTO dbo.SyncQueue (
-                    EnqueuedAt, [Type], EntityKey, Payload, ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey
-                )
-                SELECT
-                    p.EnqueuedAt,
-                    i.[Type],
-                    i.EntityKey,
-                    i.Payload,
-                    ISNULL(i.ScheduledFor, p.EnqueuedAt) AS ScheduledFor,
-                    p.EnqueuedAt AS UpdatedAt,
-                    ISNULL(i.[Priority], 0) AS [Priority],
-                    i.GroupKey,
-                    i.DedupKey
-                FROM @Items AS i
-                INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
-                WHERE p.IsDuplicate = 0;
-                SELECT
-                    @RowCnt = @@ROWCOUNT,
-                    @ErrNo = @@ERROR;
-            END TRY
-            BEGIN CATCH
-                IF (APPLOCK_MODE(N'public', N'dbo.SyncQueue', N'Session') <> N'NoLock')
-                    EXEC sys.sp_releaseapplock @Resource = N'dbo.SyncQueue', @LockOwner = 'Session'
-                    WITH RESULT SETS NONE;
-                THROW;
-            END CATCH;
-            EXEC sys.sp_releaseapplock @Resource = N'dbo.SyncQueue', @LockOwner = 'Session'
-            WITH RESULT SETS NONE;
+            -- The rest waits for locks as the enqueue always has: at most 5 s.
+            SET LOCK_TIMEOUT 5000;
             IF (@RowCnt <> @InsertCount)
                 BEGIN
                     RAISERROR (735703, 16, 1, @Proc, @InsertCount, @RowCnt);

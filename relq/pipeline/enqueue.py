@@ -15,10 +15,10 @@ dbo.Add_Notification_ResetPassword_Batch_trx).
 3. Enqueue the valid rows from N Spark partitions in parallel, each on its own
    connection, in calls of up to 4,000 items to dbo.Add_<Queue>_trx (set-based:
    one statement per call; the limit is the procedure's own). The partitions
-   overlap validation, conversion and network I/O, not the inserts: each call
-   takes the queue's exclusive enqueue lock, so calls of one queue insert one
-   after another. A call that waited too long for that lock (735709) or lost a
-   deadlock (1205) wrote nothing and is sent again (relq.pipeline.store).
+   overlap validation, conversion, network I/O and the inserts: a call takes its
+   keys without a lock. A call that found no free keys or waited too long for a
+   DedupKey's lock (735709), or lost a deadlock (1205), wrote nothing and is sent
+   again (relq.pipeline.store).
    Notifications are sent from the driver instead (see below).
 
 Notifications (--queue Notification) are password-reset notifications, one per
@@ -61,8 +61,8 @@ and the user would get a second code. So a notification run validates in Spark
 but sends from the driver, which iterates the valid rows partition by partition
 (DataFrame.toLocalIterator: a partition recomputed after a lost executor is
 still delivered to the driver once), in partitions of about one call (4,000
-rows) each, so the driver holds one call's rows at a time. The calls of a queue
-insert one after another anyway (its enqueue lock), so little is lost. Job
+rows) each, so the driver holds one call's rows at a time. A call of 4,000 rows
+is one set-based statement per table, so little is lost. Job
 queues, whose items are idempotent by DedupKey only while unfinished too but
 whose handlers own their idempotence, keep sending from the executors.
 """

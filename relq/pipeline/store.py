@@ -55,8 +55,8 @@ PURGE_LIMIT = 1000  # keys per call: one purge transaction (@BatchSize, at most 
 QUERY_TIMEOUT_S = 600
 FETCH_ROWS = 1000  # rows a read fetches at a time: a key range is streamed, never held whole
 DEADLOCK = 1205
-LOCK_TIMEOUT = 1222  # an Add_ procedure's statement waited over 5 s for a lock under its enqueue lock
-ENQUEUE_LOCK = Msg.KeyLock  # an Add_ procedure did not get its enqueue lock within its 10 s
+LOCK_TIMEOUT = 1222  # an Add_ procedure's statement waited over 5 s for a lock
+ENQUEUE_LOCK = Msg.KeyLock  # an Add_ procedure found no free keys, or no DedupKey's lock, within its 10 s
 NO_OBJECT = (208, 2715, 2812)  # invalid object name, unknown type, unknown procedure
 RETRIES = 5
 BACKOFF_S = 0.2
@@ -318,7 +318,7 @@ class SqlSession:
         listed = json.dumps(list(items))
         try:
             # A call writes all of its items or none, so one that lost a deadlock, waited out
-            # a lock, or did not get the enqueue lock (behind other producers) can simply go again.
+            # a lock, or found no free keys in its 10 s can simply go again.
             rows = _retrying(lambda: self._query(s.name, sql, listed), (ENQUEUE_LOCK, DEADLOCK, LOCK_TIMEOUT))
         except db.SqlError as exc:
             found = _REJECTED.search(exc.text) if exc.number == Msg.InvalidParameter else None

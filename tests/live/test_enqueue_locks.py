@@ -1,10 +1,10 @@
 """Producers against a real SQL Server: an enqueue inside an application's open
-transaction holds up no other producer (issue 18, item 5).
+transaction holds up no other producer, and a cancelled enqueue leaves no lock behind.
 
-The key of an item is given under an application lock that the session holds only
-while it reads the last key and inserts; a DedupKey is checked under a lock of its
-own held to the end of the transaction, and so is an ordered group's GroupKey
-(dbo.Lock_ItemKeys_utx). So:
+The keys of a call take no lock: each call reads the last key, committed or not, and
+inserts above it, trying again when another producer took the same keys in that
+instant; a DedupKey is checked under a lock of its own held to the end of the
+transaction, and so is an ordered group's GroupKey (dbo.Lock_ItemKeys_utx). So:
 - producer A enqueues with an _utx and keeps its transaction open; producer B's _trx
   returns meanwhile with a larger key (were B to wait for A, it could only fail with
   735709 after 10 s, since A cannot commit while the test waits for B: no clock is
@@ -12,15 +12,22 @@ own held to the end of the transaction, and so is an ordered group's GroupKey
 - a producer of the same DedupKey does wait for A, and then gets A's item; a producer
   into the same ordered group waits for A too, so that no later item of a group is
   committed before an earlier one (a claim would otherwise wait for A's transaction);
-- an error while the key lock is held (XACT_ABORT ON, as every _trx sets it) releases
-  the lock, so the next producer is not held up by a failed one.
-Both queues: SyncQueue (templated Add_) and Notification (written by hand)."""
+- an enqueue whose client gives up (a query timeout: an attention, which no CATCH
+  sees) while a lock on the table holds its tries up leaves no lock, and the next
+  producer enqueues at once, though the cancelled session stays connected;
+- an error of the INSERT (XACT_ABORT ON, as every _trx sets it) leaves no lock either;
+- many producers at once, each many items a call, get unique keys, contiguous within
+  a call.
+Both queues: SyncQueue (templated Add_) and Notification (its single enqueue is its
+batch enqueue for one item)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 
@@ -145,7 +152,6 @@ CLEAR = {
     "DELETE FROM dbo.Notification_Sms; DELETE FROM dbo.Notification_ResetPassword; "
     "DELETE FROM dbo.Notification;",
 }
-KEY_LOCK = {"SyncQueue": "dbo.SyncQueue", "Notification": "dbo.Notification"}  # the enqueue lock's name
 
 
 def clear(conn, queue: str) -> None:
@@ -242,8 +248,8 @@ def test_a_producer_into_the_same_group_waits_so_the_group_commits_in_key_order(
     assert claim_all(admin, queue) == {key_a}, "a claim takes a group's first item only"
 
 
-# A constraint the procedures do not check themselves, so that the INSERT under the
-# key lock fails with 547 (XACT_ABORT ON in the _trx: the batch ends at the error).
+# A constraint the procedures do not check themselves, so that the INSERT fails with 547
+# (XACT_ABORT ON in the _trx: the batch ends at the error).
 PLANTED = {
     "SyncQueue": (
         "ALTER TABLE dbo.SyncQueue ADD CONSTRAINT Test_SyncQueue_NotBoom CHECK (EntityKey <> N'boom');",
@@ -257,8 +263,17 @@ PLANTED = {
 }
 
 
+def application_locks(admin, database: str) -> list[tuple]:
+    """Every application lock of ``database``, granted or waited for, with its session."""
+    return admin.cursor().execute(
+        "SELECT l.request_session_id, l.resource_description, l.request_status FROM sys.dm_tran_locks AS l "
+        "WHERE l.resource_type = N'APPLICATION' AND l.resource_database_id = DB_ID(?);",
+        database,
+    ).fetchall()
+
+
 @pytest.mark.parametrize("queue", list(QUEUES))
-def test_an_error_under_the_key_lock_releases_it(connect, queue: str) -> None:
+def test_an_error_of_the_insert_leaves_no_lock(connect, database: str, queue: str) -> None:
     admin = connect()
     clear(admin, queue)
     plant, remove = PLANTED[queue]
@@ -268,17 +283,89 @@ def test_an_error_under_the_key_lock_releases_it(connect, queue: str) -> None:
         with pytest.raises(db.SqlError) as failed:
             QUEUES[queue][1](failing, "boom", dedup="boom")
         assert failed.value.number == 547
-        held = (
-            failing.cursor()
-            .execute("SELECT APPLOCK_MODE(N'public', ?, N'Session');", KEY_LOCK[queue])
-            .fetchone()[0]
-        )
-        assert held == "NoLock"
+        assert application_locks(admin, database) == []
         assert failing.cursor().execute("SELECT @@TRANCOUNT;").fetchone()[0] == 0
 
         other = connect()
-        key = enqueue_open(other, queue, "after-the-failure")  # 735709 after 10 s if the lock leaked
+        other.timeout = 2  # a leaked lock would keep it waiting
+        key = enqueue_open(other, queue, "after-the-failure")
         commit(other)
         assert claim_all(admin, queue) == {key}
     finally:
         admin.cursor().execute(remove)
+
+
+TABLE = {"SyncQueue": "dbo.SyncQueue", "Notification": "dbo.Notification"}
+
+
+@pytest.mark.parametrize("queue", list(QUEUES))
+def test_a_cancelled_enqueue_leaves_no_lock_and_the_next_producer_enqueues_at_once(
+    connect, database: str, queue: str
+) -> None:
+    """Producer B's enqueue keeps trying while a session holds the whole table (as a purge's
+    escalated lock would); B's client gives up after 1 s, an attention that ends the call
+    between two statements. Once the table is free, producer C, with a query timeout of its
+    own of 1 s, enqueues at once, while B's session is still connected."""
+    admin = connect()
+    clear(admin, queue)
+    holder = connect()
+    cursor = holder.cursor()
+    db.run_batch(cursor, "BEGIN TRANSACTION;")
+    cursor.execute(f"SELECT COUNT(*) FROM {TABLE[queue]} WITH (TABLOCKX, HOLDLOCK);").fetchall()
+
+    b = connect()
+    b.timeout = 1
+    with pytest.raises(db.SqlError) as cancelled:
+        QUEUES[queue][1](b, "producer-b")
+    assert cancelled.value.sqlstate in ("HYT00", "HYT01"), cancelled.value
+    db.run_batch(cursor, "ROLLBACK TRANSACTION;")
+
+    assert application_locks(admin, database) == []
+    c = connect()
+    c.timeout = 1
+    key_c = QUEUES[queue][1](c, "producer-c")
+    assert claim_all(admin, queue) == {key_c}  # B wrote nothing
+    b.close()
+
+
+SYNC_MANY = """
+SET NOCOUNT ON;
+DECLARE @Items dbo.SyncQueueItemList;
+INSERT INTO @Items (ItemNo, [Type], EntityKey)
+SELECT TOP (?) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)), 'CustomerSync', ?
+FROM sys.all_objects;
+EXEC dbo.Add_SyncQueue_trx @Items = @Items;
+"""
+
+
+def test_producers_at_once_get_unique_keys_contiguous_within_each_call(connect) -> None:
+    """Eight producers, 25 calls of 40 items each, at once: the keys race for the same last
+    key all the time, and every call's INSERT that lost is made again above it."""
+    admin = connect()
+    clear(admin, "SyncQueue")
+    calls: list[list] = []
+    errors: list[Exception] = []
+
+    def producer(n: int) -> None:
+        conn = connect()
+        try:
+            for call in range(25):
+                rows = db.result_sets(conn.cursor(), SYNC_MANY, 40, f"p{n}-{call}",
+                                      context="dbo.Add_SyncQueue_trx")[0][0]
+                calls.append(sorted(row[0] for row in rows))
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=producer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    keys = [key for call in calls for key in call]
+    assert len(calls) == 200 and len(keys) == len(set(keys)) == 8000
+    step = timedelta(microseconds=1)  # a call's keys are one microsecond apart
+    for call in calls:
+        assert all(later - earlier == step for earlier, later in itertools.pairwise(call))
+    stored = admin.cursor().execute("SELECT COUNT(*), COUNT(DISTINCT EntityKey) FROM dbo.SyncQueue;")
+    assert tuple(stored.fetchone()) == (8000, 200)

@@ -272,7 +272,7 @@ def test_a_worker_member_makes_every_call_the_worker_makes(member, dbo_conn, que
 def test_a_producer_member_enqueues_through_the_pipeline_session(member) -> None:
     """relq.pipeline's SqlSession on a QueueProducer member's connection: the queue's name,
     its job types, and enqueues through both list types, a DedupKey and an ordered group
-    taking their locks (Lock_ItemKeys_utx, the session's enqueue lock)."""
+    taking their locks (Lock_ItemKeys_utx)."""
     tag = secrets.token_hex(4)
     session = SqlSession(member("QueueProducer")())
     assert session.queue_name("syncqueue") == "SyncQueue"
