@@ -4,6 +4,7 @@ figures of relq.pipeline.figures. Each function writes one file and returns its 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 CHARTS = ("throughput.png", "hourly.png", "wait.png", "duration.png", "rates.png")
 TOP = 30  # groups per bar chart, the most items first; the table and the JSON keep every group
 FIRST_STEP = "(first step)"
+FINISHED_Z, ENQUEUED_Z = 2.0, 3.0  # hourly.png: the enqueued line is drawn over the finished one
 _DPI = 100
 
 
@@ -81,8 +83,9 @@ def throughput(figures: dict[str, Any], path: Path) -> str:
 
 
 def hourly(figures: dict[str, Any], path: Path) -> str:
-    """Per queue and hour: items enqueued (dashed) and finished (solid), the backlog growing
-    where the first is above; below, the wait p95 of the attempts started in the hour."""
+    """Per queue and hour: items finished (a wide pale line) and enqueued (a thin dashed line
+    drawn over it, so that it shows where the two are equal), the backlog growing where the
+    second is above; below, the wait p95 of the attempts started in the hour."""
     from matplotlib import pyplot as plt
 
     series: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -95,19 +98,20 @@ def hourly(figures: dict[str, Any], path: Path) -> str:
         rows = series[queue]
         hours = [datetime.fromisoformat(r["hour"].rstrip("Z")) for r in rows]
         color = colors[i % len(colors)]
-        top.plot(hours, [r["finished"] for r in rows], color=color, linewidth=1,
-                 label=f"{_text(queue)} finished")
+        top.plot(hours, [r["finished"] for r in rows], color=color, linewidth=4, alpha=0.35,
+                 solid_capstyle="butt", zorder=FINISHED_Z, label=f"{_text(queue)} finished")
         top.plot(hours, [r["enqueued"] for r in rows], color=color, linewidth=1, linestyle="--",
-                 label=f"{_text(queue)} enqueued")
+                 zorder=ENQUEUED_Z, label=f"{_text(queue)} enqueued")
         waits = [(h, r["wait_ms_p95"]) for h, r in zip(hours, rows, strict=True)
                  if r["wait_ms_p95"] is not None]
         bottom.plot([h for h, _ in waits], [_positive(w) for _, w in waits], color=color, linewidth=1)
-    top.set_title("enqueued (dashed) and finished (solid) items per hour (UTC)")
+    top.set_title("enqueued (dashed) and finished (wide, pale) items per hour (UTC)")
     top.set_ylabel("items")
     bottom.set_ylabel("wait p95")
     if series:
         bottom.set_yscale("log")
-        bottom.yaxis.set_major_formatter(_human())
+        _time_axis(bottom.yaxis)
+        bottom.grid(axis="y", which="both", alpha=0.3)
         _legend(top, 2 * len(series))
     for ax in (top, bottom):
         _partial(ax, figures)
@@ -134,12 +138,74 @@ def _legend(ax: Any, entries: int) -> None:
               frameon=False)
 
 
-def _human() -> Any:
-    from matplotlib.ticker import FuncFormatter
+_MS, _S, _MIN, _H, _D = 1.0, 1000.0, 60_000.0, 3_600_000.0, 86_400_000.0
+_UNITS = ((_D, "d"), (_H, "h"), (_MIN, "min"), (_S, "s"), (_MS, "ms"))
+_MAX_TICKS = 8
+# Durations a time axis may put a labelled tick at, in ms, from the roundest (level 0: powers of
+# ten of a millisecond, 1 s, 10 s, 1 min, 10 min, 1 h, 1 d ...) to the finest (level 2: one
+# significant digit in its unit). A unit's values stop where the next unit's 1 begins: 60 s is 1 min.
+_LEVELS: tuple[tuple[float, ...], ...] = (
+    (*(10.0 ** k for k in range(-3, 3)), _S, 10 * _S, _MIN, 10 * _MIN, _H, _D, 10 * _D, 100 * _D),
+    (*(m * 10.0 ** k for k in range(-3, 3) for m in (2, 5)), 2 * _S, 5 * _S, 20 * _S, 30 * _S,
+     2 * _MIN, 5 * _MIN, 20 * _MIN, 30 * _MIN, 2 * _H, 3 * _H, 6 * _H, 12 * _H, 2 * _D, 5 * _D,
+     20 * _D, 50 * _D),
+    (*(m * 10.0 ** k for k in range(-3, 3) for m in range(1, 10)),
+     *(m * _S for m in range(1, 10)), *(m * 10 * _S for m in range(1, 6)),
+     *(m * _MIN for m in range(1, 10)), *(m * 10 * _MIN for m in range(1, 6)),
+     *(m * _H for m in range(1, 10)), 10 * _H, 20 * _H,
+     *(m * 10.0 ** k * _D for k in range(3) for m in range(1, 10))),
+)
 
-    from relq.pipeline.units import duration
 
-    return FuncFormatter(lambda value, _: duration(value))
+def time_ticks(low: float, high: float) -> tuple[list[float], list[float]]:
+    """The labelled (major) and gridline (minor) ticks of a log-scale time axis from ``low`` to
+    ``high`` ms: round durations only (1 s, 10 s, 1 min, 2 min; never 100 s as "1.7 min"), the
+    roundest level that gives at least two ticks, thinned to at most eight; the minor ticks are
+    the next level's values in between."""
+    low, high = min(low, high), max(low, high)
+    levels = [sorted({v for v in level if low <= v <= high}) for level in _LEVELS]
+    major: list[float] = []
+    for depth in range(len(levels)):
+        major = sorted(set().union(*levels[:depth + 1]))
+        if len(major) >= 2:
+            break
+    if not major:  # a range narrower than any round value's neighbourhood: its middle, rounded
+        major = [float(f"{math.sqrt(low * high):.2g}")]
+    step = max(1, -(-len(major) // _MAX_TICKS))  # ceiling division
+    major = major[::step]
+    depth = min(depth + 1, len(levels) - 1)
+    minor = sorted(set().union(*levels[:depth + 1]) - set(major))
+    return major, minor
+
+
+def tick_label(ms: float) -> str:
+    """A duration in the largest unit it is 1 or more of, to three significant digits: time_ticks'
+    values are whole numbers of it (500 ms, 1 s, 30 s, 2 min, 6 h, 1 d); 0.05 ms below 1 ms."""
+    for size, name in _UNITS:
+        if ms >= size * (1 - 1e-9):
+            return f"{ms / size:.3g} {name}"
+    return f"{ms:.3g} ms"
+
+
+def _time_axis(axis: Any) -> None:
+    """Round durations on a log-scale axis of milliseconds (set after set_xscale/set_yscale,
+    which replace the locators): labels at time_ticks' major ticks, gridlines at its minor ones."""
+    from matplotlib.ticker import FuncFormatter, Locator, NullFormatter
+
+    class _Ticks(Locator):
+        def __init__(self, minor: bool) -> None:
+            self.minor = minor
+
+        def __call__(self) -> list[float]:
+            return self.tick_values(*self.axis.get_view_interval())
+
+        def tick_values(self, vmin: float, vmax: float) -> list[float]:
+            return time_ticks(vmin, vmax)[1 if self.minor else 0]
+
+    axis.set_major_locator(_Ticks(minor=False))
+    axis.set_minor_locator(_Ticks(minor=True))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: tick_label(value)))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def percentiles(figures: dict[str, Any], key: str, title: str, path: Path) -> str:
@@ -159,7 +225,7 @@ def percentiles(figures: dict[str, Any], key: str, title: str, path: Path) -> st
     ax.set_ylim(len(groups) - 0.5, -0.5)
     if groups:
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(_human())
+        _time_axis(ax.xaxis)
         _legend(ax, 3)
     ax.grid(axis="x", which="both", alpha=0.3)
     ax.set_xlabel("log scale")

@@ -17,6 +17,13 @@ from relq.pipeline.charts import label
 from relq.pipeline.figures import FINISHED
 
 LAST_HOURS = 24  # hours of the hourly table, the archive's last
+# The health section when no server was given. The same page comes from `invoke pipeline.report`
+# and from `invoke pipeline.demo`, which takes no server: so it names the command that reads one.
+NOT_READ = ('<p class="note">No SQL Server was read: the figures are the archive\'s only. '
+            "<code>invoke pipeline.report --conn '&lt;ODBC connection string&gt;'</code> "
+            "(or with <code>RELQ_MSSQL</code> set, or <code>relq.mssql</code> in invoke.yaml) adds each "
+            "queue's live health from dbo.QueueHealth_V and dbo.QueueThroughput_V; "
+            "<code>invoke pipeline.demo</code> reads no server.</p>")
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; max-width: 1300px; }
@@ -228,6 +235,9 @@ def _busiest(throughput: list[dict[str, Any]]) -> str:
 
 def _health(health: dict[str, Any]) -> str:
     parts = ["<h2>Live health</h2>"]
+    if health["state"] == "not configured":
+        parts.append(NOT_READ)
+        return "\n".join(parts)
     if health["state"] != "read":
         parts.append(f'<p class="note">{_escape(health["note"])}</p>')
         return "\n".join(parts)

@@ -300,7 +300,8 @@ def test_the_html_shows_the_figures_and_its_pictures_exist(made) -> None:
         assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert picture.stat().st_size > 5000, name  # something was drawn
     assert [p.name for p in paths.charts] == sources
-    assert "no SQL Server configured" in page
+    assert "No SQL Server was read" in page and "invoke pipeline.report --conn" in page
+    assert "pass --conn" not in page  # pipeline.demo makes this page too, and takes no --conn
     assert f"{ROWS:,}" in page
     summary = made["json"]["figures"]["summary"]
     assert f"{100 * summary['failure_rate']:.2f} %" in page
@@ -437,6 +438,85 @@ def test_bar_charts_keep_the_groups_with_most_items(tmp_path) -> None:
     assert min(g["items"] for g in kept) >= max(g["items"] for g in groups if g not in kept)
     assert kept == [g for g in groups if g in kept]  # their order kept
     assert charts.rates({"groups": groups}, tmp_path / "rates.png") == "rates.png"
+
+
+@pytest.fixture
+def drawn(monkeypatch) -> Any:
+    """The figures the chart functions draw, kept open instead of saved."""
+    import matplotlib
+    from matplotlib import pyplot as plt
+
+    matplotlib.use("Agg", force=True)
+    kept: list[Any] = []
+    monkeypatch.setattr(charts, "_save", lambda fig, path: kept.append(fig) or path.name)
+    yield kept
+    for fig in kept:
+        plt.close(fig)
+
+
+def _hours(queue: str, waits: list[float]) -> list[dict[str, Any]]:
+    return [{"queue": queue, "hour": f"2024-05-27T{h:02d}:00:00Z", "enqueued": 50 + h, "finished": 50 + h,
+             "wait_count": 1, "wait_ms_p95": w, "partial": False} for h, w in enumerate(waits)]
+
+
+def test_time_axes_tick_round_durations() -> None:
+    def labels(low: float, high: float) -> list[str]:
+        return [charts.tick_label(t) for t in charts.time_ticks(low, high)[0]]
+
+    assert labels(300, 100_000) == ["1 s", "10 s", "1 min"]  # 100 s is not a tick "1.7 min"
+    assert labels(30_000, 600_000) == ["1 min", "10 min"]
+    assert labels(300, 8_000) == ["500 ms", "1 s", "2 s", "5 s"]
+    assert labels(2_500, 9_000) == ["3 s", "4 s", "5 s", "6 s", "7 s", "8 s", "9 s"]
+    assert labels(0.02, 3) == ["0.1 ms", "1 ms"]
+    assert labels(1_800_000, 30_000_000) == ["30 min", "1 h", "2 h", "3 h", "6 h"]
+    major, minor = charts.time_ticks(300, 100_000)
+    assert minor == [500, 2_000, 5_000, 20_000, 30_000] and not set(major) & set(minor)
+    for low in np.geomspace(1e-3, 1e9, 23):
+        for span in (1.5, 3, 10, 1e3, 1e8):
+            values = charts.time_ticks(low, low * span)[0]
+            ticks = [charts.tick_label(t) for t in values]
+            assert 1 <= len(ticks) <= 8 and all(low <= t <= low * span for t in values), (low, span, ticks)
+            if span >= 3:  # a narrower range may hold no round duration: then its middle, rounded
+                assert all(re.fullmatch(r"[1-9]\d* (ms|s|min|h|d)|0\.0*[1-9] ms", t) for t in ticks), ticks
+
+
+def test_the_wait_charts_label_round_durations(drawn) -> None:
+    group = {"level": "type", "queue": "Q", "type": "T", "items": 10,
+             "wait_ms": {"count": 10, "p50": 300.0, "p95": 40_000.0, "p99": 100_000.0}}
+    charts.percentiles({"groups": [group]}, "wait_ms", "wait", Path("wait.png"))
+    charts.hourly({"hourly": _hours("Q", [300.0, 40_000.0, 100_000.0])}, Path("hourly.png"))
+    axes = [drawn[0].axes[0].xaxis, drawn[1].axes[1].yaxis]
+    for fig in drawn:
+        fig.canvas.draw()
+    for axis in axes:
+        shown = [t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+        assert "1 min" in shown and "10 s" in shown, shown
+        assert not any("." in t for t in shown), shown  # no 1.7 min, no 10.0 s
+        assert not [t.get_text() for t in axis.get_ticklabels(minor=True) if t.get_text()]
+
+
+def test_the_hourly_chart_draws_enqueued_over_finished(drawn) -> None:
+    charts.hourly({"hourly": _hours("A", [5.0, 6.0]) + _hours("B", [7.0, 8.0])}, Path("hourly.png"))
+    lines = {line.get_label(): line for line in drawn[0].axes[0].get_lines()}
+    for queue in ("A", "B"):
+        finished, enqueued = lines[f"{queue} finished"], lines[f"{queue} enqueued"]
+        assert list(finished.get_ydata()) == list(enqueued.get_ydata())  # the same counts: both must show
+        assert enqueued.get_zorder() > max(line.get_zorder() for line in lines.values()
+                                           if line.get_label().endswith("finished"))
+        assert enqueued.get_linestyle() == "--" and finished.get_linewidth() > enqueued.get_linewidth()
+        assert finished.get_alpha() < 1
+
+
+def test_the_health_section_without_a_server_names_the_command_that_reads_one() -> None:
+    from relq.pipeline import html
+
+    page = html._health({"state": "not configured", "note": report.NO_SERVER, "queues": []})
+    assert "<code>invoke pipeline.report --conn '&lt;ODBC connection string&gt;'</code>" in page
+    assert "--conn" not in page.replace("invoke pipeline.report --conn", "")  # no bare "pass --conn"
+    assert "invoke pipeline.demo</code> reads no server" in page
+    failed = html._health({"state": "failed", "note": "could not be read from S: <login failed>",
+                           "queues": []})
+    assert "could not be read from S: &lt;login failed&gt;" in failed
 
 
 def test_settings_come_from_arguments_then_configuration() -> None:

@@ -34,6 +34,8 @@ def test_the_page_fits_1400_px_and_every_chart_loads(chromium, page, tmp_path) -
     assert tables and max(tables) <= 1400
     text = chromium.find_element("tag name", "body").text
     assert "duration p99" in text and "(partial)" in text and "Why items failed or were retried" in text
+    # pipeline.demo takes no --conn: the page names the command that reads a server's health
+    assert "invoke pipeline.report --conn" in text and "pass --conn" not in text
     assert screenshot(chromium, tmp_path, "pipeline-report").stat().st_size > 50_000
 
 
