@@ -83,29 +83,38 @@ def fix(c):
     c.run(f"{_tool('ruff')} check --fix {PYTHON}", pty=False)
 
 
-@command("deploy", numbers=("lock_timeout",), help={
+@command("deploy", numbers=("deploy_wait", "statement_lock_wait"), help={
     "conn": CONN_HELP,
     "create-db": "create this database if it is missing, and deploy into it",
-    "dry-run": "print the preflight and the plan, and change nothing",
+    "dry-run": "print the preflight and the plan (with the tables each step locks), and change nothing",
     "check": "only the preflight: version, compatibility level, rights, message numbers, RCSI",
-    "lock-timeout": "seconds to wait for another deploy to finish (default 600)",
+    "deploy-wait": "seconds to wait for another deploy of the same database to finish (default 600)",
+    "statement-lock-wait": "seconds each statement may wait for a lock the application holds (a claim, "
+                           "a drain, a producer's transaction) before its file is rolled back and tried "
+                           "again, 3 times at most (default 5)",
 })
-def deploy(c, conn=None, create_db=None, dry_run=False, check=False, lock_timeout=None):
+def deploy(c, conn=None, create_db=None, dry_run=False, check=False, deploy_wait=None,
+           statement_lock_wait=None):
     """Deploy the project to SQL Server: preflight first, idempotent, journaled, one at a time."""
     from relq.db import resolve_target
     from relq.deploy.apply import check as run_check
     from relq.deploy.apply import deploy as run_deploy
     from relq.errors import RelqError
 
-    lock_timeout = number("deploy", "lock-timeout", lock_timeout)
+    waits = {}
+    for option, value, default in (("deploy-wait", deploy_wait, 600), ("statement-lock-wait",
+                                                                       statement_lock_wait, 5)):
+        value = number("deploy", option, value)
+        if value is not None and value < 0:
+            raise Exit(f"deploy: --{option} must be 0 or more seconds, not {value}", code=2)
+        waits[option.replace("-", "_")] = default if value is None else value
     try:
         target = resolve_target(conn, c.config)
         if check:
             run_check(ROOT, target, create_db=create_db)
             print("preflight passed: nothing stands in the way of a deploy", file=sys.stderr)
             return
-        outcome = run_deploy(ROOT, target, create_db=create_db, dry_run=dry_run,
-                             lock_timeout=600 if lock_timeout is None else lock_timeout)
+        outcome = run_deploy(ROOT, target, create_db=create_db, dry_run=dry_run, **waits)
     except RelqError as exc:
         raise _fail(exc, "deploy") from None
     counts = outcome.counts

@@ -48,7 +48,11 @@ def test_invoke_test_stops_at_the_first_failed_phase(monkeypatch, capsys) -> Non
      "worker: --wait-ms must be a whole number, not '1.5'"),
     (tasks.bench, {"seconds": "abc"}, "bench: --seconds must be a whole number, not 'abc'"),
     (tasks.bench, {"warmup": "inf"}, "bench: --warmup must be a whole number, not 'inf'"),
-    (tasks.deploy, {"lock_timeout": "ten"}, "deploy: --lock-timeout must be a whole number, not 'ten'"),
+    (tasks.deploy, {"deploy_wait": "ten"}, "deploy: --deploy-wait must be a whole number, not 'ten'"),
+    (tasks.deploy, {"statement_lock_wait": "5s"},
+     "deploy: --statement-lock-wait must be a whole number, not '5s'"),
+    (tasks.deploy, {"statement_lock_wait": -1},
+     "deploy: --statement-lock-wait must be 0 or more seconds, not -1"),
     (tasks.pipeline_enqueue, {"input": "x", "partitions": "many"},
      "pipeline.enqueue: --partitions must be a whole number, not 'many'"),
     (tasks.pipeline_archive, {"older_than_minutes": "an hour"},
@@ -91,7 +95,9 @@ def invoke(*argv: str, **env: str) -> subprocess.CompletedProcess:
                                       "InvoiceExport (invoke new-queue --help)"),
     (["dashboard", "--port", "x"], "dashboard: --port must be a whole number, not 'x'"),
     (["dashboard", "--port", "0"], "dashboard: --port must be 1-65535, not 0"),
-    (["deploy", "--lock-timeout", "ten"], "deploy: --lock-timeout must be a whole number, not 'ten'"),
+    (["deploy", "--deploy-wait", "ten"], "deploy: --deploy-wait must be a whole number, not 'ten'"),
+    (["deploy", "--statement-lock-wait", "2.5"],
+     "deploy: --statement-lock-wait must be a whole number, not '2.5'"),
     (["bench", "--seconds", "1e9999"], "bench: --seconds must be a whole number, not '1e9999'"),
     (["pipeline.demo", "--rows", "many"], "pipeline.demo: --rows must be a whole number, not 'many'"),
     (["test", "--pytest", "-k 'unclosed"], "test: --pytest \"-k 'unclosed\": No closing quotation"),
@@ -120,7 +126,8 @@ def test_dash_h_is_help_for_every_task_and_dash_c_is_the_connection_wherever_the
         assert ("conn" in flags) == ("c" in flags), name
     done = invoke("deploy", "-h", RELQ_MSSQL="DRIVER={nope};SERVER=unreachable")
     assert done.returncode == 0 and done.stdout.startswith("Usage: inv[oke] [--core-opts] deploy")
-    assert "--lock-timeout=INT" in done.stdout and "-c STRING, --conn=STRING" in done.stdout
+    assert "--deploy-wait=INT" in done.stdout and "--statement-lock-wait=INT" in done.stdout
+    assert "-c STRING, --conn=STRING" in done.stdout
     assert done.stderr == ""  # nothing ran: no preflight, no connection
 
 

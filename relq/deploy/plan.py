@@ -18,10 +18,20 @@ from the file's checksum and the database's journal. Pure: no server here.
   Procedures, https://learn.microsoft.com/previous-versions/sql/sql-server-2008/ms187001(v=sql.100)),
   and a GRANT given again changes nothing.
 - Unchanged files are skipped: a deploy right after a deploy changes nothing.
+
+Each step also says which tables it locks as a whole (:class:`SchemaChange`, from the
+build's facts): ALTER TABLE and DROP INDEX hold a schema-modification (Sch-M) lock until the
+file commits; an offline CREATE INDEX a shared (S) lock, or Sch-M when it builds a clustered
+index or rebuilds one (DROP_EXISTING); an online one (ONLINE = ON) short S locks at its start
+and end ("ONLINE", https://learn.microsoft.com/sql/t-sql/statements/create-index-transact-sql).
+A migration offers the online build through the pattern of docs/operations.md (an IF on
+SESSION_CONTEXT(N'relq.online'), which the deploy sets from the server's edition); the
+printed plan says which of them run online on the target.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -29,11 +39,25 @@ from dataclasses import dataclass, field, replace
 from relq.compiler import BuildResult
 from relq.compiler.catalog import CheckConstraint, checks_calling
 from relq.compiler.facts import FileFacts
-from relq.compiler.names import key
+from relq.compiler.names import is_external, key, qualify, unquote
 from relq.errors import RelqError
 
 CREATED_ONCE = ("types", "tables")  # never re-run: a change needs a migration
 RE_DEPLOYED = ("functions", "views", "procedures")  # CREATE OR ALTER
+SCH_M, SHARED = "Sch-M", "S"
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """A statement of a file that locks a whole table: ``statement`` as the plan names it
+    ("ALTER TABLE", "CREATE INDEX IX_Job_Due", "DROP INDEX IX_Job_Due"), the lock it holds
+    when it runs offline, and whether the file offers it online (an index build with an
+    ONLINE = ON branch)."""
+
+    table: str
+    statement: str
+    lock: str  # SCH_M | SHARED
+    online: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,6 +71,8 @@ class Step:
     constraints: tuple[CheckConstraint, ...] = ()
     # (path, kind, checksum) of the files a migration brings up to date: journaled with it
     records: tuple[tuple[str, str, str], ...] = ()
+    tables: tuple[str, ...] = ()  # the user tables (and views) the file reads, writes or alters
+    changes: tuple[SchemaChange, ...] = ()  # its statements that lock a whole table
 
     @property
     def runs(self) -> bool:
@@ -91,7 +117,8 @@ def make_plan(build: BuildResult, journal: dict[str, str], unregistered: Collect
         checksum = build.sources[path].checksum
         objects = tuple(d.name for d in facts.definitions if d.kind not in ("index", "constraint"))
         known = journal.get(path)
-        step = Step(path, kind, objects, "unchanged", checksum)
+        step = Step(path, kind, objects, "unchanged", checksum, tables=_tables(facts),
+                    changes=schema_changes(facts, build.sources[path].text))
         missing = kind == "messages" and any(int(d.name) in unregistered for d in facts.definitions
                                              if d.kind == "message")
         regrant = kind == "security" and bool(pending)
@@ -132,20 +159,27 @@ def make_plan(build: BuildResult, journal: dict[str, str], unregistered: Collect
     return Plan(steps, removed)
 
 
-def format_plan(plan: Plan, rows: Mapping[str, int | None] | None = None) -> list[str]:
+def format_plan(plan: Plan, rows: Mapping[str, int | None] | None = None,
+                online: bool | None = None) -> list[str]:
     """One line per file that changes, then one per file the project no longer has.
     ``rows``: table -> its approximate row count, None for a table that does not
-    exist yet; without it the re-validations are named without counts."""
+    exist yet; without it the re-validations and a migration's table locks are named
+    without counts. ``online``: whether the server has online index operations (None:
+    not known)."""
     width = max([len(s.action) for s in plan.changes] + [len("kept")] * bool(plan.removed),
                 default=0)
     lines = []
     for s in plan.changes:
         what = ", ".join(s.objects) or s.path.rsplit("/", 1)[-1]
         checks = revalidations(s, rows)
-        if len(checks) == 1:  # the common case: one table, on the step's line
-            reason, below = checks[0], []
-        elif checks:
-            reason, below = f"CHECK constraints on {len(checks)} tables call it", checks
+        locks = table_locks(s, rows, online)
+        texts = checks + locks
+        if len(texts) == 1:  # the common case: one table, on the step's line
+            reason, below = texts[0], []
+        elif texts:
+            reason = (f"CHECK constraints on {len(checks)} tables call it" if not locks
+                      else f"locks {len(texts)} tables as a whole")
+            below = texts
         else:
             reason, below = s.reason, []
         lines.append(f"{s.action:<{width}}  {what}  ({s.path})" + (f": {reason}" if reason else ""))
@@ -156,6 +190,73 @@ def format_plan(plan: Plan, rows: Mapping[str, int | None] | None = None) -> lis
     if not lines:
         lines.append("nothing to do: the database is up to date")
     return lines
+
+
+def locked_tables(step: Step) -> list[str]:
+    """The tables ``step`` locks as a whole when it runs: those a migration alters or indexes,
+    and those whose CHECK constraints it re-validates."""
+    if not step.runs:
+        return []
+    changed = [c.table for c in step.changes] if step.kind == "migrations" else []
+    return list(dict.fromkeys(changed + [c.table for c in step.constraints]))
+
+
+def table_locks(step: Step, rows: Mapping[str, int | None] | None = None,
+                online: bool | None = None) -> list[str]:
+    """What a migration's statements that lock a whole table cost, one text per table that
+    exists (without ``rows``: per table it changes). A table that does not exist yet is created
+    by this deploy, empty: nothing waits for it. Other files lock no table that holds rows: a
+    table file runs only where its table is new (a deployed one changes through a migration),
+    and its statements are guarded."""
+    if not step.runs or step.kind != "migrations":
+        return []
+    by_table: dict[str, list[SchemaChange]] = {}
+    for change in step.changes:
+        by_table.setdefault(change.table, []).append(change)
+    texts = []
+    for table, changes in by_table.items():
+        count = None if rows is None else rows.get(table)
+        if rows is not None and count is None:
+            continue
+        size = "" if count is None else f" (~{count:,} row{'' if count == 1 else 's'})"
+        texts.append(f"{_statements(changes)} on {table}{size} {_holds(changes, online)}")
+    return texts
+
+
+def _statements(changes: list[SchemaChange]) -> str:
+    """"ALTER TABLE, DROP INDEX IX_A, CREATE INDEX IX_A, IX_B": a verb once for a run of it."""
+    out: list[str] = []
+    verb = None
+    for change in changes:
+        this, _, name = change.statement.rpartition(" INDEX ")
+        if name and this and this == verb:
+            out[-1] += f", {name}"
+            continue
+        out.append(change.statement)
+        verb = this if name and this else None
+    return ", ".join(out)
+
+
+def _holds(changes: list[SchemaChange], online: bool | None) -> str:
+    """The lock a table's statements hold, and who waits for it."""
+    offered = any(c.online for c in changes)
+    offline = [c for c in changes if not (c.online and online)]
+    if not offline:
+        return ("online: a shared lock at the build's start, and from its end until the file "
+                "commits; claims and reports go on meanwhile")
+    if any(c.lock == SCH_M for c in offline):
+        held = ("under a schema-modification lock until the file commits: every query on that table "
+                "waits, NOLOCK included")
+    else:
+        held = ("under a shared lock until the file commits: claims, enqueues and reports on that "
+                "table wait, reads go on")
+    if offered and online is None:
+        return held + " (online instead where the edition has online index operations)"
+    if offered and online is False:
+        return held + " (this edition has no online index operations)"
+    if offered:  # built online, but the file's other statements hold the table anyway
+        return held + " (its online build gains nothing there)"
+    return held
 
 
 def revalidations(step: Step, rows: Mapping[str, int | None] | None = None) -> list[str]:
@@ -180,6 +281,78 @@ def revalidations(step: Step, rows: Mapping[str, int | None] | None = None) -> l
         texts.append(f"re-validates {checks} on {table}{size} under a schema-modification lock "
                      f"until the file commits: claims and reports on that table wait")
     return texts
+
+
+_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+_DROP_INDEX = re.compile(r"\bDROP\s+INDEX\s+(?:IF\s+EXISTS\s+)?([\w\[\]]+)\s+ON\s+"
+                         r"((?:[\w\[\]]+\.)?[\w\[\]]+)", re.IGNORECASE)
+_REBUILDS = re.compile(r"\bCREATE\s+(?:UNIQUE\s+)?CLUSTERED\b|\bDROP_EXISTING\s*=\s*ON\b", re.IGNORECASE)
+_ONLINE = re.compile(r"\bONLINE\s*=\s*ON\b", re.IGNORECASE)
+
+
+def schema_changes(facts: FileFacts, text: str) -> tuple[SchemaChange, ...]:
+    """The statements of a file that lock a whole table, in the file's order, one per table and
+    statement: the pattern's two CREATE INDEX of one index (online and offline) are one change,
+    offered online. An offline CREATE INDEX holds Sch-M when it builds a clustered index or
+    replaces one (DROP_EXISTING), else S; DROP INDEX holds Sch-M ("ONLINE = OFF", CREATE INDEX,
+    https://learn.microsoft.com/sql/t-sql/statements/create-index-transact-sql)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    found: list[tuple[int, SchemaChange]] = [
+        (r.line, SchemaChange(r.name, "ALTER TABLE", SCH_M)) for r in facts.references
+        if r.kind == "table" and r.context == "ALTER TABLE"]
+    for d in facts.definitions:
+        if d.kind == "index" and d.table:
+            statement = _COMMENT.sub(" ", _statement(lines, d.line))
+            lock = SCH_M if _REBUILDS.search(statement) else SHARED
+            found.append((d.line, SchemaChange(d.table, f"CREATE INDEX {d.name}", lock,
+                                               bool(_ONLINE.search(statement)))))
+    code = _COMMENT.sub(lambda m: "\n" * m[0].count("\n"), text.replace("\r\n", "\n"))
+    for m in _DROP_INDEX.finditer(code):
+        table = qualify(re.split(r"\.(?![^\[]*\])", m[2]))
+        found.append((code.count("\n", 0, m.start()) + 1,
+                      SchemaChange(table, f"DROP INDEX {unquote(m[1])}", SCH_M)))
+    merged: dict[tuple[str, str], SchemaChange] = {}
+    for _, change in sorted(found, key=lambda pair: pair[0]):
+        at = (key(change.table), key(change.statement))
+        old = merged.get(at)
+        merged[at] = change if old is None else replace(
+            old, lock=SCH_M if SCH_M in (old.lock, change.lock) else SHARED,
+            online=old.online or change.online)
+    return tuple(merged.values())
+
+
+def offline_index_builds(build: BuildResult) -> dict[str, list[str]]:
+    """Migration -> the indexes it builds without an ONLINE = ON branch: each one holds its
+    table for the whole build on every edition. docs/operations.md has the pattern that
+    offers the online build."""
+    found: dict[str, list[str]] = {}
+    for path in build.order:
+        if _kind(path) == "migrations":
+            offline = [c.statement.split()[-1] for c in schema_changes(build.facts[path],
+                                                                       build.sources[path].text)
+                       if c.statement.startswith("CREATE INDEX") and not c.online]
+            if offline:
+                found[path] = offline
+    return found
+
+
+def _statement(lines: list[str], first: int) -> str:
+    """The text from line ``first`` (1-based) to the end of its statement (the next ';', or the
+    end of the file)."""
+    text = "\n".join(lines[first - 1:])
+    end = text.find(";")
+    return text if end < 0 else text[:end]
+
+
+def _tables(facts: FileFacts) -> tuple[str, ...]:
+    """The user tables and views a file names or defines, each once, in its order."""
+    names = [r.name for r in facts.references if r.kind == "table" and not is_external(r.name)]
+    names += [d.table for d in facts.definitions if d.table]
+    names += [d.name for d in facts.definitions if d.kind == "table"]
+    seen: dict[str, str] = {}
+    for name in names:
+        seen.setdefault(key(name), name)
+    return tuple(seen.values())
 
 
 def _with(step: Step, action: str, reason: str = "") -> Step:

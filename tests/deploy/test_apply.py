@@ -11,11 +11,20 @@ import pytest
 from rich.console import Console
 
 from relq import db
-from relq.deploy.apply import DeployFailed, check, deploy
+from relq.deploy.apply import HOLDERS_PERMISSION, ONLINE_KEY, DeployFailed, check, deploy
 from relq.deploy.preflight import PreflightFailed, project_messages
 from relq.errors import RelqError
 from tests.conftest import Project
-from tests.deploy.fixture_changes import FN, revalidates
+from tests.deploy.fixture_changes import (
+    FN,
+    INDEX_MIGRATION,
+    MIGRATION,
+    add_attempts_index,
+    add_priority,
+    altered,
+    indexed,
+    revalidates,
+)
 
 
 class FakeServerError(Exception):
@@ -29,9 +38,14 @@ class Cursor:
         self._rows: list[tuple] = []
 
     def execute(self, sql: str, *params) -> None:
-        self.conn.log.append(("sql", " ".join(sql.split()), params[:1]))
+        self.conn.log.append(("sql", " ".join(sql.split()), params))
         if self.conn.fail_on and self.conn.fail_on in sql:
             raise FakeServerError("42S22", "[42S22] [FreeTDS][SQL Server]Invalid column name 'x'. (207)")
+        for marker, times in self.conn.lock_timeouts.items():
+            if marker in sql and times != 0:
+                self.conn.lock_timeouts[marker] = times - 1  # below 0: every time
+                raise FakeServerError("HY000", "[HY000] [FreeTDS][SQL Server]Lock request time out period "
+                                               "exceeded. (1222)")
         answer = self.conn.answer(sql, params)
         self.description = [("c",)] if answer is not None else None
         self._rows = answer or []
@@ -41,6 +55,9 @@ class Cursor:
 
     def nextset(self) -> bool:
         return False
+
+    def close(self) -> None:
+        self.conn.log.append(("cursor closed",))
 
 
 class Connection:
@@ -53,6 +70,10 @@ class Connection:
         self.messages: list[tuple] = []  # sys.messages rows of the project's numbers
         self.messages_once_locked: list[tuple] | None = None  # what another deploy registered meanwhile
         self.rows: dict[str, int] = {}  # sys.partitions: the tables that exist, with their rows
+        self.edition = 3  # SERVERPROPERTY('EngineEdition'): 3 Enterprise or Developer, 2 Standard
+        self.lock_timeouts: dict[str, int] = {}  # a batch's text -> how many times it times out (-1: always)
+        self.holders: list[tuple] = []  # what sys.dm_tran_locks shows after a timeout
+        self.holders_hidden = False  # the login may not read sys.dm_tran_locks
         self._autocommit = True
 
     @property
@@ -78,13 +99,18 @@ class Connection:
         if "SELECT OBJECT_ID(?, N'C')" in sql:
             return [(1,)]
         if "SERVERPROPERTY('EngineEdition')" in sql:  # the preflight: SQL Server 2022, all well
-            return [(3, "16.0.4135.4", "SQL_Latin1_General_CP1_CI_AS", 1, 160, False,
+            return [(self.edition, "16.0.4135.4", "SQL_Latin1_General_CP1_CI_AS", 1, 160, False,
                      "SQL_Latin1_General_CP1_CI_AS", 1, 0, "deployer", 1, 1, "READ_WRITE", "ONLINE", 0,
                      None)]
         if "FROM sys.messages" in sql:
             return self.messages
         if "FROM sys.partitions" in sql:  # SUM over no partitions: NULL
             return [(self.rows.get(params[0]),)]
+        if "sys.dm_tran_locks" in sql:
+            if self.holders_hidden:
+                raise FakeServerError("42000", "[42000] [FreeTDS][SQL Server]VIEW SERVER STATE permission "
+                                               "was denied on object 'server', database 'master'. (300)")
+            return self.holders
         if "@@TRANCOUNT" in sql:
             if self.trancount is None:
                 raise FakeServerError("08S01", "[08S01] [FreeTDS]Communication link failure (0)")
@@ -141,7 +167,9 @@ def test_the_lock_comes_first_then_the_journal_then_each_file_in_its_transaction
     outcome = deploy(project.root, TARGET)
     log = sql_log(conn)
     locked = next(i for i, s in enumerate(log) if "sp_getapplock" in s)
-    assert "CREATE SCHEMA relq" in log[locked + 1]
+    assert log[locked + 1] == "SET LOCK_TIMEOUT 5000;"  # every statement from here on waits 5 s at most
+    assert "sp_set_session_context" in log[locked + 2]
+    assert "CREATE SCHEMA relq" in log[locked + 3]
     before = log[:locked]  # the preflight: reads only
     assert any("SERVERPROPERTY" in s for s in before) and any("FROM sys.messages" in s for s in before)
     assert not any(word in s for s in before for word in ("CREATE", "INSERT", "UPDATE", "sp_addmessage"))
@@ -366,3 +394,148 @@ def test_an_unreachable_server_is_said_before_the_project_is_parsed(project: Pro
     for run in (check, deploy):
         with pytest.raises(RelqError, match="cannot reach the server"):
             run(project.root, TARGET, console=Console(file=io.StringIO()))
+
+
+# -- bounded lock waits: a file whose statement cannot get its locks is rolled back and tried again ---
+
+ALTER_JOB = "ALTER TABLE dbo.Job ADD Priority"  # the batch of add_priority's migration that locks dbo.Job
+
+
+@pytest.fixture
+def pauses(monkeypatch) -> list[float]:
+    """The pauses between tries, recorded instead of slept."""
+    slept: list[float] = []
+    monkeypatch.setattr("relq.deploy.apply._pause", slept.append)
+    return slept
+
+
+def with_priority_migration(project: Project) -> Connection:
+    """A deployed fixture project (dbo.Job holding 3 rows), then add_priority's change: the
+    migration alters dbo.Job."""
+    result = project.build()
+    conn = Connection({p: result.sources[p].checksum for p in result.order})
+    conn.rows = {"dbo.Job": 3}
+    add_priority(project)
+    return conn
+
+
+def records_of(conn: Connection, path: str) -> list[tuple]:
+    """The journal rows written for ``path`` (journal.record's parameters: kind, checksum,
+    version, path, ...)."""
+    return [e for e in conn.log if e[0] == "sql" and e[1].startswith("SET NOCOUNT ON; UPDATE relq.Deploy")
+            and e[2][3] == path]
+
+
+@pytest.mark.parametrize("trancount", [1, 0])  # 0: the file set XACT_ABORT ON, the server rolled it back
+def test_a_file_whose_statement_waits_out_the_lock_wait_twice_is_rolled_back_and_run_again(
+    project: Project, server, pauses, trancount: int
+) -> None:
+    conn = server["conn"] = with_priority_migration(project)
+    conn.lock_timeouts = {ALTER_JOB: 2}
+    conn.trancount = trancount
+    conn.holders = [(57, "dbo.Job", "IU", "app_orders", "web1", 1, None)]
+    console = Console(record=True, width=400)
+    outcome = deploy(project.root, TARGET, statement_lock_wait=2, console=console)
+    assert outcome.counts["migration"] == 1
+    assert pauses == [1, 2]  # two retries, each after a short pause
+    assert len(records_of(conn, MIGRATION)) == 1  # journaled once, by the try that committed
+    tries = [i for i, e in enumerate(conn.log) if e[0] == "sql" and ALTER_JOB in e[1]]
+    assert len(tries) == 3
+    for at in tries:  # each try: the lock wait set again, then the file in a transaction of its own
+        began = max(i for i in range(at) if conn.log[i] == ("autocommit", False))
+        assert conn.log[began - 1] == ("sql", "SET LOCK_TIMEOUT 2000;", ())
+    assert conn.log.count(("rollback",)) == (2 if trancount else 0)  # the server's rollback is not repeated
+    text = console.export_text()
+    assert (f"{MIGRATION}:4: waited 2 s for a lock on dbo.Job; held by session 57 (app_orders@web1, idle in "
+            f"an open transaction; IU on dbo.Job); rolled back, trying again in 1 s (1 of 3 retries)") in text
+    assert "(2 of 3 retries)" in text and "(3 of 3 retries)" not in text
+
+
+def test_a_file_whose_statement_never_gets_its_locks_stops_the_deploy_in_one_line(
+    project: Project, server, pauses
+) -> None:
+    conn = server["conn"] = with_priority_migration(project)
+    conn.lock_timeouts = {ALTER_JOB: -1}
+    conn.holders = [(57, "dbo.Job", "IU", "app_orders", "web1", 1, None),
+                    (61, "dbo.Job", "IX", "app_orders", "web2", 1, "UPDATE ")]
+    with pytest.raises(DeployFailed) as failed:
+        deploy(project.root, TARGET, statement_lock_wait=5)
+    assert str(failed.value) == (
+        f"{MIGRATION}:4: could not lock dbo.Job within 5 s, 4 times (SQL Server error 1222); held by "
+        f"session 57 (app_orders@web1, idle in an open transaction; IU on dbo.Job), session 61 "
+        f"(app_orders@web2, running UPDATE; IX on dbo.Job); nothing of this file was applied (rolled "
+        f"back), and the next deploy resumes here")
+    assert pauses == [1, 2, 4]
+    assert records_of(conn, MIGRATION) == []  # the journal row is in the file's transaction: none
+    assert conn.log.count(("rollback",)) == 4  # every try rolled back
+    began = max(i for i, e in enumerate(conn.log) if e == ("autocommit", False))
+    assert ("commit",) not in conn.log[began:]
+    assert conn.log[-1] == ("close",)  # closing the session ends the deploy lock
+
+
+def test_a_login_that_cannot_see_the_lock_holders_is_told_the_permission_that_shows_them(
+    project: Project, server, pauses
+) -> None:
+    conn = server["conn"] = with_priority_migration(project)
+    conn.lock_timeouts = {ALTER_JOB: -1}
+    conn.holders_hidden = True
+    with pytest.raises(DeployFailed) as failed:
+        deploy(project.root, TARGET)
+    assert (f"(SQL Server error 1222); the sessions holding them are not visible to this login: "
+            f"{HOLDERS_PERMISSION} shows them; nothing of this file") in str(failed.value)
+    assert "\n" not in str(failed.value)
+
+
+def test_a_statement_that_times_out_after_the_connection_failed_is_not_tried_again(
+    project: Project, server, pauses
+) -> None:
+    conn = server["conn"] = with_priority_migration(project)
+    conn.lock_timeouts = {ALTER_JOB: -1}
+    conn.trancount = None  # @@TRANCOUNT cannot be asked: the link is gone
+    with pytest.raises(DeployFailed) as failed:
+        deploy(project.root, TARGET)
+    assert pauses == []
+    assert "1 time (SQL Server error 1222); nothing of this file was committed (the connection failed" in str(
+        failed.value)
+
+
+def test_every_file_runs_under_the_statement_lock_wait_set_just_before_it(project: Project, server) -> None:
+    conn = server["conn"] = Connection()
+    outcome = deploy(project.root, TARGET, statement_lock_wait=7)
+    starts = [i for i, e in enumerate(conn.log) if e[0] == "autocommit" and i > 0
+              and conn.log[i - 1][0] == "sql" and conn.log[i - 1][1] == "SET LOCK_TIMEOUT 7000;"]
+    assert len(starts) == len([s for s in outcome.plan.steps if s.runs])  # one per file, messages included
+
+
+@pytest.mark.parametrize("edition, online", [(3, 1), (8, 1), (2, 0), (4, 0)])
+def test_the_deploy_tells_the_migrations_whether_the_edition_builds_indexes_online(
+    project: Project, server, edition: int, online: int
+) -> None:
+    conn = server["conn"] = Connection()
+    conn.edition = edition  # Enterprise or Developer, Managed Instance, Standard, Express
+    deploy(project.root, TARGET)
+    (told,) = [e for e in conn.log if e[0] == "sql" and "sp_set_session_context" in e[1]]
+    assert told[2] == (ONLINE_KEY, online)
+    assert conn.log.index(told) < next(i for i, e in enumerate(conn.log) if e == ("autocommit", False))
+
+
+def test_a_dry_run_names_the_table_a_migration_alters_with_its_row_count(project: Project, server) -> None:
+    server["conn"] = with_priority_migration(project)
+    console = Console(record=True, width=400)
+    deploy(project.root, TARGET, dry_run=True, console=console)
+    assert (f"  apply     V0001__add_job_priority.sql  ({MIGRATION}): {altered('~3 rows')}\n"
+            in console.export_text())
+
+
+@pytest.mark.parametrize("edition, online", [(3, True), (2, False)])
+def test_a_dry_run_says_whether_a_migrations_index_is_built_online(
+    project: Project, server, edition: int, online: bool
+) -> None:
+    result = project.build()
+    conn = server["conn"] = Connection({p: result.sources[p].checksum for p in result.order})
+    conn.rows, conn.edition = {"dbo.Job": 1234}, edition
+    add_attempts_index(project)
+    console = Console(record=True, width=400)
+    deploy(project.root, TARGET, dry_run=True, console=console)
+    assert (f"  apply     V0002__index_job_attempts.sql  ({INDEX_MIGRATION}): "
+            f"{indexed('~1,234 rows', online)}\n") in console.export_text()

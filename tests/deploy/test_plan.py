@@ -8,16 +8,31 @@ from dataclasses import replace
 import pytest
 
 from relq.compiler import BuildResult, build
-from relq.deploy.plan import CheckConstraint, DeployRefused, Plan, format_plan, make_plan
+from relq.deploy.plan import (
+    SCH_M,
+    SHARED,
+    CheckConstraint,
+    DeployRefused,
+    Plan,
+    SchemaChange,
+    format_plan,
+    make_plan,
+    offline_index_builds,
+)
 from tests.conftest import FIXTURES, HEADER, REPO, Project
 from tests.deploy.fixture_changes import (
     DATA,
     FN,
+    INDEX_MIGRATION,
+    INDEX_PATTERN,
     JOB,
     MIGRATION,
     PRIORITY_CHANGES,
     VIEW,
+    add_attempts_index,
     add_priority,
+    altered,
+    indexed,
     revalidates,
 )
 
@@ -208,3 +223,84 @@ def test_grants_are_given_again_whenever_a_migration_runs(project: Project) -> N
     assert [s.path for s in plan.changes][-1] == grants.path  # after the migration
     after = make_plan(built(project), deployed(built(project)))
     assert after.changes == []  # no migration to run: the grants stay as they are
+
+
+# -- the statements that lock a whole table ------------------------------------------------------
+
+
+def step_of(plan: Plan, path: str):
+    return next(s for s in plan.steps if s.path == path)
+
+
+def test_a_migration_that_alters_a_table_holds_it_under_a_schema_modification_lock(project: Project) -> None:
+    journal = deployed(built(project))
+    add_priority(project)
+    plan = make_plan(built(project), journal)
+    assert step_of(plan, MIGRATION).changes == (SchemaChange("dbo.Job", "ALTER TABLE", SCH_M),)
+    assert step_of(plan, MIGRATION).tables == ("dbo.Job",)
+    line = f"apply     V0001__add_job_priority.sql  ({MIGRATION}): "
+    assert line + altered("~1,234 rows") in format_plan(plan, {"dbo.Job": 1234})
+    assert line + "ALTER TABLE on dbo.Job under a schema-modification lock until the file commits: every " \
+                  "query on that table waits, NOLOCK included" in format_plan(plan)  # no server: no count
+    # A table that does not exist yet (a first deploy) is created empty by this deploy: nothing waits.
+    assert f"apply     V0001__add_job_priority.sql  ({MIGRATION})" in format_plan(plan, {"dbo.Job": None})
+
+
+def test_the_online_pattern_is_one_index_build_offered_online(project: Project) -> None:
+    journal = deployed(built(project))
+    add_attempts_index(project)
+    plan = make_plan(built(project), journal)
+    assert step_of(plan, INDEX_MIGRATION).changes == (
+        SchemaChange("dbo.Job", "CREATE INDEX IX_Job_Attempts", SHARED, online=True),)
+    line = f"apply     V0002__index_job_attempts.sql  ({INDEX_MIGRATION}): "
+    assert line + indexed("~5 rows", online=True) in format_plan(plan, {"dbo.Job": 5}, online=True)
+    assert line + indexed("~5 rows", online=False) in format_plan(plan, {"dbo.Job": 5}, online=False)
+    assert line + indexed("~5 rows", online=False).replace(
+        "(this edition has no online index operations)",
+        "(online instead where the edition has online index operations)") in format_plan(plan, {"dbo.Job": 5})
+
+
+@pytest.mark.parametrize("statement, expected", [
+    ("CREATE INDEX IX_Job_Attempts ON dbo.Job (Attempts);",
+     SchemaChange("dbo.Job", "CREATE INDEX IX_Job_Attempts", SHARED)),
+    ("CREATE UNIQUE CLUSTERED INDEX IX_Job_Attempts ON dbo.Job (Attempts, JobId);",
+     SchemaChange("dbo.Job", "CREATE INDEX IX_Job_Attempts", SCH_M)),
+    ("CREATE NONCLUSTERED INDEX IX_Job_Attempts\n    ON dbo.Job (Attempts)\n    WITH (DROP_EXISTING = ON);",
+     SchemaChange("dbo.Job", "CREATE INDEX IX_Job_Attempts", SCH_M)),
+    ("DROP INDEX IX_Job_Due ON [dbo].[Job];", SchemaChange("dbo.Job", "DROP INDEX IX_Job_Due", SCH_M)),
+    ("/* DROP INDEX IX_Job_Due ON dbo.Job; */ UPDATE dbo.Job SET Attempts = 0;", None),
+])
+def test_how_each_statement_locks_its_table(project: Project, statement: str, expected) -> None:
+    project.write(MIGRATION, HEADER + statement + "\nGO\n")  # unguarded: the build says so, the plan reads it
+    step = step_of(make_plan(project.build(), {}), MIGRATION)
+    assert step.changes == ((expected,) if expected else ())
+
+
+def test_an_online_build_after_an_alter_table_of_its_table_gains_nothing_and_the_plan_says_so(
+    project: Project
+) -> None:
+    add_priority(project)
+    project.write(MIGRATION, project.read(MIGRATION) + INDEX_PATTERN)
+    plan = make_plan(built(project), {})
+    (text,) = [line for line in format_plan(plan, {"dbo.Job": 9}, online=True) if MIGRATION in line]
+    assert text.endswith("ALTER TABLE, CREATE INDEX IX_Job_Attempts on dbo.Job (~9 rows) under a "
+                         "schema-modification lock until the file commits: every query on that table "
+                         "waits, NOLOCK included (its online build gains nothing there)")
+
+
+# Released migrations that build indexes offline. A migration never changes once it has run
+# (its checksum is journaled, and a changed one is refused), so these stay as they are; the
+# plan says of each that it holds its table for the whole build.
+RELEASED_OFFLINE = {"database/migrations/V0001__worker_lifecycle.sql",
+                    "database/migrations/V0002__notification_due_index_type.sql"}
+
+
+def test_every_new_migration_of_the_project_offers_its_index_builds_online() -> None:
+    """docs/operations.md's pattern (an IF on SESSION_CONTEXT(N'relq.online'), then the build
+    WITH (ONLINE = ON) or without): a migration without it blocks its table's writers for the
+    whole build even on an edition that could build online."""
+    found = offline_index_builds(build(REPO, write=False))
+    new = {path: names for path, names in found.items() if path not in RELEASED_OFFLINE}
+    assert new == {}, ("build these indexes with the online pattern of docs/operations.md (Index "
+                       "builds): " + "; ".join(f"{path}: {', '.join(names)}" for path, names in new.items()))
+    assert set(found) == RELEASED_OFFLINE  # each still builds offline: the plan says so of them
