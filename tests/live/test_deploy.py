@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -12,10 +13,23 @@ from rich.console import Console
 
 from relq import db
 from relq.compiler.messages import register_sql
-from relq.deploy.apply import DeployFailed, deploy
+from relq.deploy.apply import LOCK_RETRIES, ONLINE_EDITIONS, RETRY_PAUSES_S, DeployFailed, deploy
 from relq.deploy.preflight import PreflightFailed
-from tests.conftest import Project
-from tests.deploy.fixture_changes import DATA, FN, JOB, PRIORITY_CHANGES, VIEW, add_priority, revalidates
+from tests.conftest import HEADER, Project
+from tests.deploy.fixture_changes import (
+    DATA,
+    FN,
+    INDEX_MIGRATION,
+    JOB,
+    MIGRATION,
+    PRIORITY_CHANGES,
+    VIEW,
+    add_attempts_index,
+    add_priority,
+    altered,
+    indexed,
+    revalidates,
+)
 
 pytestmark = pytest.mark.mssql
 
@@ -151,6 +165,113 @@ def test_the_project_itself_deploys_twice(mssql, new_database: str) -> None:
 
     assert deploy(REPO, mssql, create_db=new_database).counts["create"] > 0
     assert deploy(REPO, mssql, create_db=new_database).plan.changes == []
+
+
+# -- bounded lock waits: a deploy gives way to the application's transactions ----------------------
+
+WAIT = 1  # --statement-lock-wait of these tests, in seconds
+
+
+def insert_jobs(target: db.Target, database: str, count: int) -> list[int]:
+    """``count`` Pending jobs in dbo.Job; their keys."""
+    conn = db.connect(db.with_database(target.conn_str, database))
+    try:
+        cursor = conn.cursor()
+        return [db.query(cursor, "SET NOCOUNT ON; INSERT INTO dbo.Job ([Status], ScheduledFor, UpdatedAt) "
+                                 "VALUES ('Pending', SYSUTCDATETIME(), SYSUTCDATETIME()); "
+                                 "SELECT CAST(SCOPE_IDENTITY() AS BIGINT);")[0][0] for _ in range(count)]
+    finally:
+        conn.close()
+
+
+def test_a_deploy_that_cannot_lock_a_queue_table_changes_nothing_and_succeeds_once_the_lock_is_gone(
+    project: Project, mssql, new_database: str
+) -> None:
+    """Another session holds a job row as a claim does (UPDLOCK, in an open transaction): the
+    migration's ALTER TABLE cannot get its schema-modification lock. The deploy gives up after
+    each try's lock wait, rolls the file back each time, and stops naming the file, the table
+    and the session; the other session's transaction goes on untouched. Once it commits, the
+    same deploy goes through."""
+    deploy(project.root, mssql, create_db=new_database)
+    (job,) = insert_jobs(mssql, new_database, 1)
+    add_priority(project)
+    before = journal(mssql, new_database)
+    holder = db.connect(db.with_database(mssql.conn_str, new_database))
+    try:
+        with db.transaction(holder):
+            cursor = holder.cursor()
+            spid = db.query(cursor, "SELECT @@SPID;")[0][0]
+            db.query(cursor, "SELECT JobId FROM dbo.Job WITH (UPDLOCK, ROWLOCK) WHERE JobId = ?;", job)
+            started = time.monotonic()
+            with pytest.raises(DeployFailed) as failed:
+                deploy(project.root, mssql, create_db=new_database, statement_lock_wait=WAIT)
+            took = time.monotonic() - started
+            # The holder's work goes on in its own transaction, which the deploy left alone.
+            db.query(cursor, "UPDATE dbo.Job SET Attempts = Attempts + 1 WHERE JobId = ?;", job)
+            assert db.query(cursor, "SELECT @@TRANCOUNT;") == [(1,)]
+    finally:
+        holder.close()
+    tries = LOCK_RETRIES + 1
+    waited = tries * WAIT + sum(RETRY_PAUSES_S[:LOCK_RETRIES])
+    assert waited <= took < waited + 60  # the tries' lock waits and pauses, the preflight and build besides
+    message = str(failed.value)
+    assert "\n" not in message
+    assert message.startswith(f"{MIGRATION}:4: could not lock dbo.Job within {WAIT} s, {tries} times "
+                              f"(SQL Server error 1222); held by session {spid} (")
+    assert "idle in an open transaction; IU on dbo.Job)" in message  # UPDLOCK on a row: IU on its table
+    assert "; nothing of this file was applied (" in message
+    assert message.endswith("the next deploy resumes here")
+    assert rows(mssql, new_database, "SELECT COL_LENGTH(N'dbo.Job', N'Priority');") == [(None,)]
+    assert journal(mssql, new_database) == before
+    assert rows(mssql, new_database, "SELECT Attempts FROM dbo.Job WHERE JobId = ?;", job) == [(1,)]
+    applied = deploy(project.root, mssql, create_db=new_database, statement_lock_wait=WAIT)
+    assert [(s.path, s.action) for s in applied.plan.changes] == PRIORITY_CHANGES
+    assert rows(mssql, new_database, "SELECT COL_LENGTH(N'dbo.Job', N'Priority');")[0][0] is not None
+    assert journal(mssql, new_database)[MIGRATION] == project.build().sources[MIGRATION].checksum
+
+
+# A migration that records what the deploy told it: SESSION_CONTEXT(N'relq.online').
+NOTE_ONLINE = "database/migrations/V0003__note_online.sql"
+NOTE_ONLINE_SQL = HEADER + """/* V0003__note_online: a status named for what the deploy told it. */
+IF NOT EXISTS (SELECT 1 FROM dbo.JobStatus WHERE [Status] LIKE 'online=%')
+    BEGIN
+        INSERT INTO dbo.JobStatus ([Status])
+        VALUES ('online=' + ISNULL(CAST(CAST(SESSION_CONTEXT(N'relq.online') AS INT) AS VARCHAR(1)), '?'));
+    END;
+GO
+"""
+
+
+def test_a_migrations_index_is_built_online_where_the_edition_has_online_index_operations(
+    project: Project, mssql, new_database: str
+) -> None:
+    """The plan says online or offline as the server's edition allows, the deploy tells the
+    migrations the same, and the pattern's index is there either way."""
+    deploy(project.root, mssql, create_db=new_database)
+    insert_jobs(mssql, new_database, 3)
+    add_attempts_index(project)
+    project.write(NOTE_ONLINE, NOTE_ONLINE_SQL)
+    edition = rows(mssql, "master", "SELECT CAST(SERVERPROPERTY('EngineEdition') AS INT);")[0][0]
+    online = edition in ONLINE_EDITIONS
+    planned = Console(record=True, width=400)
+    deploy(project.root, mssql, create_db=new_database, dry_run=True, console=planned)
+    assert f"({INDEX_MIGRATION}): {indexed('~3 rows', online)}\n" in planned.export_text()
+    deploy(project.root, mssql, create_db=new_database)
+    assert rows(mssql, new_database, "SELECT COUNT(*) FROM sys.indexes WHERE name = N'IX_Job_Attempts' "
+                                     "AND object_id = OBJECT_ID(N'dbo.Job');") == [(1,)]
+    told = rows(mssql, new_database, "SELECT [Status] FROM dbo.JobStatus WHERE [Status] LIKE 'online=%';")
+    assert told == [(f"online={int(online)}",)]
+
+
+def test_a_dry_run_names_the_queue_table_a_migration_alters_with_its_rows(
+    project: Project, mssql, new_database: str
+) -> None:
+    deploy(project.root, mssql, create_db=new_database)
+    insert_jobs(mssql, new_database, 2)
+    add_priority(project)
+    planned = Console(record=True, width=400)
+    deploy(project.root, mssql, create_db=new_database, dry_run=True, console=planned)
+    assert f"({MIGRATION}): {altered('~2 rows')}\n" in planned.export_text()
 
 
 # -- the preflight: what stops a deploy before any change ----------------------------------------
