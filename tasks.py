@@ -86,6 +86,7 @@ def fix(c):
 @command("deploy", numbers=("deploy_wait", "statement_lock_wait"), help={
     "conn": CONN_HELP,
     "create-db": "create this database if it is missing, and deploy into it",
+    "db-owner": "the login that owns a database --create-db creates (default: sa, the login of SID 0x01)",
     "dry-run": "print the preflight and the plan (with the tables each step locks), and change nothing",
     "check": "only the preflight: version, compatibility level, rights, message numbers, RCSI",
     "deploy-wait": "seconds to wait for another deploy of the same database to finish (default 600)",
@@ -94,7 +95,7 @@ def fix(c):
                            "again, 3 times at most (default 5)",
 })
 def deploy(c, conn=None, create_db=None, dry_run=False, check=False, deploy_wait=None,
-           statement_lock_wait=None):
+           statement_lock_wait=None, db_owner=None):
     """Deploy the project to SQL Server: preflight first, idempotent, journaled, one at a time."""
     from relq.db import resolve_target
     from relq.deploy.apply import check as run_check
@@ -114,7 +115,7 @@ def deploy(c, conn=None, create_db=None, dry_run=False, check=False, deploy_wait
             run_check(ROOT, target, create_db=create_db)
             print("preflight passed: nothing stands in the way of a deploy", file=sys.stderr)
             return
-        outcome = run_deploy(ROOT, target, create_db=create_db, dry_run=dry_run, **waits)
+        outcome = run_deploy(ROOT, target, create_db=create_db, dry_run=dry_run, db_owner=db_owner, **waits)
     except RelqError as exc:
         raise _fail(exc, "deploy") from None
     counts = outcome.counts

@@ -123,13 +123,14 @@ class Outcome:
 
 
 def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_run: bool = False,
-           deploy_wait: int = 600, statement_lock_wait: int = 5,
+           deploy_wait: int = 600, statement_lock_wait: int = 5, db_owner: str | None = None,
            console: Console | None = None) -> Outcome:
     """Build the project, check the server (the preflight), then bring the target
     database up to the project. Nothing changes when the preflight finds a problem.
     ``deploy_wait``: seconds to wait for another deploy of the database to finish;
     ``statement_lock_wait``: seconds each statement may wait for a lock before its file is
-    rolled back (and tried again, LOCK_RETRIES times)."""
+    rolled back (and tried again, LOCK_RETRIES times); ``db_owner``: the login that owns a
+    database ``create_db`` creates (default: the server's first login, sa, see ensure_database)."""
     console = console or stderr_console()
     verdict, facts = _preflight(root, target, create_db, console)
     if not verdict.ok and not dry_run:
@@ -142,7 +143,7 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
             plan = make_plan(result, {}, verdict.to_register)
             return _show(console, plan, create_db, verdict, created=False, online=online)
         if not dry_run:  # a dry run creates nothing, even a database gone since the preflight
-            ensure_database(conn_str, create_db)
+            ensure_database(conn_str, create_db, db_owner)
         conn_str = db.with_database(conn_str, create_db)
     conn = db.connect(conn_str)
     try:
@@ -415,19 +416,40 @@ def _undo(conn, transactional: bool) -> tuple[str, bool]:
     return "nothing of this file was applied (rolled back)", True
 
 
-def ensure_database(conn_str: str, name: str) -> None:
+# The login with SID 0x01 is the one SQL Server creates at setup, sa, whatever it was renamed
+# to and even when it is disabled: an owner no person logs in as, which no departure of a DBA
+# orphans (https://learn.microsoft.com/sql/t-sql/statements/alter-authorization-transact-sql:
+# giving a database to a login takes IMPERSONATE on it, or sysadmin).
+_OWNER_SQL = """SET NOCOUNT ON;
+SELECT COALESCE(?, SUSER_SNAME(0x01)), SUSER_SNAME(), IS_SRVROLEMEMBER(N'sysadmin'), DB_ID(?);"""
+
+
+def ensure_database(conn_str: str, name: str, owner: str | None = None) -> None:
     """Create database ``name`` unless it exists (another deploy may create it at the
-    same moment). The preflight has checked the name."""
+    same moment), owned by the login ``owner`` (default: the login of SID 0x01, sa). The
+    preflight has checked the name. Giving it away is checked before anything is created: a
+    login that is not sysadmin would lose the database it made (it enters it as its owner
+    only), so it must name itself as the owner."""
     conn = db.connect(db.with_database(conn_str, "master"))
     try:
         cursor = conn.cursor()
-        if db.query(cursor, "SELECT DB_ID(?);", name)[0][0] is not None:
+        owner, login, sysadmin, exists = db.query(cursor, _OWNER_SQL, owner, name)[0]
+        if exists is not None:
             return
+        if owner is None or db.query(cursor, "SELECT SUSER_ID(?);", owner)[0][0] is None:
+            raise RelqError(f"--db-owner {owner!r}: no such login on this server")
+        if owner != login and sysadmin != 1:
+            raise RelqError(f"--create-db: {login} is not sysadmin and would lose the database it creates "
+                            f"to {owner}: pass --db-owner {login}, or deploy as a sysadmin")
         try:
             db.run_batch(cursor, f"CREATE DATABASE {quote(name)};")
         except db.SqlError as exc:
             if exc.number != 1801:  # 1801: it exists already, created by someone else
                 raise
+            return
+        if owner != login:
+            login_name = "[" + owner.replace("]", "]]") + "]"  # one name, dots and backslashes its own
+            db.run_batch(cursor, f"ALTER AUTHORIZATION ON DATABASE::{quote(name)} TO {login_name};")
     finally:
         conn.close()
 
