@@ -65,6 +65,9 @@ def test_a_second_deploy_changes_nothing(project: Project, mssql, new_database: 
     result = project.build()
     assert journal(mssql, new_database) == {p: result.sources[p].checksum for p in result.order}
     assert rows(mssql, new_database, "SELECT OBJECT_ID(N'dbo.Next_Job_trx', N'P');")[0][0] is not None
+    owner = rows(mssql, "master", "SELECT SUSER_SNAME(d.owner_sid), SUSER_SNAME(0x01) "
+                                  "FROM sys.databases AS d WHERE d.name = ?;", new_database)
+    assert owner[0][0] == owner[0][1], "the database --create-db made belongs to sa, not the deploying login"
 
 
 def test_two_deploys_at_once_take_turns(project: Project, mssql, new_database: str) -> None:
