@@ -94,7 +94,9 @@ WHERE
     AND l.resource_database_id = DB_ID()
     AND l.request_status = N'GRANTED'
     AND l.request_session_id <> @@SPID
-    AND l.resource_associated_entity_id IN (SELECT OBJECT_ID(j.[value]) FROM OPENJSON(?) AS j)
+    AND l.resource_associated_entity_id IN (
+        SELECT OBJECT_ID(j.[value]) FROM OPENJSON(CAST(? AS NVARCHAR(MAX))) AS j
+    )
 ORDER BY 1, 2, 3;
 """
 HOLDERS_PERMISSION = ("VIEW SERVER STATE (VIEW SERVER PERFORMANCE STATE suffices on SQL Server 2022 "
