@@ -23,6 +23,7 @@ class Msg(IntEnum):
     KeyLock = 735709
     TakenOver = 735710
     DuplicateKey = 735711
+    JobProcedureRefused = 735714
 
     def __str__(self) -> str:
         # The number, as Python 3.11 prints an IntEnum; 3.10 would print Msg.KeyLock.

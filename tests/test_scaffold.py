@@ -230,7 +230,7 @@ def test_a_new_queues_files_carry_nothing_of_the_queues_they_were_modelled_on(
     root, written = one_type
     for path in (p for p in written if INVOICE in p):
         text = (root / path).read_text()
-        for leftover in ("V0001", "V0002", "V0003", "before leases", "several job types"):
+        for leftover in ("V0001", "V0002", "V0003", "V0004", "before leases", "several job types"):
             assert leftover not in text, (path, leftover)
         wrong = re.findall(rf"\ba (?:{INVOICE}|invoice|InvoicePdf)\b", text)  # an invoice job, an InvoicePdf
         assert not wrong, (path, wrong)
@@ -256,6 +256,7 @@ def test_the_queues_deployed_before_keep_their_history_in_their_tables() -> None
     sync = dict(queue_renders(next(q for q in QUEUES if q.name == "SyncQueue")))
     assert "V0001__worker_lifecycle.sql" in sync["database/tables/dbo.SyncQueue.sql"]
     assert "V0003__archive_duration.sql" in sync["database/tables/dbo.SyncQueueArchive.sql"]
+    assert "V0004__job_procedure_dbo.sql" in sync["database/tables/dbo.SyncQueueTypeProcedure.sql"]
 
 
 @pytest.mark.parametrize(("word", "expected"), [
@@ -270,7 +271,7 @@ def test_an_article_fits_the_word_after_it(word: str, expected: str) -> None:
 def test_a_queues_history_names_migrations_the_project_has(tmp_path: Path) -> None:
     root = _project(tmp_path)
     text = (root / CATALOGUE).read_text()
-    (root / CATALOGUE).write_text(text.replace('["V0001", "V0003"]', '["V0001", "V0099"]'))
+    (root / CATALOGUE).write_text(text.replace('history = ["V0001", "V0003"', 'history = ["V0001", "V0099"'))
     with pytest.raises(RelqError, match="queue 2: history: no migration V0099 in database/migrations"):
         load(root)
 

@@ -11,11 +11,16 @@ GO
 -- has no foreign key, so it also holds items of InventorySync
 -- (another deployed type). The settings are faked empty, so
 -- syncqueue.maxAttempts is 3.
+-- The job procedures are this class's, not dbo's: FakeQueue fakes the drain's lookup
+-- (dbo.JobProcedureToRun_fn) with ClassJobToRun, so that a row naming dbo.<name> runs
+-- the class's procedure of that name. The tests of the drain's refusals keep the real
+-- lookup (@RealLookup = 1); its own rules are tested in JobProcedureToRun_fnTests.
 -- The drain's result row (Claimed, Completed, Failed, TakenOver) cannot be read
 -- here: INSERT ... EXEC runs the procedure inside the INSERT's transaction, which
 -- the drain refuses (735701). The tests assert on what it left in the queue, the
 -- attempt history and the jobs' own table instead.
 CREATE PROCEDURE Drain_SyncQueue_trxTests.FakeQueue
+    @RealLookup BIT = 0
 AS
 BEGIN
     -- The claim and the purge read the queue (and the claim its history) WITH (FORCESEEK):
@@ -26,6 +31,22 @@ BEGIN
     EXEC tSQLt.ApplyConstraint @TableName = N'dbo.SyncQueueAttempt', @ConstraintName = N'PK_SyncQueueAttempt';
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueTypeProcedure';
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    IF (@RealLookup = 0)
+        EXEC tSQLt.FakeFunction
+            @FunctionName = N'dbo.JobProcedureToRun_fn',
+            @FakeFunctionName = N'Drain_SyncQueue_trxTests.ClassJobToRun';
+END;
+GO
+-- Stands in for dbo.JobProcedureToRun_fn: dbo.<name> is this class's procedure of that
+-- name, quoted as the real lookup quotes it; NULL when the class has none.
+CREATE FUNCTION Drain_SyncQueue_trxTests.ClassJobToRun(@JobProcedure NVARCHAR(400))
+RETURNS NVARCHAR(300)
+AS
+BEGIN
+    DECLARE @Name NVARCHAR(400) = SUBSTRING(@JobProcedure, 5, 400);
+    IF (LEFT(@JobProcedure, 4) <> N'dbo.' OR OBJECT_ID(N'Drain_SyncQueue_trxTests.' + QUOTENAME(@Name), N'P') IS NULL)
+        RETURN NULL;
+    RETURN N'[Drain_SyncQueue_trxTests].' + QUOTENAME(@Name);
 END;
 GO
 -- A backoff without jitter: 60 s after a first Error outcome. Tests where a job
@@ -175,7 +196,7 @@ AS
 BEGIN
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobSucceeds');
+    VALUES ('CustomerSync', N'dbo.JobSucceeds');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
@@ -208,7 +229,7 @@ BEGIN
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobSucceeds');
+    VALUES ('CustomerSync', N'dbo.JobSucceeds');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @First, @EntityKey = N'C-1';
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Second, @EntityKey = N'C-2';
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Later, @EntityKey = N'C-3', @ScheduledFor = @LaterDue;
@@ -284,8 +305,8 @@ BEGIN
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
     VALUES
-    ('CustomerSync', N'Drain_SyncQueue_trxTests.JobSucceeds'),
-    ('InventorySync', N'Drain_SyncQueue_trxTests.JobSucceeds');
+    ('CustomerSync', N'dbo.JobSucceeds'),
+    ('InventorySync', N'dbo.JobSucceeds');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Customer, @EntityKey = N'C-1';
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Inventory, @Type = 'InventorySync', @EntityKey = N'SKU-1';
 
@@ -345,7 +366,7 @@ BEGIN
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     EXEC Drain_SyncQueue_trxTests.SetBackoffWithoutJitter;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobFails');
+    VALUES ('CustomerSync', N'dbo.JobFails');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key, @EntityKey = N'C-1';
 
     SET @Before = SYSUTCDATETIME();
@@ -401,7 +422,7 @@ BEGIN
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     EXEC Drain_SyncQueue_trxTests.SetBackoffWithoutJitter;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobFails');
+    VALUES ('CustomerSync', N'dbo.JobFails');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key, @EntityKey = N'C-1', @Status = 'Error', @AttemptNum = 2;
 
     EXEC @RetCode = dbo.Drain_SyncQueue_trx @Type = 'CustomerSync', @LockedBy = N'agent-1';
@@ -444,7 +465,7 @@ BEGIN
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     EXEC Drain_SyncQueue_trxTests.SetBackoffWithoutJitter;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobReturnsOne');
+    VALUES ('CustomerSync', N'dbo.JobReturnsOne');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key, @EntityKey = N'C-1';
 
     EXEC @RetCode = dbo.Drain_SyncQueue_trx @Type = 'CustomerSync', @LockedBy = N'agent-1';
@@ -464,7 +485,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = 'Error', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @AttemptNum, @Message = N'claimed once';
     EXEC tSQLt.AssertEqualsString
-        @Expected = N'Drain_SyncQueue_trxTests.JobReturnsOne returned 1', @Actual = @Error, @Message = N'Error';
+        @Expected = N'[Drain_SyncQueue_trxTests].[JobReturnsOne] returned 1', @Actual = @Error, @Message = N'Error';
     -- A failed attempt's response is not recorded as if it had succeeded.
     EXEC tSQLt.AssertEqualsString @Expected = N'', @Actual = @Response, @Message = N'Response';
     EXEC tSQLt.AssertEqualsString @Expected = 'Error', @Actual = @Outcome, @Message = N'the attempt''s Outcome';
@@ -492,7 +513,7 @@ BEGIN
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobSucceeds');
+    VALUES ('CustomerSync', N'dbo.JobSucceeds');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @First, @EntityKey = N'C-1', @ScheduledFor = @First;
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Second, @EntityKey = N'C-2', @ScheduledFor = @First;
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Third, @EntityKey = N'C-3', @ScheduledFor = @First;
@@ -537,7 +558,7 @@ BEGIN
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobSucceeds');
+    VALUES ('CustomerSync', N'dbo.JobSucceeds');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key, @ScheduledFor = @Due;
 
     EXEC @RetCode = dbo.Drain_SyncQueue_trx @Type = 'CustomerSync', @LockedBy = N'agent-1';
@@ -565,7 +586,7 @@ BEGIN
     DECLARE @UpdatedAt DATETIME2(7);
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobSucceeds');
+    VALUES ('CustomerSync', N'dbo.JobSucceeds');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key, @Type = 'InventorySync', @EntityKey = N'SKU-1';
 
     BEGIN TRY
@@ -586,16 +607,22 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
 END;
 GO
--- The drain cannot look the job procedure up before it claims (its caller may
--- not see it): it finds out when it runs it, and gives the item back.
---[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 735707 and gives the item back unworked when the job procedure does not exist]
+-- The drain refuses the type's JobProcedure (the real lookup): it claims the first of
+-- two due items, runs nothing, gives that item back as a worker shutting down does
+-- (Pending, its attempt returned, due as before, "error 735714: " and the refusal in its
+-- Error and its attempt's), raises 735714 naming the procedure and @Reason, and ends
+-- there. A helper of the refusal tests below, each with a JobProcedure the table's
+-- CHECK would refuse or the lookup does not find: the faked TypeProcedure has no CHECK,
+-- as a row from before it would not.
+CREATE PROCEDURE Drain_SyncQueue_trxTests.AssertRefused
+    @JobProcedure NVARCHAR(300),
+    @Reason NVARCHAR(200)
 AS
 BEGIN
-    -- Two items are due: the drain stops at the first.
     DECLARE @First DATETIME2(7) = '2024-01-01T00:00:01';
     DECLARE @Second DATETIME2(7) = '2024-01-01T00:00:02';
     DECLARE @SecondToken DATETIME2(7) = '2024-01-01T00:00:07';
+    DECLARE @Refusal NVARCHAR(400) = N'%' + @JobProcedure + N'%CustomerSync%' + @Reason + N'%';
     DECLARE @TranCount INT;
     DECLARE @ErrorNumber INT;
     DECLARE @ErrorMessage NVARCHAR(4000);
@@ -605,11 +632,17 @@ BEGIN
     DECLARE @ScheduledFor DATETIME2(7);
     DECLARE @Error NVARCHAR(MAX);
     DECLARE @Released INT;
+    DECLARE @Logged INT;
     DECLARE @SecondUpdatedAt DATETIME2(7);
     DECLARE @SecondHistory INT;
-    EXEC Drain_SyncQueue_trxTests.FakeQueue;
+    CREATE TABLE #JobLog (
+        EnqueuedAt DATETIME2(7) NOT NULL,
+        EntityKey NVARCHAR(200) COLLATE DATABASE_DEFAULT NOT NULL,
+        Payload NVARCHAR(MAX) COLLATE DATABASE_DEFAULT NULL
+    );
+    EXEC Drain_SyncQueue_trxTests.FakeQueue @RealLookup = 1;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.NoSuchJob');
+    VALUES ('CustomerSync', @JobProcedure);
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @First, @EntityKey = N'C-1';
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Second, @EntityKey = N'C-2';
 
@@ -624,11 +657,9 @@ BEGIN
     SET @TranCount = @@TRANCOUNT;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
 
-    EXEC tSQLt.AssertEquals @Expected = 735707, @Actual = @ErrorNumber;
-    EXEC tSQLt.AssertLike @ExpectedPattern = N'%NoSuchJob%does not exist%', @Actual = @ErrorMessage;
+    EXEC tSQLt.AssertEquals @Expected = 735714, @Actual = @ErrorNumber;
+    EXEC tSQLt.AssertLike @ExpectedPattern = @Refusal, @Actual = @ErrorMessage;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'@@TRANCOUNT after the call';
-    -- Released as a worker shutting down releases: not Processing, its attempt given
-    -- back, due again at once, and the reason recorded on the item and its attempt.
     SELECT
         @Status = q.[Status],
         @AttemptNum = q.AttemptNum,
@@ -645,14 +676,16 @@ BEGIN
             AND a.AttemptNum = 1
             AND a.LockedBy = N'agent-1'
             AND a.Outcome = 'Pending'
-            AND a.Error LIKE N'%NoSuchJob%does not exist%'
+            AND a.Error LIKE N'error 735714: ' + @Refusal
     );
+    SET @Logged = (SELECT COUNT(*) FROM #JobLog);
     EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @AttemptNum, @Message = N'AttemptNum: the attempt is given back';
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @LeaseUntil, @Message = N'LeaseUntil';
     EXEC tSQLt.AssertEquals @Expected = @First, @Actual = @ScheduledFor, @Message = N'ScheduledFor: due as before';
-    EXEC tSQLt.AssertLike @ExpectedPattern = N'%NoSuchJob%does not exist%', @Actual = @Error;
+    EXEC tSQLt.AssertLike @ExpectedPattern = @Refusal, @Actual = @Error, @Message = N'the item''s Error';
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Released, @Message = N'the claim''s attempt, ended as Pending';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Logged, @Message = N'no job ran';
     -- The drain ended there: the second item was never claimed.
     SELECT @SecondUpdatedAt = q.UpdatedAt
     FROM dbo.SyncQueue AS q
@@ -664,6 +697,38 @@ BEGIN
     );
     EXEC tSQLt.AssertEquals @Expected = @SecondToken, @Actual = @SecondUpdatedAt, @Message = N'the second item is unchanged';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @SecondHistory, @Message = N'the second item: no attempt';
+END;
+GO
+-- A procedure that exists, but in this class's schema: the drain runs dbo's only, and
+-- the row's text never (it would resolve as written).
+--[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 735714 and runs nothing when the job procedure is of another schema]
+AS
+BEGIN
+    EXEC Drain_SyncQueue_trxTests.AssertRefused
+        @JobProcedure = N'Drain_SyncQueue_trxTests.JobSucceeds',
+        @Reason = N'it is not dbo.<name>';
+END;
+GO
+-- The drain looks the job procedure up before each item (as dbo sees it), so a procedure
+-- that does not exist is found out before anything runs.
+--[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 735714 and gives the item back unworked when the job procedure does not exist]
+AS
+BEGIN
+    EXEC Drain_SyncQueue_trxTests.AssertRefused
+        @JobProcedure = N'dbo.Drain_SyncQueue_trxTests_NoSuchJob',
+        @Reason = N'dbo holds no procedure of that name';
+END;
+GO
+-- dbo.SyncQueue is a table (here the fake tSQLt put in its place): only a T-SQL procedure runs.
+--[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx raises 735714 and runs nothing when the job procedure names a dbo table]
+AS
+BEGIN
+    EXEC Drain_SyncQueue_trxTests.AssertRefused
+        @JobProcedure = N'dbo.SyncQueue',
+        @Reason = N'dbo holds no procedure of that name';
 END;
 GO
 --[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
@@ -684,7 +749,7 @@ BEGIN
     );
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobCallsMissing');
+    VALUES ('CustomerSync', N'dbo.JobCallsMissing');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key, @EntityKey = N'C-1';
 
     BEGIN TRY
@@ -725,7 +790,7 @@ BEGIN
     DECLARE @UpdatedAt DATETIME2(7);
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobSucceeds');
+    VALUES ('CustomerSync', N'dbo.JobSucceeds');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key;
 
     BEGIN TRY
@@ -757,7 +822,7 @@ BEGIN
     DECLARE @UpdatedAt DATETIME2(7);
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobSucceeds');
+    VALUES ('CustomerSync', N'dbo.JobSucceeds');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key;
 
     BEGIN TRY
@@ -790,7 +855,7 @@ BEGIN
     DECLARE @UpdatedAt DATETIME2(7);
     EXEC Drain_SyncQueue_trxTests.FakeQueue;
     INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
-    VALUES ('CustomerSync', N'Drain_SyncQueue_trxTests.JobSucceeds');
+    VALUES ('CustomerSync', N'dbo.JobSucceeds');
     EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key;
 
     SET IMPLICIT_TRANSACTIONS ON;

@@ -26,30 +26,37 @@ GO
      same name after a restart takes the unfinished item back at once.
    @MaxItems: stop after this many items, 1 to 100000 (default 1000), so that
      one run cannot hold its Agent job for ever.
-   The drain runs as its caller (a QueueAdmin member, say) and does not look the
-   job procedure up before it claims: OBJECT_ID would return NULL for one that
-   exists, as the caller has no permission on it ("metadata-emitting, built-in
-   functions such as OBJECT_ID may return NULL if the user does not have any
-   permission on the object",
-   https://learn.microsoft.com/sql/t-sql/functions/object-id-transact-sql; and
-   https://learn.microsoft.com/sql/relational-databases/security/metadata-visibility-configuration).
-   Running it needs no grant while dbo owns it (in a schema dbo owns): a
-   procedure may call another, and when all objects in the chain have the same
-   owner, SQL Server "only checks the EXECUTE permission for the caller", see
+   Which procedure runs: JobProcedure is dbo.<name> (the CHECK of
+   dbo.SyncQueueTypeProcedure, dbo.JobProcedureIsValid_fn). Before each item the drain
+   looks it up again with dbo.JobProcedureToRun_fn and runs exactly the [dbo].[<name>]
+   that returns, never the stored text: no name resolves in the caller's default
+   schema, another schema or another database, and a synonym, a table or a CLR
+   procedure of that name is not run. The lookup runs as dbo (the function is WITH
+   EXECUTE AS OWNER): the drain's caller has no permission on the job procedure, and
+   OBJECT_ID would return NULL to it ("metadata-emitting, built-in functions such as
+   OBJECT_ID may return NULL if the user does not have any permission on the object",
+   https://learn.microsoft.com/sql/t-sql/functions/object-id-transact-sql). A name the
+   lookup refuses (a row from before the CHECK, a procedure dropped since, or the lookup
+   failing) is the deployment's fault, not the item's: the drain gives the item back
+   unworked as a worker shutting down does (reported Pending: the attempt is returned,
+   the item due again at once), records "error 735714: " and that message's text as
+   its Error and its attempt's, and ends with 735714.
+   The job runs as the drain's caller (a QueueAdmin member, say; see
+   docs/operations.md for an Agent job step). Running it needs no grant while dbo owns
+   it (in a schema dbo owns): a procedure may call another, and when all objects in
+   the chain have the same owner, SQL Server "only checks the EXECUTE permission for
+   the caller", see
   https://learn.microsoft.com/dotnet/framework/data/adonet/sql/managing-permissions-with-stored-procedures-in-sql-server
-   One owned by someone else needs EXECUTE granted to the drain's callers.
-   A job procedure that does not exist, or calls one that does not exist (error
-   2812, caught like the job's own errors), is the deployment's fault, not the
-   item's: the drain gives the item back unworked as a worker shutting down does
-   (reported Pending: the attempt is returned, the item due again at once, the
-   reason in its Error and its attempt's) and ends with 735707.
+   A job procedure that calls one that does not exist, or that is dropped between the
+   lookup and the run (error 2812, caught like the job's own errors), is given back
+   the same way, the reason in its Error, and the drain ends with 735707.
    Returns 0 with one row (Claimed, Completed, Failed, TakenOver): how many items
    it claimed, how many completed, how many ended in Error or Failed, and how
    many someone else changed meanwhile; 1 on error: 735701 inside a transaction,
-   735707 an unknown @Type, a blank @LockedBy, a bad @MaxItems or a job procedure
-   that does not exist, and the errors of dbo.Next_SyncQueue_utx. An Error
-   report refused for another reason than a change by someone else (735705,
-   735708, 735710) ends the drain with that error. */
+   735707 an unknown @Type, a blank @LockedBy, a bad @MaxItems or a procedure missing
+   when the job ran, 735714 a job procedure the drain does not run, and the errors of
+   dbo.Next_SyncQueue_utx. An Error report refused for another reason than a change
+   by someone else (735705, 735708, 735710) ends the drain with that error. */
 CREATE OR ALTER PROCEDURE dbo.Drain_SyncQueue_trx
     @Type VARCHAR(400),
     @LockedBy NVARCHAR(400),
@@ -62,6 +69,9 @@ BEGIN
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
     DECLARE @Proc NVARCHAR(128) = N'dbo.Drain_SyncQueue_trx';
     DECLARE @JobProcedure NVARCHAR(300);
+    DECLARE @JobToRun NVARCHAR(300);
+    DECLARE @Refusal NVARCHAR(2000);
+    DECLARE @GiveBackNo INT;
     DECLARE @Why NVARCHAR(2000);
     DECLARE @EnqueuedAt dbo.[_Timestamp];
     DECLARE @UpdatedAt dbo.[_Timestamp];
@@ -129,9 +139,36 @@ BEGIN
                 @Payload = q.Payload
             FROM dbo.SyncQueue AS q
             WHERE q.EnqueuedAt = @EnqueuedAt;
+            -- Looked up for each item, right before it runs: a procedure dropped or a
+            -- row changed since the last item is found out before anything runs.
+            SELECT
+                @JobToRun = NULL,
+                @Refusal = NULL;
+            BEGIN TRY
+                SET @JobToRun = dbo.JobProcedureToRun_fn(@JobProcedure);
+            END TRY
+            BEGIN CATCH
+                SET @Refusal = CONCAT(N'its lookup failed with error ', ERROR_NUMBER(), N': ', ERROR_MESSAGE());
+            END CATCH;
+            IF (@JobToRun IS NULL)
+                BEGIN
+                    SET @Refusal = ISNULL(@Refusal, CASE
+                        WHEN dbo.JobProcedureIsValid_fn(@JobProcedure) = 0
+                            THEN N'it is not dbo.<name> (ASCII letters, digits and _, not beginning sp_ or xp_)'
+                        ELSE N'dbo holds no procedure of that name in this database'
+                    END);
+                    SELECT
+                        @Why = N'error 735714: ' + ISNULL(
+                            FORMATMESSAGE(735714, @Proc, @JobProcedure, @Type, @Refusal),
+                            @Proc + N': job procedure ''' + @JobProcedure + N''' of type ' + @Type
+                            + N' was not run, its item given back: ' + @Refusal
+                        ),
+                        @GiveBackNo = 735714;
+                    GOTO GIVE_BACK;
+                END;
             BEGIN TRY
                 BEGIN TRANSACTION Drain_SyncQueue;
-                EXEC @JobRetCode = @JobProcedure
+                EXEC @JobRetCode = @JobToRun
                     @EnqueuedAt = @EnqueuedAt,
                     @EntityKey = @EntityKey,
                     @Payload = @Payload,
@@ -144,7 +181,7 @@ BEGIN
                         @Status = 'Completed',
                         @Response = @Response;
                 ELSE
-                    SET @JobError = @JobProcedure + N' returned ' + CAST(@JobRetCode AS NVARCHAR(12));
+                    SET @JobError = @JobToRun + N' returned ' + CAST(@JobRetCode AS NVARCHAR(12));
                 IF (@JobError IS NULL)
                     COMMIT TRANSACTION Drain_SyncQueue;
                 ELSE
@@ -167,21 +204,10 @@ BEGIN
             IF (@JobErrNo = 2812)
                 BEGIN
                     SELECT
-                        @Why = N'the job procedure ' + @JobProcedure + N' of dbo.SyncQueueTypeProcedure, '
-                        + N'or one it calls, does not exist (' + @JobError + N'); its item was given back';
-                    -- Give the claim back. Should even that report be refused (the item
-                    -- changed hands meanwhile, or 735709), the rollback below undoes it,
-                    -- and the item comes back when its lease runs out.
-                    BEGIN TRANSACTION Drain_SyncQueue;
-                    EXEC @RetCode = dbo.Modify_SyncQueue_utx
-                        @EnqueuedAt = @EnqueuedAt,
-                        @UpdatedAt = @UpdatedAt,
-                        @Status = 'Pending',
-                        @Error = @Why;
-                    SELECT @ErrNo = @@ERROR;
-                    IF (@ErrNo = 0 AND @RetCode = 0) COMMIT TRANSACTION Drain_SyncQueue;
-                    RAISERROR (735707, 16, 1, @Proc, @Why);
-                    GOTO EXIT_TRANSACTION;
+                        @Why = N'the job procedure ' + @JobToRun + N' of dbo.SyncQueueTypeProcedure, '
+                        + N'or one it calls, does not exist (' + @JobError + N'); its item was given back',
+                        @GiveBackNo = 735707;
+                    GOTO GIVE_BACK;
                 END;
             IF (@CaughtNo IN (735705, 735708, 735710))
                 SET @TakenOver = @TakenOver + 1;  -- the item is someone else's now
@@ -213,6 +239,27 @@ BEGIN
         @Failed AS Failed,
         @TakenOver AS TakenOver;
     RETURN 0;
+
+    -- The item's job did not run, or met a missing procedure: give the claim back.
+    -- Should even that report be refused (the item changed hands meanwhile, or
+    -- 735709), the rollback below undoes it, and the item comes back when its lease
+    -- runs out.
+    GIVE_BACK:
+    BEGIN TRANSACTION Drain_SyncQueue;
+    EXEC @RetCode = dbo.Modify_SyncQueue_utx
+        @EnqueuedAt = @EnqueuedAt,
+        @UpdatedAt = @UpdatedAt,
+        @Status = 'Pending',
+        @Error = @Why;
+    SELECT @ErrNo = @@ERROR;
+    IF (@ErrNo = 0 AND @RetCode = 0) COMMIT TRANSACTION Drain_SyncQueue;
+    IF (@GiveBackNo = 735714)
+        BEGIN
+            RAISERROR (735714, 16, 1, @Proc, @JobProcedure, @Type, @Refusal);
+            GOTO EXIT_TRANSACTION;
+        END;
+    RAISERROR (735707, 16, 1, @Proc, @Why);
+    GOTO EXIT_TRANSACTION;
 
     EXIT_TRANSACTION:
     IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Drain_SyncQueue;

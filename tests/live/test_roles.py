@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from relq import db
+from relq.errors import Msg
 from relq.pipeline.store import SqlSession
 from relq.worker.cli import check_queue
 from relq.worker.procedures import SqlProcedures
@@ -188,8 +189,9 @@ def test_an_admin_controls_items_and_may_not_claim_them(as_role) -> None:
 
 def test_an_admin_drains_t_sql_jobs_it_cannot_see_and_they_run_as_the_admin(as_role, drain_types) -> None:
     """QueueAdmin has no permission on the job procedure, so cannot even see it (OBJECT_ID
-    is NULL): the drain must not look it up. The ownership chain from dbo's drain to dbo's
-    job runs it all the same, in the caller's name (no impersonation)."""
+    is NULL): the drain's look-up sees it as dbo (dbo.JobProcedureToRun_fn, EXECUTE AS
+    OWNER), and the ownership chain from dbo's drain to dbo's job runs it all the same, in
+    the caller's name (the job itself impersonates nobody)."""
     assert as_role("QueueAdmin", "SELECT OBJECT_ID(N'dbo.RelqTest_RoleJob_utx', N'P');") == [(None,)]
     enqueue_jobs(drain_types, "RelqRoleJob", "good-1", "good-2", "bad-3")
 
@@ -202,17 +204,18 @@ def test_an_admin_drains_t_sql_jobs_it_cannot_see_and_they_run_as_the_admin(as_r
         assert jobs[entity][3].startswith("run by relq_QueueAdmin_"), jobs[entity]
 
 
-def test_an_admin_drain_of_a_missing_job_procedure_raises_735707_and_spends_no_attempt(
+def test_an_admin_drain_of_a_missing_job_procedure_raises_735714_and_spends_no_attempt(
         as_role, drain_types) -> None:
-    """A procedure that does not exist is found out when the drain runs it (error 2812):
-    the claimed item is given back unworked and the drain stops, naming the procedure."""
+    """A procedure that does not exist is found out by the drain's look-up (as dbo sees it)
+    before anything runs: the claimed item is given back unworked, the refusal in its Error,
+    and the drain stops, naming the procedure."""
     enqueue_jobs(drain_types, "RelqRoleMissing", "gone-1", "gone-2")
 
     with pytest.raises(db.SqlError) as refused:
         drain_as_admin(as_role, "RelqRoleMissing")
 
-    assert refused.value.number == 735707, str(refused.value)
-    assert "RelqTest_NoSuchJob_utx" in refused.value.text, str(refused.value)
+    assert refused.value.number == Msg.JobProcedureRefused, str(refused.value)
+    assert "dbo.RelqTest_NoSuchJob_utx" in refused.value.text, str(refused.value)
     jobs = jobs_of(drain_types, "RelqRoleMissing")
     assert {entity: job[:3] for entity, job in jobs.items()} == {
         "gone-1": ("Pending", 0, None), "gone-2": ("Pending", 0, None)}  # nothing held, no attempt spent
@@ -224,7 +227,8 @@ def test_an_admin_drain_of_a_missing_job_procedure_raises_735707_and_spends_no_a
     """)
     # one claim, given back; then the drain stopped
     assert [row[:3] for row in released] == [(1, "admin/drain", "Pending")]
-    assert "RelqTest_NoSuchJob_utx" in released[0][3]
+    assert released[0][3].startswith("error 735714: "), released[0][3]
+    assert "dbo.RelqTest_NoSuchJob_utx" in released[0][3]
 
 
 # -- relq's own Python on a member's connection: what the worker and the pipeline send ------------

@@ -14,6 +14,7 @@ import pytest
 
 from relq import db
 from relq.deploy.apply import deploy
+from relq.errors import RelqError
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.mssql
@@ -112,9 +113,10 @@ def test_a_database_of_the_first_release_is_upgraded_with_its_work_in_place(
     assert len(claimed) == 1
 
     upgrade = deploy(REPO, mssql, create_db=new_database)
-    # V0001 (leases), V0002 (the claim index by type), V0003 (the archives' Duration: the
-    # first release had no archive, so the table files made them with it and it does nothing)
-    assert upgrade.counts["migration"] == 3
+    # V0001 (leases), V0002 (the claim index by type), V0003 (the archives' Duration) and V0004
+    # (the job procedures' CHECK): the first release had no archive and no T-SQL jobs, so the
+    # table files made those tables as they are now, and V0003 and V0004 do nothing
+    assert upgrade.counts["migration"] == 4
     again = deploy(REPO, mssql, create_db=new_database)
     assert again.plan.changes == []
 
@@ -163,8 +165,9 @@ def test_a_database_of_the_last_release_gets_duration_in_its_archives_and_keeps_
 
     upgrade = deploy(REPO, mssql, create_db=new_database)
     applied = [s.path.rsplit("/", 1)[-1] for s in upgrade.plan.steps if s.kind == "migrations" and s.runs]
-    assert applied == ["V0002__notification_due_index_type.sql", "V0003__archive_duration.sql"]
-    assert upgrade.counts["migration"] == 2
+    assert applied == ["V0002__notification_due_index_type.sql", "V0003__archive_duration.sql",
+                       "V0004__job_procedure_dbo.sql"]
+    assert upgrade.counts["migration"] == 3
     again = deploy(REPO, mssql, create_db=new_database)
     assert again.plan.changes == []
 
@@ -189,3 +192,37 @@ def test_a_database_of_the_last_release_gets_duration_in_its_archives_and_keeps_
     archived = db.query(cursor, "SELECT EntityKey, Duration FROM dbo.SyncQueueArchive ORDER BY EnqueuedAt;")
     conn.close()
     assert archived == [("before", None), ("after", duration)]
+
+
+JOB_CHECK = "SyncQueueTypeProcedure_IsRunBy_DboProcedure"
+
+
+def test_an_upgrade_stops_at_a_job_procedure_that_is_not_dbo_and_goes_on_once_its_row_is_corrected(
+    mssql, new_database: str, tmp_path: Path
+) -> None:
+    """The last release took any JobProcedure. The upgrade adds the CHECK WITH CHECK: a row that
+    breaks it stops the deploy with error 547 naming the constraint, and nothing of that file
+    is applied; once the row names dbo.<name>, the next deploy goes on and the CHECK is
+    enabled and trusted. The row is the team's, never rewritten by the deploy."""
+    deploy_release(LAST_RELEASE, tmp_path / "release-last", mssql, new_database)
+    conn = db.connect(db.with_database(mssql.conn_str, new_database))
+    cursor = conn.cursor()
+    db.run_batch(cursor, "INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure) "
+                         "VALUES ('CustomerSync', N'SyncCustomer_utx');")
+
+    with pytest.raises(RelqError) as stopped:
+        deploy(REPO, mssql, create_db=new_database)
+
+    assert "547" in str(stopped.value) and JOB_CHECK in str(stopped.value), str(stopped.value)
+    rows = "SELECT JobProcedure FROM dbo.SyncQueueTypeProcedure;"
+    assert db.query(cursor, rows) == [("SyncCustomer_utx",)]
+    assert db.query(cursor, "SELECT COUNT(*) FROM sys.check_constraints "
+                            f"WHERE name = N'{JOB_CHECK}';") == [(0,)]
+
+    db.run_batch(cursor, "UPDATE dbo.SyncQueueTypeProcedure SET JobProcedure = N'dbo.SyncCustomer_utx';")
+    deploy(REPO, mssql, create_db=new_database)
+    assert deploy(REPO, mssql, create_db=new_database).plan.changes == []
+    assert db.query(cursor, "SELECT is_disabled, is_not_trusted FROM sys.check_constraints "
+                            f"WHERE name = N'{JOB_CHECK}';") == [(False, False)]
+    assert db.query(cursor, rows) == [("dbo.SyncCustomer_utx",)]
+    conn.close()
