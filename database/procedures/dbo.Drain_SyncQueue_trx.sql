@@ -189,11 +189,13 @@ BEGIN
             END TRY
             BEGIN CATCH
                 -- Only the report's own refusal means the item changed hands; the
-                -- same number raised by the job is the job's failure.
+                -- same number raised by the job is the job's failure. A relq error that
+                -- arrives as 18054 (its message not registered on this server) is relq's.
                 SELECT
-                    @JobErrNo = ERROR_NUMBER(),
+                    @JobErrNo = dbo.RelqErrorNumber_fn(ERROR_NUMBER(), ERROR_MESSAGE()),
                     @CaughtNo = CASE
-                        WHEN ERROR_PROCEDURE() LIKE N'%Modify[_]SyncQueue[_]utx' THEN ERROR_NUMBER()
+                        WHEN ERROR_PROCEDURE() LIKE N'%Modify[_]SyncQueue[_]utx'
+                            THEN dbo.RelqErrorNumber_fn(ERROR_NUMBER(), ERROR_MESSAGE())
                     END,
                     @JobError = N'error ' + CAST(ERROR_NUMBER() AS NVARCHAR(12))
                     + ISNULL(N' in ' + ERROR_PROCEDURE(), N'')
@@ -227,7 +229,8 @@ BEGIN
                     END TRY
                     BEGIN CATCH
                         IF XACT_STATE() <> 0 ROLLBACK TRANSACTION Drain_SyncQueue;
-                        IF (ERROR_NUMBER() NOT IN (735705, 735708, 735710)) THROW;
+                        IF (dbo.RelqErrorNumber_fn(ERROR_NUMBER(), ERROR_MESSAGE()) NOT IN (735705, 735708, 735710))
+                            THROW;
                         SET @TakenOver = @TakenOver + 1;
                     END CATCH;
                 END;
