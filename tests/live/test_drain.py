@@ -15,6 +15,7 @@ import pytest
 
 from relq import db
 from relq.errors import Msg
+from tests.live.jobs import enqueue_jobs
 
 pytestmark = pytest.mark.mssql
 
@@ -90,16 +91,6 @@ def before_the_check(conn) -> Iterator[None]:
         """)
 
 
-def enqueue(conn, job_type: str, *entities: str) -> None:
-    values = ", ".join(f"({n}, '{job_type}', N'{entity}')" for n, entity in enumerate(entities, start=1))
-    db.run_batch(conn.cursor(), f"""
-        SET NOCOUNT ON;
-        DECLARE @Items dbo.SyncQueueItemList;
-        INSERT INTO @Items (ItemNo, [Type], EntityKey) VALUES {values};
-        EXEC dbo.Add_SyncQueue_trx @Items = @Items;
-    """)
-
-
 def items_of(conn, job_type: str) -> dict[str, tuple]:
     """The items of ``job_type`` by entity key: (Status, AttemptNum, Response, Error)."""
     rows = db.query(conn.cursor(), "SELECT EntityKey, [Status], AttemptNum, Response, Error "
@@ -145,7 +136,7 @@ def test_a_queue_admin_member_drains_the_dbo_job_it_cannot_see(member, dbo_conn,
     on the job procedure. The drain's look-up sees it as dbo, and the job runs in the member's
     name; its namesake in the other schema does not run."""
     register(dbo_conn, job_type, DBO_JOB)
-    enqueue(dbo_conn, job_type, "dbo-1", "dbo-2")
+    enqueue_jobs(dbo_conn, job_type, "dbo-1", "dbo-2")
     conn = member("QueueAdmin")()
     assert db.query(conn.cursor(), "SELECT OBJECT_ID(N'dbo.RelqTest_DrainDbo_utx', N'P');") == [(None,)]
 
@@ -166,7 +157,7 @@ def test_the_drain_runs_nothing_for_a_row_from_before_the_check_and_gives_its_it
     back unworked with 735714 and its text as its Error, and stops."""
     with before_the_check(dbo_conn):
         register(dbo_conn, job_type, OTHER_JOB)
-        enqueue(dbo_conn, job_type, "old-1", "old-2")
+        enqueue_jobs(dbo_conn, job_type, "old-1", "old-2")
 
         admin = member("QueueAdmin")()
         with pytest.raises(db.SqlError) as refused:

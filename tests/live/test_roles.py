@@ -16,6 +16,7 @@ from relq.errors import Msg
 from relq.pipeline.store import SqlSession
 from relq.worker.cli import check_queue
 from relq.worker.procedures import SqlProcedures
+from tests.live.jobs import enqueue_jobs
 
 pytestmark = pytest.mark.mssql
 
@@ -90,16 +91,6 @@ def drain_types(mssql, live_database: str):
         """)
     yield conn
     conn.close()
-
-
-def enqueue_jobs(conn, job_type: str, *entities: str) -> None:
-    values = ", ".join(f"({n}, '{job_type}', N'{entity}')" for n, entity in enumerate(entities, start=1))
-    db.run_batch(conn.cursor(), f"""
-        SET NOCOUNT ON;
-        DECLARE @Items dbo.SyncQueueItemList;
-        INSERT INTO @Items (ItemNo, [Type], EntityKey) VALUES {values};
-        EXEC dbo.Add_SyncQueue_trx @Items = @Items;
-    """)
 
 
 def jobs_of(conn, job_type: str) -> dict[str, tuple]:
