@@ -23,10 +23,10 @@ def _tool(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def _required(command: str, option: str, value: str | None, what: str) -> None:
+def _required(task_name: str, option: str, value: str | None, what: str) -> None:
     """A required option left out: one line naming it, exit code 2."""
     if not value:
-        raise Exit(f"{command}: --{option} is required: {what} (invoke {command} --help)", code=2)
+        raise Exit(f"{task_name}: --{option} is required: {what} (invoke {task_name} --help)", code=2)
 
 
 def _fail(exc: Exception, command: str) -> Exit:
