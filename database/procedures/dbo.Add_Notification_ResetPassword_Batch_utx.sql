@@ -218,7 +218,7 @@ BEGIN
             -- lock of their own, so that none outlives a cancelled call; a try that finds its
             -- keys taken meanwhile (2627 on PK_Notification, or 1222 on another producer's
             -- uncommitted row, the INSERT waiting for no lock) is made again above the new
-            -- last key, for up to 10 s; the try alone runs under XACT_ABORT OFF.
+            -- last key, for up to 10 s; the read and the INSERT alone run under XACT_ABORT OFF.
             SELECT
                 @XactAbort = CASE WHEN (@@OPTIONS & 16384) = 16384 THEN 1 ELSE 0 END,
                 @Deadline = DATEADD(SECOND, 10, SYSUTCDATETIME()),
@@ -226,11 +226,12 @@ BEGIN
             SET LOCK_TIMEOUT 0;
             WHILE (@Taken = 0)
                 BEGIN
-                    SET XACT_ABORT OFF;
                     BEGIN TRY
+                        SET XACT_ABORT OFF; -- for the read and the INSERT alone
                         SELECT TOP (1) @Last = n.EnqueuedAt
                         FROM dbo.Notification AS n WITH (READUNCOMMITTED)
                         ORDER BY n.EnqueuedAt DESC;
+                        IF (@XactAbort = 1) SET XACT_ABORT ON;
                         SET @First = dbo.QueueNextKey_fn(@Last);
 
                         WITH numbered AS (
@@ -257,6 +258,7 @@ BEGIN
                             @RowCnt = @@ROWCOUNT,
                             @ErrNo = @@ERROR;
 
+                        SET XACT_ABORT OFF;
                         INSERT INTO dbo.Notification (
                             EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey
                         )
@@ -279,7 +281,7 @@ BEGIN
                     BEGIN CATCH
                         SET @ErrNo = ERROR_NUMBER();
                         IF (@XactAbort = 1) SET XACT_ABORT ON;
-                        IF (@ErrNo NOT IN (1222, 2627) OR XACT_STATE() <> 1) THROW;
+                        IF (@ErrNo NOT IN (601, 1222, 2627) OR XACT_STATE() <> 1) THROW;
                     END CATCH;
                     IF (@XactAbort = 1) SET XACT_ABORT ON;
                     IF (@Taken = 0 AND SYSUTCDATETIME() > @Deadline)

@@ -222,13 +222,15 @@ BEGIN
             -- the table's one unique constraint) or on its uncommitted one (1222: the INSERT
             -- waits for no lock, LOCK_TIMEOUT 0), and the try is made again above the new
             -- last key; a lock on the table (a purge's, say) is waited out 20 ms at a time,
-            -- for up to 10 s, and so is a deploy's schema lock on it. The try alone runs under
-            -- XACT_ABORT OFF, so that those errors cancel the statement, not the caller's
+            -- for up to 10 s, and so is a deploy's schema lock on it (and 601, a read without
+            -- locks that lost its place to data movement). The read and the INSERT alone run
+            -- under XACT_ABORT OFF, so that those errors cancel the statement, not the caller's
             -- transaction (learn.microsoft.com/sql/t-sql/statements/set-xact-abort-transact-sql;
             -- a lock time-out cancels the statement only: learn.microsoft.com/previous-versions/
-            -- sql/sql-server-2005/ms177413(v=sql.90)). The try waits for nothing, so an attention
-            -- almost never finds XACT_ABORT OFF, which would leave the caller's transaction open.
-            -- Two INSERTs never wait on each other's keys either: no deadlock can make the
+            -- sql/sql-server-2005/ms177413(v=sql.90)). Neither waits for a lock, so an attention
+            -- seldom lands while XACT_ABORT is OFF; when it does, the caller's transaction stays
+            -- open, with the DedupKey's and group's locks, until the connection closes or is
+            -- reset. Two INSERTs never wait on each other's keys: no deadlock can make the
             -- caller's transaction its victim.
             SELECT
                 @XactAbort = CASE WHEN (@@OPTIONS & 16384) = 16384 THEN 1 ELSE 0 END,
@@ -237,11 +239,12 @@ BEGIN
             SET LOCK_TIMEOUT 0;
             WHILE (@Taken = 0)
                 BEGIN
-                    SET XACT_ABORT OFF;
                     BEGIN TRY
+                        SET XACT_ABORT OFF; -- for the read and the INSERT alone
                         SELECT TOP (1) @Last = q.EnqueuedAt
                         FROM dbo.SyncQueue AS q WITH (READUNCOMMITTED)
                         ORDER BY q.EnqueuedAt DESC;
+                        IF (@XactAbort = 1) SET XACT_ABORT ON;
                         SET @FirstEnqueuedAt = dbo.QueueNextKey_fn(@Last);
                         SET @LastEnqueuedAt = DATEADD(MICROSECOND, @InsertCount - 1, @FirstEnqueuedAt);
 
@@ -269,6 +272,7 @@ BEGIN
                             @RowCnt = @@ROWCOUNT,
                             @ErrNo = @@ERROR;
 
+                        SET XACT_ABORT OFF;
                         INSERT INTO dbo.SyncQueue (
                             EnqueuedAt, [Type], EntityKey, Payload, ScheduledFor, UpdatedAt, [Priority], GroupKey,
                             DedupKey
@@ -294,11 +298,14 @@ BEGIN
                     BEGIN CATCH
                         SET @ErrNo = ERROR_NUMBER();
                         IF (@XactAbort = 1) SET XACT_ABORT ON;
-                        IF (@ErrNo NOT IN (1222, 2627) OR XACT_STATE() <> 1) THROW;
+                        IF (@ErrNo NOT IN (601, 1222, 2627) OR XACT_STATE() <> 1) THROW;
                     END CATCH;
                     IF (@XactAbort = 1) SET XACT_ABORT ON;
                     IF (@Taken = 0 AND SYSUTCDATETIME() > @Deadline)
                         BEGIN
+                            SELECT
+                                @FirstEnqueuedAt = NULL,
+                                @LastEnqueuedAt = NULL;
                             RAISERROR (735709, 16, 1, @Proc, N'new keys of dbo.SyncQueue', @ErrNo);
                             GOTO EXIT_ERROR;
                         END;

@@ -302,10 +302,13 @@ TABLE = {"SyncQueue": "dbo.SyncQueue", "Notification": "dbo.Notification"}
 def test_a_cancelled_enqueue_leaves_no_lock_and_the_next_producer_enqueues_at_once(
     connect, database: str, queue: str
 ) -> None:
-    """Producer B's enqueue keeps trying while a session holds the whole table (as a purge's
-    escalated lock would); B's client gives up after 1 s, an attention that ends the call
-    between two statements. Once the table is free, producer C, with a query timeout of its
-    own of 1 s, enqueues at once, while B's session is still connected."""
+    """Producer B's enqueue, with a DedupKey, keeps trying while a session holds the whole
+    table (as a purge's escalated lock would); B's client gives up after 1 s, an attention
+    that ends the call between two statements. The _trx runs with XACT_ABORT ON, so the
+    attention rolls B's transaction back, and its DedupKey's lock with it (the read and the
+    INSERT, which run with it off, wait for no lock: the attention lands in the 20 ms pause
+    between tries). Once the table is free, producer C, with a query timeout of its own of
+    1 s, enqueues the same DedupKey at once, while B's session is still connected."""
     admin = connect()
     clear(admin, queue)
     holder = connect()
@@ -316,14 +319,14 @@ def test_a_cancelled_enqueue_leaves_no_lock_and_the_next_producer_enqueues_at_on
     b = connect()
     b.timeout = 1
     with pytest.raises(db.SqlError) as cancelled:
-        QUEUES[queue][1](b, "producer-b")
+        QUEUES[queue][1](b, "producer-b", dedup="cancelled-42")
     assert cancelled.value.sqlstate in ("HYT00", "HYT01"), cancelled.value
     db.run_batch(cursor, "ROLLBACK TRANSACTION;")
 
     assert application_locks(admin, database) == []
     c = connect()
     c.timeout = 1
-    key_c = QUEUES[queue][1](c, "producer-c")
+    key_c = QUEUES[queue][1](c, "producer-c", dedup="cancelled-42")
     assert claim_all(admin, queue) == {key_c}  # B wrote nothing
     b.close()
 
