@@ -86,7 +86,8 @@ def fix(c):
 @command("deploy", numbers=("deploy_wait", "statement_lock_wait"), help={
     "conn": CONN_HELP,
     "create-db": "create this database if it is missing, and deploy into it",
-    "db-owner": "the login that owns a database --create-db creates (default: sa, the login of SID 0x01)",
+    "db-owner": "the login that owns a database --create-db creates (default for a sysadmin: sa, the login "
+                "of SID 0x01; a login that is not sysadmin keeps the database it creates)",
     "dry-run": "print the preflight and the plan (with the tables each step locks), and change nothing",
     "check": "only the preflight: version, compatibility level, rights, message numbers, RCSI",
     "deploy-wait": "seconds to wait for another deploy of the same database to finish (default 600)",

@@ -132,7 +132,7 @@ def deploy(root: Path, target: db.Target, *, create_db: str | None = None, dry_r
     ``deploy_wait``: seconds to wait for another deploy of the database to finish;
     ``statement_lock_wait``: seconds each statement may wait for a lock before its file is
     rolled back (and tried again, LOCK_RETRIES times); ``db_owner``: the login that owns a
-    database ``create_db`` creates (default: the server's first login, sa, see ensure_database)."""
+    database ``create_db`` creates (see ensure_database)."""
     console = console or stderr_console()
     verdict, facts = _preflight(root, target, create_db, console)
     if not verdict.ok and not dry_run:
@@ -420,40 +420,75 @@ def _undo(conn, transactional: bool) -> tuple[str, bool]:
 
 # The login with SID 0x01 is the one SQL Server creates at setup, sa, whatever it was renamed
 # to and even when it is disabled: an owner no person logs in as, which no departure of a DBA
-# orphans (https://learn.microsoft.com/sql/t-sql/statements/alter-authorization-transact-sql:
-# giving a database to a login takes IMPERSONATE on it, or sysadmin).
+# orphans. ALTER AUTHORIZATION ON DATABASE takes a SQL login or a Windows user login (not a
+# group, not a role) that has no user in the database yet, and IMPERSONATE on it, or sysadmin
+# (https://learn.microsoft.com/sql/t-sql/statements/alter-authorization-transact-sql).
+_CALLER_SQL = """SET NOCOUNT ON;
+SELECT SUSER_SNAME(0x01), IS_SRVROLEMEMBER(N'sysadmin'), DB_ID(?);"""
 _OWNER_SQL = """SET NOCOUNT ON;
-SELECT COALESCE(?, SUSER_SNAME(0x01)), SUSER_SNAME(), IS_SRVROLEMEMBER(N'sysadmin'), DB_ID(?);"""
+SELECT
+    p.[type],
+    CASE WHEN p.[sid] = SUSER_SID() THEN 1 ELSE 0 END,
+    CASE
+        WHEN EXISTS (
+            -- a user that model holds, and every new database copies: dbo (1) is remapped instead
+            SELECT 1 FROM model.sys.database_principals AS u WHERE u.[sid] = p.[sid] AND u.principal_id > 4
+        ) THEN 1 ELSE 0
+    END
+FROM sys.server_principals AS p
+WHERE p.[name] = ?;"""
+_OWNER_TYPES = ("S", "U", "E")  # SQL login, Windows user login, Microsoft Entra user
 
 
 def ensure_database(conn_str: str, name: str, owner: str | None = None) -> None:
     """Create database ``name`` unless it exists (another deploy may create it at the
-    same moment), owned by the login ``owner`` (default: the login of SID 0x01, sa). The
-    preflight has checked the name. Giving it away is checked before anything is created: a
-    login that is not sysadmin would lose the database it made (it enters it as its owner
-    only), so it must name itself as the owner."""
+    same moment), owned by the login ``owner``. By default a sysadmin gives it to the login
+    of SID 0x01 (sa); any other login keeps it, as it enters the database only as its owner.
+    The preflight has checked the name; the owner is checked before anything is created, and
+    a database whose owner SQL Server refuses is dropped again, empty as it is."""
     conn = db.connect(db.with_database(conn_str, "master"))
     try:
         cursor = conn.cursor()
-        owner, login, sysadmin, exists = db.query(cursor, _OWNER_SQL, owner, name)[0]
+        first_login, sysadmin, exists = db.query(cursor, _CALLER_SQL, name)[0]
         if exists is not None:
             return
-        if owner is None or db.query(cursor, "SELECT SUSER_ID(?);", owner)[0][0] is None:
-            raise RelqError(f"--db-owner {owner!r}: no such login on this server")
-        if owner != login and sysadmin != 1:
-            raise RelqError(f"--create-db: {login} is not sysadmin and would lose the database it creates "
-                            f"to {owner}: pass --db-owner {login}, or deploy as a sysadmin")
+        if owner is None and sysadmin == 1:
+            owner = first_login
+        give_to = _new_owner(cursor, owner, sysadmin == 1) if owner else None
         try:
             db.run_batch(cursor, f"CREATE DATABASE {quote(name)};")
         except db.SqlError as exc:
             if exc.number != 1801:  # 1801: it exists already, created by someone else
                 raise
             return
-        if owner != login:
-            login_name = "[" + owner.replace("]", "]]") + "]"  # one name, dots and backslashes its own
-            db.run_batch(cursor, f"ALTER AUTHORIZATION ON DATABASE::{quote(name)} TO {login_name};")
+        if give_to:
+            try:
+                db.run_batch(cursor, f"ALTER AUTHORIZATION ON DATABASE::{quote(name)} TO {give_to};")
+            except db.SqlError as exc:
+                db.run_batch(cursor, f"DROP DATABASE {quote(name)};")
+                raise RelqError(f"--db-owner {owner!r}: SQL Server refused it ({exc}); the new database "
+                                f"was dropped again") from None
     finally:
         conn.close()
+
+
+def _new_owner(cursor, owner: str, sysadmin: bool) -> str | None:
+    """``owner`` quoted for ALTER AUTHORIZATION, None when it is the deploying login itself;
+    a RelqError for an owner SQL Server would refuse, or one the login may not give to."""
+    found = db.query(cursor, _OWNER_SQL, owner)
+    if not found or found[0][0] not in _OWNER_TYPES:
+        raise RelqError(f"--db-owner {owner!r}: no SQL login or Windows user login of that name on this "
+                        f"server (a group or a role cannot own a database)")
+    _, itself, in_model = found[0]
+    if itself == 1:
+        return None
+    if not sysadmin:
+        raise RelqError(f"--create-db: a login that is not sysadmin would lose the database it creates to "
+                        f"{owner}: leave out --db-owner, or deploy as a sysadmin")
+    if in_model == 1:
+        raise RelqError(f"--db-owner {owner!r}: it has a user in model, which every new database copies, "
+                        f"and an owner may not have one")
+    return "[" + owner.replace("]", "]]") + "]"  # one name: its dots and backslashes are its own
 
 
 def _lock(cursor, timeout_s: int) -> None:
