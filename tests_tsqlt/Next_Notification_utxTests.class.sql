@@ -318,7 +318,7 @@ BEGIN
         @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'a retry must be claimed once it is due';
 END;
 GO
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx skips items when their attempts are spent]
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx skips items and fails the Error ones when their attempts are spent]
 AS
 BEGIN
     DECLARE @DueFirst dbo.[_Timestamp] = DATEADD(MINUTE, -10, SYSUTCDATETIME());
@@ -366,7 +366,7 @@ BEGIN
     INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum)
     VALUES
     (@SpentPending, 'Pending', 3),
-    (@SpentError, 'Error', 3),
+    (@SpentError, 'Failed', 3),
     (@OneLeft, 'Processing', 3);
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
@@ -679,6 +679,152 @@ BEGIN
         END;
 
     EXEC tSQLt.AssertEqualsString @Expected = '3,4,2,1,5,-,', @Actual = @Order, @Message = N'claim order';
+END;
+GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims the due items of every Priority band when higher bands hold items not yet due]
+AS
+BEGIN
+    DECLARE @Later dbo.[_Timestamp] = DATEADD(MINUTE, 10, SYSUTCDATETIME());
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    DECLARE @Waiting INT;
+    EXEC Next_Notification_utxTests.FakeQueue;
+    -- Expected: 2 (Priority 5, the only due one), 3 and 6 (Priority 3, by ScheduledFor),
+    -- 5 (Priority 0); 1 and 4 are not due and stay Pending.
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @ScheduledFor = @Later, @Priority = 5;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02', @ScheduledFor = '2024-01-01T00:05:00', @Priority = 5;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03', @ScheduledFor = '2024-01-01T00:01:00', @Priority = 3;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:04', @ScheduledFor = @Later, @Priority = 3;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:05', @ScheduledFor = '2024-01-01T00:00:30', @Priority = 0;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:06', @ScheduledFor = '2024-01-01T00:02:00', @Priority = 3;
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '2,3,6,5', @Actual = @Seconds, @Message = N'claim order';
+    SELECT @Waiting = COUNT(*)
+    FROM dbo.Notification AS q
+    WHERE q.[Status] = 'Pending' AND q.EnqueuedAt IN ('2024-01-01T00:00:01', '2024-01-01T00:00:04');
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Waiting, @Message = N'items not due, still Pending';
+END;
+GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims by Priority then ScheduledFor across types when Type is NULL]
+AS
+BEGIN
+    DECLARE @Later dbo.[_Timestamp] = DATEADD(MINUTE, 10, SYSUTCDATETIME());
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.FakeTypes;
+    -- Expected: 3 (ResetPassword, Priority 5, due first of that band), 2 (AddTestJobA,
+    -- Priority 5), 4 (AddTestJobA, Priority 0, due first), 1; 5 is not due.
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01', @ScheduledFor = '2024-01-01T00:01:00', @Priority = 0;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02',
+        @ScheduledFor = '2024-01-01T00:03:00',
+        @Priority = 5,
+        @Type = 'AddTestJobA';
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03', @ScheduledFor = '2024-01-01T00:02:00', @Priority = 5;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:04',
+        @ScheduledFor = '2024-01-01T00:00:30',
+        @Priority = 0,
+        @Type = 'AddTestJobA';
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:05', @ScheduledFor = @Later, @Priority = 9, @Type = 'AddTestJobA';
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '3,2,4,1', @Actual = @Seconds, @Message = N'claim order';
+END;
+GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx keeps the last error and moves the token when it fails an Error item whose attempts are spent]
+AS
+BEGIN
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @Status VARCHAR(20);
+    DECLARE @Error NVARCHAR(MAX);
+    DECLARE @UpdatedAt dbo.[_Timestamp];
+    DECLARE @Attempts INT;
+    EXEC Next_Notification_utxTests.FakeQueue;
+    -- maxAttempts lowered to 2 after the item's second attempt ended in Error.
+    INSERT INTO dbo.AppSettings (Param, ValInt, ValText) VALUES ('notification.maxAttempts', 2, NULL);
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Key, @Status = 'Error', @AttemptNum = 2, @UpdatedAt = @OldToken;
+    UPDATE dbo.Notification
+    SET Error = N'HTTP 503 from the relay'
+    WHERE EnqueuedAt = @Key;
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @EnqueuedAt = @EnqueuedAt OUTPUT;
+
+    SELECT
+        @Status = q.[Status],
+        @Error = q.Error,
+        @UpdatedAt = q.UpdatedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Key;
+    SELECT @Attempts = COUNT(*) FROM dbo.NotificationAttempt;
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Failed', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEqualsString @Expected = N'HTTP 503 from the relay', @Actual = @Error, @Message = N'Error';
+    IF (@UpdatedAt <= @OldToken) EXEC tSQLt.Fail N'the token did not move forward';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'attempt rows';
+END;
+GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx has a claim index keyed Type then Priority DESC then ScheduledFor when the table is deployed]
+AS
+BEGIN
+    DECLARE @Keys NVARCHAR(400);
+    DECLARE @Filter NVARCHAR(400);
+    SELECT
+        @Keys = STRING_AGG(
+            c.name + CASE WHEN ic.is_descending_key = 1 THEN N' DESC' ELSE N'' END, N', '
+        ) WITHIN GROUP (ORDER BY ic.key_ordinal)
+    FROM sys.indexes AS i
+    INNER JOIN sys.index_columns AS ic ON i.object_id = ic.object_id AND i.index_id = ic.index_id
+    INNER JOIN sys.columns AS c ON ic.object_id = c.object_id AND ic.column_id = c.column_id
+    WHERE i.object_id = OBJECT_ID(N'dbo.Notification') AND i.name = N'IX_Notification_Due' AND ic.key_ordinal > 0;
+    SELECT @Filter = i.filter_definition
+    FROM sys.indexes AS i
+    WHERE i.object_id = OBJECT_ID(N'dbo.Notification') AND i.name = N'IX_Notification_Due';
+
+    EXEC tSQLt.AssertEqualsString @Expected = N'Type, Priority DESC, ScheduledFor', @Actual = @Keys, @Message = N'keys';
+    IF (
+        @Filter IS NULL
+        OR @Filter NOT LIKE N'%''Pending''%'
+        OR @Filter NOT LIKE N'%''Error''%'
+        OR @Filter LIKE N'%''Processing''%'
+    )
+        EXEC tSQLt.Fail N'IX_Notification_Due is not filtered to Pending and Error: ', @Filter;
+END;
+GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx has a health index of the unfinished items only when the table is deployed]
+AS
+BEGIN
+    DECLARE @Filter NVARCHAR(400);
+    SELECT @Filter = i.filter_definition
+    FROM sys.indexes AS i
+    WHERE i.object_id = OBJECT_ID(N'dbo.Notification') AND i.name = N'IX_Notification_Status';
+
+    IF (
+        @Filter IS NULL
+        OR @Filter NOT LIKE N'%''Pending''%'
+        OR @Filter NOT LIKE N'%''Processing''%'
+        OR @Filter NOT LIKE N'%''Error''%'
+        OR @Filter NOT LIKE N'%''Paused''%'
+        OR @Filter LIKE N'%''Completed''%'
+        OR @Filter LIKE N'%''Failed''%'
+    )
+        EXEC tSQLt.Fail N'IX_Notification_Status is not filtered to the unfinished states: ', @Filter;
 END;
 GO
 CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims only items of that type when Type is given]

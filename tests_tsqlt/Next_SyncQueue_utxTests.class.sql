@@ -317,7 +317,7 @@ BEGIN
         @Expected = @Key, @Actual = @EnqueuedAt, @Message = N'a retry must be claimed once it is due';
 END;
 GO
-CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx skips items when their attempts are spent]
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx skips items and fails the Error ones when their attempts are spent]
 AS
 BEGIN
     DECLARE @DueFirst dbo.[_Timestamp] = DATEADD(MINUTE, -10, SYSUTCDATETIME());
@@ -365,7 +365,7 @@ BEGIN
     INSERT INTO #Expected (EnqueuedAt, [Status], AttemptNum)
     VALUES
     (@SpentPending, 'Pending', 3),
-    (@SpentError, 'Error', 3),
+    (@SpentError, 'Failed', 3),
     (@OneLeft, 'Processing', 3);
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
@@ -678,6 +678,152 @@ BEGIN
         END;
 
     EXEC tSQLt.AssertEqualsString @Expected = '3,4,2,1,5,-,', @Actual = @Order, @Message = N'claim order';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the due items of every Priority band when higher bands hold items not yet due]
+AS
+BEGIN
+    DECLARE @Later dbo.[_Timestamp] = DATEADD(MINUTE, 10, SYSUTCDATETIME());
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    DECLARE @Waiting INT;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- Expected: 2 (Priority 5, the only due one), 3 and 6 (Priority 3, by ScheduledFor),
+    -- 5 (Priority 0); 1 and 4 are not due and stay Pending.
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @ScheduledFor = @Later, @Priority = 5;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02', @ScheduledFor = '2024-01-01T00:05:00', @Priority = 5;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03', @ScheduledFor = '2024-01-01T00:01:00', @Priority = 3;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:04', @ScheduledFor = @Later, @Priority = 3;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:05', @ScheduledFor = '2024-01-01T00:00:30', @Priority = 0;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:06', @ScheduledFor = '2024-01-01T00:02:00', @Priority = 3;
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+
+    EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '2,3,6,5', @Actual = @Seconds, @Message = N'claim order';
+    SELECT @Waiting = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE q.[Status] = 'Pending' AND q.EnqueuedAt IN ('2024-01-01T00:00:01', '2024-01-01T00:00:04');
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Waiting, @Message = N'items not due, still Pending';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims by Priority then ScheduledFor across types when Type is NULL]
+AS
+BEGIN
+    DECLARE @Later dbo.[_Timestamp] = DATEADD(MINUTE, 10, SYSUTCDATETIME());
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.FakeTypes;
+    -- Expected: 3 (CustomerSync, Priority 5, due first of that band), 2 (InventorySync,
+    -- Priority 5), 4 (InventorySync, Priority 0, due first), 1; 5 is not due.
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01', @ScheduledFor = '2024-01-01T00:01:00', @Priority = 0;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02',
+        @ScheduledFor = '2024-01-01T00:03:00',
+        @Priority = 5,
+        @Type = 'InventorySync';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03', @ScheduledFor = '2024-01-01T00:02:00', @Priority = 5;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:04',
+        @ScheduledFor = '2024-01-01T00:00:30',
+        @Priority = 0,
+        @Type = 'InventorySync';
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:05', @ScheduledFor = @Later, @Priority = 9, @Type = 'InventorySync';
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+
+    EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '3,2,4,1', @Actual = @Seconds, @Message = N'claim order';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx keeps the last error and moves the token when it fails an Error item whose attempts are spent]
+AS
+BEGIN
+    DECLARE @Key dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @OldToken dbo.[_Timestamp] = '2024-01-01T00:00:05';
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @Status VARCHAR(20);
+    DECLARE @Error NVARCHAR(MAX);
+    DECLARE @UpdatedAt dbo.[_Timestamp];
+    DECLARE @Attempts INT;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- maxAttempts lowered to 2 after the item's second attempt ended in Error.
+    INSERT INTO dbo.AppSettings (Param, ValInt, ValText) VALUES ('syncqueue.maxAttempts', 2, NULL);
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key, @Status = 'Error', @AttemptNum = 2, @UpdatedAt = @OldToken;
+    UPDATE dbo.SyncQueue
+    SET Error = N'HTTP 503 from the relay'
+    WHERE EnqueuedAt = @Key;
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @EnqueuedAt = @EnqueuedAt OUTPUT;
+
+    SELECT
+        @Status = q.[Status],
+        @Error = q.Error,
+        @UpdatedAt = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    SELECT @Attempts = COUNT(*) FROM dbo.SyncQueueAttempt;
+    EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Failed', @Actual = @Status, @Message = N'Status';
+    EXEC tSQLt.AssertEqualsString @Expected = N'HTTP 503 from the relay', @Actual = @Error, @Message = N'Error';
+    IF (@UpdatedAt <= @OldToken) EXEC tSQLt.Fail N'the token did not move forward';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'attempt rows';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx has a claim index keyed Type then Priority DESC then ScheduledFor when the table is deployed]
+AS
+BEGIN
+    DECLARE @Keys NVARCHAR(400);
+    DECLARE @Filter NVARCHAR(400);
+    SELECT
+        @Keys = STRING_AGG(
+            c.name + CASE WHEN ic.is_descending_key = 1 THEN N' DESC' ELSE N'' END, N', '
+        ) WITHIN GROUP (ORDER BY ic.key_ordinal)
+    FROM sys.indexes AS i
+    INNER JOIN sys.index_columns AS ic ON i.object_id = ic.object_id AND i.index_id = ic.index_id
+    INNER JOIN sys.columns AS c ON ic.object_id = c.object_id AND ic.column_id = c.column_id
+    WHERE i.object_id = OBJECT_ID(N'dbo.SyncQueue') AND i.name = N'IX_SyncQueue_Due' AND ic.key_ordinal > 0;
+    SELECT @Filter = i.filter_definition
+    FROM sys.indexes AS i
+    WHERE i.object_id = OBJECT_ID(N'dbo.SyncQueue') AND i.name = N'IX_SyncQueue_Due';
+
+    EXEC tSQLt.AssertEqualsString @Expected = N'Type, Priority DESC, ScheduledFor', @Actual = @Keys, @Message = N'keys';
+    IF (
+        @Filter IS NULL
+        OR @Filter NOT LIKE N'%''Pending''%'
+        OR @Filter NOT LIKE N'%''Error''%'
+        OR @Filter LIKE N'%''Processing''%'
+    )
+        EXEC tSQLt.Fail N'IX_SyncQueue_Due is not filtered to Pending and Error: ', @Filter;
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx has a health index of the unfinished items only when the table is deployed]
+AS
+BEGIN
+    DECLARE @Filter NVARCHAR(400);
+    SELECT @Filter = i.filter_definition
+    FROM sys.indexes AS i
+    WHERE i.object_id = OBJECT_ID(N'dbo.SyncQueue') AND i.name = N'IX_SyncQueue_Status';
+
+    IF (
+        @Filter IS NULL
+        OR @Filter NOT LIKE N'%''Pending''%'
+        OR @Filter NOT LIKE N'%''Processing''%'
+        OR @Filter NOT LIKE N'%''Error''%'
+        OR @Filter NOT LIKE N'%''Paused''%'
+        OR @Filter LIKE N'%''Completed''%'
+        OR @Filter LIKE N'%''Failed''%'
+    )
+        EXEC tSQLt.Fail N'IX_SyncQueue_Status is not filtered to the unfinished states: ', @Filter;
 END;
 GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims only items of that type when Type is given]

@@ -10,7 +10,19 @@ GO
    2. The rest of the batch: Pending and Error items that are due, highest
       Priority first, then earliest ScheduledFor, then enqueue order.
    3. Such abandoned items on their last attempt become Failed instead (at most
-      100 a call).
+      100 a call), and so do the Error items the due read meets at or past the
+      limit (there after the limit was lowered: a report fails an item on its
+      last attempt itself); they keep their last error, and Retry_ can take them.
+   The due read costs the due work, not the table: IX_Notification_Due is keyed
+   ([Type], [Priority] DESC, ScheduledFor). One seek per (Type, Priority) band
+   present finds the bands (a skip scan: each seek asks for the next lower
+   Priority of a type; @Type set: that type's bands only), then one seek per band
+   reads its due items with ScheduledFor <= now in the seek's range, at most
+   @BatchSize + 16 a band. Items scheduled for later and other types' items are
+   never read; Error items past the limit are read once. What a band read still
+   passes over: Pending items at or past the limit (an Error item paused, the
+   limit lowered, then resumed), and the later due items of a group whose
+   earlier item is unfinished.
    An item of an ordered group (GroupKey) is claimed only when no unfinished item
    of its group was enqueued before it, so a group's items run one at a time, in
    order, even within one batch. A claim sets Processing, AttemptNum + 1,
@@ -81,7 +93,14 @@ BEGIN
         EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY NONCLUSTERED WITH (IGNORE_DUP_KEY = ON),
         UpdatedAt DATETIME2(7) NOT NULL,
         ClaimOrder BIGINT NOT NULL,
+        Exhausted BIT NOT NULL,
         INDEX IX_Candidates_Order CLUSTERED (ClaimOrder)
+    );
+    -- The (Type, Priority) bands of IX_Notification_Due that hold waiting items.
+    DECLARE @Bands TABLE (
+        [Type] VARCHAR(50) NOT NULL,
+        [Priority] SMALLINT NOT NULL,
+        PRIMARY KEY ([Type], [Priority])
     );
     DECLARE @Want INT = @BatchSize + 16;
     DECLARE @Holder NVARCHAR(128) = ISNULL(
@@ -128,11 +147,12 @@ BEGIN
     -- table lock. A few more than asked for, since other claims read the same
     -- rows. First the abandoned items (dead workers', and the caller's own after
     -- a restart), then the due ones, most urgent first, of a group the next only.
-    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder)
+    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder, Exhausted)
     SELECT TOP (@Want)
         n.EnqueuedAt,
         n.UpdatedAt,
-        ROW_NUMBER() OVER (ORDER BY n.LeaseUntil ASC) AS ClaimOrder
+        ROW_NUMBER() OVER (ORDER BY n.LeaseUntil ASC) AS ClaimOrder,
+        0 AS Exhausted
     FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
     WHERE
         n.[Status] = 'Processing'
@@ -145,31 +165,91 @@ BEGIN
         @ErrNo = @@ERROR;
     IF (@ErrNo NOT IN (0, 3604)) GOTO EXIT_ERROR;
 
-    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder)
-    SELECT TOP (@Want)
-        n.EnqueuedAt,
-        n.UpdatedAt,
-        @Want + ROW_NUMBER() OVER (ORDER BY n.[Priority] DESC, n.ScheduledFor ASC, n.EnqueuedAt ASC) AS ClaimOrder
-    FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
-    WHERE
-        n.[Status] IN ('Pending', 'Error')
-        AND n.ScheduledFor <= @Now
-        AND n.AttemptNum < @MaxAttempts
-        AND (@Type IS NULL OR n.[Type] = @Type)
-        AND (
-            n.GroupKey IS NULL
-            -- No READPAST here: an earlier item being written must be waited for, not skipped
-            -- (READCOMMITTEDLOCK: waited for under READ_COMMITTED_SNAPSHOT too).
-            OR NOT EXISTS (
-                SELECT 1 FROM dbo.Notification AS e WITH (READCOMMITTEDLOCK)
+    -- The bands: each type's highest Priority with waiting items, then, while
+    -- any is found, the next lower one of each type, one seek each.
+    INSERT INTO @Bands ([Type], [Priority])
+    SELECT
+        t.[Type],
+        b.[Priority]
+    FROM dbo.NotificationType AS t
+    CROSS APPLY (
+        SELECT TOP (1) n.[Priority]
+        FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
+        WHERE n.[Status] IN ('Pending', 'Error') AND n.[Type] = t.[Type]
+        ORDER BY n.[Priority] DESC
+    ) AS b
+    WHERE @Type IS NULL OR t.[Type] = @Type;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    WHILE (@RowCnt > 0)
+        BEGIN
+            INSERT INTO @Bands ([Type], [Priority])
+            SELECT
+                l.[Type],
+                b.[Priority]
+            FROM (
+                SELECT
+                    f.[Type],
+                    MIN(f.[Priority]) AS [Priority]
+                FROM @Bands AS f
+                GROUP BY f.[Type]
+            ) AS l
+            CROSS APPLY (
+                SELECT TOP (1) n.[Priority]
+                FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
                 WHERE
-                    e.GroupKey = n.GroupKey
-                    AND e.GroupKey IS NOT NULL
-                    AND e.EnqueuedAt < n.EnqueuedAt
-                    AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+                    n.[Status] IN ('Pending', 'Error')
+                    AND n.[Type] = l.[Type]
+                    AND n.[Priority] < l.[Priority]
+                ORDER BY n.[Priority] DESC
+            ) AS b;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+        END;
+
+    -- The due items, one seek per band, merged in claim order. Error items at or
+    -- past the limit come along (Exhausted), to be failed below, not claimed.
+    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder, Exhausted)
+    SELECT TOP (@Want)
+        d.EnqueuedAt,
+        d.UpdatedAt,
+        @Want + ROW_NUMBER() OVER (ORDER BY d.[Priority] DESC, d.ScheduledFor ASC, d.EnqueuedAt ASC) AS ClaimOrder,
+        d.Exhausted
+    FROM @Bands AS b
+    CROSS APPLY (
+        SELECT TOP (@Want)
+            n.EnqueuedAt,
+            n.UpdatedAt,
+            n.[Priority],
+            n.ScheduledFor,
+            CAST(CASE WHEN n.AttemptNum >= @MaxAttempts THEN 1 ELSE 0 END AS BIT) AS Exhausted
+        FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
+        WHERE
+            n.[Status] IN ('Pending', 'Error')
+            AND n.[Type] = b.[Type]
+            AND n.[Priority] = b.[Priority]
+            AND n.ScheduledFor <= @Now
+            AND (n.AttemptNum < @MaxAttempts OR n.[Status] = 'Error')
+            AND (
+                n.GroupKey IS NULL
+                -- No READPAST here: an earlier item being written must be waited for, not skipped
+                -- (READCOMMITTEDLOCK: waited for under READ_COMMITTED_SNAPSHOT too).
+                OR NOT EXISTS (
+                    SELECT 1 FROM dbo.Notification AS e WITH (READCOMMITTEDLOCK)
+                    WHERE
+                        e.GroupKey = n.GroupKey
+                        AND e.GroupKey IS NOT NULL
+                        AND e.EnqueuedAt < n.EnqueuedAt
+                        AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+                )
             )
-        )
-    ORDER BY n.[Priority] DESC, n.ScheduledFor ASC, n.EnqueuedAt ASC;
+        ORDER BY n.ScheduledFor ASC, n.EnqueuedAt ASC
+    ) AS d
+    ORDER BY d.[Priority] DESC, d.ScheduledFor ASC, d.EnqueuedAt ASC;
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
@@ -195,6 +275,7 @@ BEGIN
         FROM @Candidates AS c
         INNER JOIN dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK, FORCESEEK)
             ON c.EnqueuedAt = n.EnqueuedAt AND c.UpdatedAt = n.UpdatedAt
+        WHERE c.Exhausted = 0
         ORDER BY c.ClaimOrder ASC
     )
 
@@ -249,6 +330,22 @@ BEGIN
             SELECT 1 FROM @Taken AS t
             WHERE t.EnqueuedAt = n.EnqueuedAt
         );
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+
+    -- Error items the due read met at or past the limit: Failed, keeping their
+    -- last error (their last attempt ended when it was reported). Unchanged since
+    -- read (the token), and not being written by anyone else (READPAST).
+    UPDATE n
+    SET
+        [Status] = 'Failed',
+        UpdatedAt = dbo.QueueNextKey_fn(n.UpdatedAt)
+    FROM @Candidates AS c
+    INNER JOIN dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK, FORCESEEK)
+        ON c.EnqueuedAt = n.EnqueuedAt AND c.UpdatedAt = n.UpdatedAt
+    WHERE c.Exhausted = 1 AND n.[Status] = 'Error' AND n.AttemptNum >= @MaxAttempts;
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;

@@ -37,15 +37,23 @@ IF OBJECT_ID(N'dbo.SyncQueue', N'U') IS NULL
         );
     END;
 GO
-/* The claim index: Next_SyncQueue_utx seeks the most urgent due item among the
-   Pending and Error ones (Priority, then ScheduledFor, then the clustered key
-   EnqueuedAt, which every nonclustered index carries), so a claim costs the same
-   on a backlog of millions. Its filter matches the claim's literal predicate,
-   which is what lets the optimizer use a filtered index. UpdatedAt is left out on
-   purpose: the claim reads it from the row itself, so that its UPDLOCK and
-   READPAST hold the row as well as this entry. A Modify_ locks the row first and
-   this entry second; a claim that held only the entry could deadlock with it.
-   Databases deployed before leases get it from V0001__worker_lifecycle.sql. */
+/* The claim index: keyed [Type], then Priority (highest first), then ScheduledFor,
+   then the clustered key EnqueuedAt (which every nonclustered index carries).
+   Next_SyncQueue_utx reads it in bands: one seek finds each (Type, Priority)
+   pair present, then one seek per band reads that band's due items, with
+   ScheduledFor <= now a range of the seek, not a residual predicate. A claim
+   therefore reads the bands and the due work only, never the items scheduled
+   for later, nor other types' items when it names a type: its cost does not
+   grow with the backlog of future or foreign work. Its filter matches the
+   claim's literal predicate, which is what lets the optimizer use a filtered
+   index; [Status] is included because the claim tells Error items from Pending
+   ones (past the attempt limit the first fail, the second wait). UpdatedAt is
+   left out on purpose: the claim reads it from the row itself, so that its
+   UPDLOCK and READPAST hold the row as well as this entry. A Modify_ locks the
+   row first and this entry second; a claim that held only the entry could
+   deadlock with it.
+   Databases deployed before get the index from V0001__worker_lifecycle.sql and
+   these keys from V0005. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -53,8 +61,8 @@ IF
     )
     BEGIN
         CREATE NONCLUSTERED INDEX IX_SyncQueue_Due
-            ON dbo.SyncQueue ([Priority] DESC, ScheduledFor)
-            INCLUDE (AttemptNum, GroupKey, [Type])
+            ON dbo.SyncQueue ([Type], [Priority] DESC, ScheduledFor)
+            INCLUDE (AttemptNum, GroupKey, [Status])
             WHERE ([Status] IN ('Pending', 'Error'));
     END;
 GO
@@ -102,10 +110,11 @@ IF
             WHERE (DedupKey IS NOT NULL AND [Status] IN ('Pending', 'Processing', 'Error', 'Paused'));
     END;
 GO
-/* The health index: dbo.QueueHealth_V counts the items of each status, and
-   finds the oldest due and those past their lease, from this narrow index
-   instead of the table's wide rows. dbo.Purge_SyncQueue_trx seeks it too: the
-   finished items of each state, with UpdatedAt to tell how long ago they finished. */
+/* The health index: dbo.QueueHealth_V counts the unfinished items of each
+   status, and finds the oldest due and those past their lease, from this narrow
+   index instead of the table's wide rows. Finished items are not in it, so its
+   reads do not grow with the history a queue keeps until it is purged.
+   Databases deployed before get the filter from V0006. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -114,7 +123,8 @@ IF
     BEGIN
         CREATE NONCLUSTERED INDEX IX_SyncQueue_Status
             ON dbo.SyncQueue ([Status])
-            INCLUDE (ScheduledFor, LeaseUntil, UpdatedAt);
+            INCLUDE (ScheduledFor, LeaseUntil, UpdatedAt)
+            WHERE ([Status] IN ('Pending', 'Processing', 'Error', 'Paused'));
     END;
 GO
 /* The purge index: Purge_SyncQueue_trx takes the finished items that finished

@@ -62,18 +62,39 @@ relq.deploy.apply.deploy(root, db.resolve_target(None, None), create_db=sys.argv
 """
 
 
-def due_index(cursor) -> tuple[list[tuple[str, bool]], set[str], str | None]:
-    """IX_Notification_Due as the server has it: its keys in order (name, descending),
-    its included columns, and its filter."""
+def index_shape(cursor, table: str, index: str) -> tuple[list[tuple[str, bool]], set[str], str | None]:
+    """An index as the server has it: its keys in order (name, descending), its included
+    columns, and its filter."""
     rows = db.query(cursor, """
         SELECT c.name, ic.is_included_column, ic.is_descending_key, i.filter_definition
         FROM sys.indexes AS i
         INNER JOIN sys.index_columns AS ic ON i.object_id = ic.object_id AND i.index_id = ic.index_id
         INNER JOIN sys.columns AS c ON ic.object_id = c.object_id AND ic.column_id = c.column_id
-        WHERE i.object_id = OBJECT_ID(N'dbo.Notification') AND i.name = N'IX_Notification_Due'
-        ORDER BY ic.is_included_column, ic.key_ordinal;""")
+        WHERE i.object_id = OBJECT_ID(N'dbo.' + ?) AND i.name = ?
+        ORDER BY ic.is_included_column, ic.key_ordinal;""", table, index)
     keys = [(name, bool(descending)) for name, included, descending, _ in rows if not included]
     return keys, {name for name, included, _, _ in rows if included}, rows[0][3] if rows else None
+
+
+def due_index(cursor, table: str = "Notification") -> tuple[list[tuple[str, bool]], set[str], str | None]:
+    """IX_<table>_Due, the claim index, as the server has it."""
+    return index_shape(cursor, table, f"IX_{table}_Due")
+
+
+# The claim index and the health index as V0005 to V0008 leave them (the table files' shape).
+CLAIM_KEYS = [("Type", False), ("Priority", True), ("ScheduledFor", False)]
+CLAIM_INCLUDED = {"AttemptNum", "GroupKey", "Status"}
+
+
+def assert_flat_cost_indexes(cursor) -> None:
+    """Each queue's claim index keyed by type and priority band, its health index of the
+    unfinished items only."""
+    for table in ("SyncQueue", "Notification"):
+        keys, included, where = due_index(cursor, table)
+        assert (keys, included) == (CLAIM_KEYS, CLAIM_INCLUDED), table
+        assert where is not None and "'Pending'" in where and "'Error'" in where, table
+        _, _, where = index_shape(cursor, table, f"IX_{table}_Status")
+        assert where is not None and "'Paused'" in where and "'Completed'" not in where, table
 
 
 def finish_and_age(conn, entity_key: str) -> None:
@@ -113,10 +134,11 @@ def test_a_database_of_the_first_release_is_upgraded_with_its_work_in_place(
     assert len(claimed) == 1
 
     upgrade = deploy(REPO, mssql, create_db=new_database)
-    # V0001 (leases), V0002 (the claim index by type), V0003 (the archives' Duration) and V0004
-    # (the job procedures' CHECK): the first release had no archive and no T-SQL jobs, so the
-    # table files made those tables as they are now, and V0003 and V0004 do nothing
-    assert upgrade.counts["migration"] == 4
+    # V0001 (leases), V0002 (the claim index by type), V0003 (the archives' Duration), V0004
+    # (the job procedures' CHECK), V0005 to V0008 (the claim index by band, the health index
+    # of unfinished items): the first release had no archive and no T-SQL jobs, so the table
+    # files made those tables as they are now, and V0003 and V0004 do nothing
+    assert upgrade.counts["migration"] == 8
     again = deploy(REPO, mssql, create_db=new_database)
     assert again.plan.changes == []
 
@@ -140,7 +162,7 @@ def test_a_database_of_the_first_release_is_upgraded_with_its_work_in_place(
     indexes = {name for (name,) in db.query(
         cursor, "SELECT name FROM sys.indexes WHERE object_id = OBJECT_ID(N'dbo.SyncQueue');")}
     assert {f"IX_SyncQueue_{p}" for p in ("Due", "Lease", "Group", "DedupKey")} <= indexes
-    assert due_index(cursor)[1] == {"AttemptNum", "GroupKey", "Type"}
+    assert_flat_cost_indexes(cursor)
     durations = db.query(cursor, "SELECT COL_LENGTH(N'dbo.SyncQueueArchive', N'Duration'), "
                                  "COL_LENGTH(N'dbo.NotificationArchive', N'Duration');")[0]
     assert None not in durations
@@ -150,8 +172,9 @@ def test_a_database_of_the_first_release_is_upgraded_with_its_work_in_place(
 def test_a_database_of_the_last_release_gets_duration_in_its_archives_and_keeps_what_they_hold(
     mssql, new_database: str, tmp_path: Path
 ) -> None:
-    """The upgrade where V0003 alters the archives (the first release had none) and
-    V0002 rebuilds Notification's claim index."""
+    """The upgrade where V0003 alters the archives (the first release had none), V0002
+    rebuilds Notification's claim index and V0005 to V0008 re-key both claim indexes and
+    filter both health indexes."""
     deploy_release(LAST_RELEASE, tmp_path / "release-last", mssql, new_database)
     conn = db.connect(db.with_database(mssql.conn_str, new_database))
     cursor = conn.cursor()
@@ -166,8 +189,10 @@ def test_a_database_of_the_last_release_gets_duration_in_its_archives_and_keeps_
     upgrade = deploy(REPO, mssql, create_db=new_database)
     applied = [s.path.rsplit("/", 1)[-1] for s in upgrade.plan.steps if s.kind == "migrations" and s.runs]
     assert applied == ["V0002__notification_due_index_type.sql", "V0003__archive_duration.sql",
-                       "V0004__job_procedure_dbo.sql"]
-    assert upgrade.counts["migration"] == 3
+                       "V0004__job_procedure_dbo.sql", "V0005__syncqueue_due_by_type.sql",
+                       "V0006__syncqueue_status_unfinished.sql", "V0007__notification_due_by_type.sql",
+                       "V0008__notification_status_unfinished.sql"]
+    assert upgrade.counts["migration"] == 7
     again = deploy(REPO, mssql, create_db=new_database)
     assert again.plan.changes == []
 
@@ -179,10 +204,7 @@ def test_a_database_of_the_last_release_gets_duration_in_its_archives_and_keeps_
         ("SyncQueueArchive", "Duration", "Duration", True),
         ("NotificationArchive", "Duration", "Duration", True),
     }
-    keys, included, where = due_index(cursor)
-    assert keys == [("Priority", True), ("ScheduledFor", False)]
-    assert included == {"AttemptNum", "GroupKey", "Type"}
-    assert where is not None and "'Pending'" in where and "'Error'" in where
+    assert_flat_cost_indexes(cursor)
 
     # The current purge archives an item with the Duration its last attempt took.
     finish_and_age(conn, "after")
