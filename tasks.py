@@ -262,11 +262,12 @@ def dashboard(c, host="127.0.0.1", port=None, allow_actions=False, show_personal
 
 
 @command("worker", iterable=["handlers"],
-         numbers=("concurrency", "batch", "wait_ms", "grace"), help={
+         numbers=("concurrency", "batch", "wait_ms", "max_poll_ms", "grace"), help={
     "queue": "the queue to work on: Notification, SyncQueue, ...",
     "concurrency": "slots, each with its own connection (default 1)",
     "batch": "items a slot claims at once (default 1)",
-    "wait-ms": "how long a claim waits for work, 0-60000 (default 5000)",
+    "wait-ms": "0 (default): idle slots share one poll in the worker; 1-60000: a claim waits in the server",
+    "max-poll-ms": "the shared idle poll's longest pause, 100-60000 (default 1000; 100: never longer)",
     "grace": "seconds in-flight items get to finish at shutdown (default 30)",
     "name": "this worker's name; a stable one gets its unfinished items back after a restart",
     "handlers": "TEXT, repeatable: a module with install(handlers) (default: the queue's own)",
@@ -274,14 +275,15 @@ def dashboard(c, host="127.0.0.1", port=None, allow_actions=False, show_personal
     "conn": CONN_HELP,
 })
 def worker(c, queue=None, concurrency=None, batch=None, wait_ms=None, grace=None, name=None, handlers=None,
-           type=None, conn=None):
+           type=None, conn=None, max_poll_ms=None):
     """Run a worker on a queue until Ctrl-C or SIGTERM: one log line per item, a summary at the end."""
     from relq.worker.cli import main
 
     _required("worker", "queue", queue, "the queue to work on, e.g. --queue Notification")
     argv = ["--queue", queue]
     for option, value, kind in (("concurrency", concurrency, int), ("batch", batch, int),
-                                ("wait-ms", wait_ms, int), ("grace", grace, int)):
+                                ("wait-ms", wait_ms, int), ("max-poll-ms", max_poll_ms, int),
+                                ("grace", grace, int)):
         given = number("worker", option, value, kind)
         argv += [f"--{option}", str(given)] if given is not None else []
     argv += ["--name", name] if name else []

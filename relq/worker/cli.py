@@ -26,6 +26,7 @@ from rich.table import Table
 from relq import db
 from relq.errors import RelqError
 from relq.worker.handlers import Handlers
+from relq.worker.idle import POLL_CAP_S, POLL_S
 from relq.worker.procedures import Procedures, SqlProcedures
 from relq.worker.runtime import Settings, Worker
 from relq.worker.stats import COUNTS, Stats
@@ -63,7 +64,8 @@ def load_handlers(queue: str, modules: Sequence[str]) -> Handlers:
 def check_ranges(args: argparse.Namespace) -> None:
     """Each numeric option in its range; the first one out of it is named, with its value."""
     ranges = (("--concurrency", args.concurrency, 1, 64), ("--batch", args.batch, 1, 1000),
-              ("--wait-ms", args.wait_ms, 0, 60000))
+              ("--wait-ms", args.wait_ms, 0, 60000),
+              ("--max-poll-ms", args.max_poll_ms, round(POLL_S * 1000), 60000))
     for option, value, low, high in ranges:
         if not low <= value <= high:
             raise RelqError(f"{option} must be {low}-{high}, not {value}")
@@ -148,7 +150,12 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
     parser.add_argument("--queue", required=True, help="the queue: Notification, SyncQueue, ...")
     parser.add_argument("--concurrency", type=int, default=1, help="slots, each with its own connection")
     parser.add_argument("--batch", type=int, default=1, help="items a slot claims at once (1-1000)")
-    parser.add_argument("--wait-ms", type=int, default=5000, help="long-poll wait of a claim (0-60000)")
+    parser.add_argument("--wait-ms", type=int, default=0,
+                        help="0 (default): idle slots share one poll in the worker; 1-60000: each "
+                             "slot's claim waits this long in SQL Server instead (a long-poll)")
+    parser.add_argument("--max-poll-ms", type=int, default=round(POLL_CAP_S * 1000),
+                        help=f"the shared poll's longest pause once idle a while "
+                             f"({round(POLL_S * 1000)}-60000; {round(POLL_S * 1000)}: never longer)")
     parser.add_argument("--grace", type=float, default=30.0, help="seconds in-flight items get at shutdown")
     parser.add_argument("--name", default=default_name(), help="this worker's name (default host:pid)")
     parser.add_argument("--handlers", action="append", default=[], help="a module with install(handlers)")
@@ -159,7 +166,7 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
     try:
         check_ranges(args)
         settings = Settings(args.queue, args.name, args.concurrency, args.batch, args.wait_ms, args.grace,
-                            args.type)
+                            args.type, args.max_poll_ms / 1000)
         target = db.resolve_target(args.conn, config)
         connect = sql_connector(target.conn_str, settings.queue)  # refuses a queue the database lacks
         print(f"worker: {target}", file=sys.stderr)  # masked

@@ -11,6 +11,10 @@ released too, so nothing is left Processing by a clean shutdown.
 
 A call that fails for a reason that goes away (a broken connection, a deadlock, a lock
 timeout: procedures.retryable) is made again, on a new connection when the old one broke.
+
+Idle slots wait in the worker, not in SQL Server: a slot whose claim came back empty
+joins the worker's idle gate (relq.worker.idle), where one slot polls for all. With
+Settings.wait_ms above 0 each slot's claim waits in SQL Server instead (a long-poll).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import TypeVar
 from relq import db
 from relq.errors import Msg
 from relq.worker.handlers import Handlers, Item, NextStep, Permanent
+from relq.worker.idle import IDLE_CLAIMS_PER_S, IDLE_CLAIMS_PER_S_LATER, POLL_CAP_S, POLL_S, IdleGate
 from relq.worker.procedures import FATAL, Claim, Lost, Procedures, retryable
 from relq.worker.stats import Stats
 
@@ -42,6 +47,10 @@ MAX_STEP = 50  # dbo.QueueStep
 RETRY_WAITS = (0.5, 1.0, 2.0, 4.0, 8.0)
 RETRY_WINDOW_S = 20.0
 T = TypeVar("T")
+# IDLE_CLAIMS_PER_S, from relq.worker.idle: what an idle worker costs, at most this many claim calls
+# a second whatever its slot count, each one short transaction; nothing waits in SQL Server.
+__all__ = ["IDLE_CLAIMS_PER_S", "IDLE_CLAIMS_PER_S_LATER", "POLL_S", "Held", "IdleBackoff", "Settings",
+           "Worker"]
 
 
 @dataclass(frozen=True)
@@ -50,14 +59,15 @@ class Settings:
     name: str  # the worker's name; slot n claims as "<name>/<n>"
     concurrency: int = 1
     batch_size: int = 1
-    wait_ms: int = 5000  # long-poll; 0: poll with the idle back-off instead
+    wait_ms: int = 0  # 0: idle slots share one poll in the worker; above 0: each claim waits in SQL Server
     grace_s: float = 30.0
     type: str | None = None  # claim only this job type (queues whose claim takes @Type)
+    max_poll_s: float = POLL_CAP_S  # the shared poll's longest pause once idle a while (POLL_S: no longer)
 
 
 class IdleBackoff:
-    """Sleeps that grow while a queue stays empty and start again on work: for
-    queues whose claim does not wait for work itself."""
+    """Sleeps that grow while calls keep failing and start again on success: the pause
+    before a slot reconnects after a failed claim."""
 
     def __init__(self, first: float = 0.05, factor: float = 2.0, cap: float = 2.0) -> None:
         self.first, self.factor, self.cap = first, factor, cap
@@ -234,6 +244,7 @@ class Worker:
         self.connect = connect
         self.stats = stats or Stats()
         self.stopping = threading.Event()
+        self.idle = IdleGate(cap_s=settings.max_poll_s)  # where idle slots wait; stop() wakes them
         self.failure: str | None = None  # why the worker stopped by itself, if it did
         self._requested = False  # set from a signal handler: a plain flag, no lock
 
@@ -243,6 +254,7 @@ class Worker:
 
     def stop(self) -> None:
         self.stopping.set()
+        self.idle.stop()
 
     def run(self) -> Stats:
         """Run until :meth:`stop` or :meth:`request_stop`, then shut down cleanly."""
@@ -253,7 +265,7 @@ class Worker:
             t.start()
         while not self.stopping.wait(0.5):
             if self._requested or not any(t.is_alive() for t in threads):
-                self.stopping.set()
+                self.stop()
         # What a slot holds but has not started goes back at once, not after the grace.
         for slot in slots:
             held = slot.held
@@ -299,12 +311,11 @@ class Worker:
 
     def _claim_and_work(self, slot: Slot) -> None:
         name = f"{self.settings.name}/{slot.number}"
-        idle = IdleBackoff()
+        backoff = IdleBackoff()  # before reconnecting after a failed claim
         while not self.stopping.is_set():
             slot.claiming = True
             try:
-                claims = slot.procedures.claim(name, self.settings.batch_size, self.settings.wait_ms,
-                                               self.settings.type)
+                claims = self._next_claims(slot, name)
             except db.SqlError as exc:
                 if exc.number in FATAL:
                     log.critical(json.dumps({"queue": self.settings.queue, "event": "claim-refused",
@@ -312,18 +323,16 @@ class Worker:
                     self.failure = self.failure or f"the claim was refused: {_text(exc)}"
                     self.stop()
                     return
-                self._reconnect(slot, exc, idle)
+                self._reconnect(slot, exc, backoff)
                 continue
             except Exception as exc:  # the connection broke: a new one, after a pause
-                self._reconnect(slot, exc, idle)
+                self._reconnect(slot, exc, backoff)
                 continue
             finally:
                 slot.claiming = False
-            if not claims:
-                if self.settings.wait_ms == 0:
-                    self.stopping.wait(idle.next())
+            if not claims:  # woken from the idle gate, or stopping
                 continue
-            idle.reset()
+            backoff.reset()
             self.stats.add("claimed", len(claims))
             with Held(slot.procedures, claims, self.connect) as held:
                 slot.held = held
@@ -338,10 +347,23 @@ class Worker:
             slot.procedures = held.procedures  # closed: no renewal opens another one now
             slot.held = None
 
-    def _reconnect(self, slot: Slot, exc: BaseException, idle: IdleBackoff) -> None:
+    def _next_claims(self, slot: Slot, name: str) -> list[Claim]:
+        """The slot's next batch: claimed at once, or, when none is due, from the idle gate
+        (wait_ms 0: [] when woken to claim again, or stopping) or the claim's own long-poll."""
+        claims = slot.procedures.claim(name, self.settings.batch_size, self.settings.wait_ms,
+                                       self.settings.type)
+        if claims:
+            self.idle.worked()
+            return claims
+        if self.settings.wait_ms > 0:
+            return claims
+        return self.idle.wait(lambda: slot.procedures.claim(name, self.settings.batch_size, 0,
+                                                             self.settings.type))
+
+    def _reconnect(self, slot: Slot, exc: BaseException, backoff: IdleBackoff) -> None:
         log.error(json.dumps({"queue": self.settings.queue, "event": "claim-failed",
                               "slot": slot.number, "error": _text(exc)}))
-        self.stopping.wait(idle.next())
+        self.stopping.wait(backoff.next())
         try:
             new = self.connect()
         except Exception as again:  # still away: the next round tries again

@@ -22,7 +22,7 @@ TIMEOUT_S = 20
 
 
 def start(queue: MemoryQueue, handlers: Handlers, **settings) -> tuple[Worker, threading.Thread, list]:
-    options = {"concurrency": 2, "wait_ms": 50, "grace_s": 5.0} | settings
+    options = {"concurrency": 2, "grace_s": 5.0} | settings  # the default: the shared idle poll
     worker = Worker(Settings(queue.queue, "test", **options), handlers, queue.procedures)
     result: list[Stats] = []
     thread = threading.Thread(target=lambda: result.append(worker.run()), daemon=True)
