@@ -51,6 +51,7 @@ def test_a_worker_without_handlers_for_its_queue_is_refused_in_one_line(queue, m
     (["--concurrency", "0"], "worker: --concurrency must be 1-64, not 0"),
     (["--batch", "1001"], "worker: --batch must be 1-1000, not 1001"),
     (["--wait-ms", "60001"], "worker: --wait-ms must be 0-60000, not 60001"),
+    (["--max-poll-ms", "99"], "worker: --max-poll-ms must be 100-60000, not 99"),
     (["--grace", "-1"], "worker: --grace must be 0 seconds or more, not -1"),
     (["--grace", "nan"], "worker: --grace must be 0 seconds or more, not nan"),
 ])
@@ -181,3 +182,20 @@ def test_a_worker_that_stops_by_itself_exits_1_saying_why(monkeypatch, capsys) -
     assert main(["--queue", "Notification", "--wait-ms", "0"], conn="DRIVER=x;SERVER=h") == 1
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "worker: the claim was refused: SqlError: SQL Server error 229: The EXECUTE permission was denied")
+
+
+@pytest.mark.parametrize("args, wait_ms, max_poll_s", [
+    ([], 0, 1.0),  # the default: idle slots share one poll, nothing waits in SQL Server
+    (["--wait-ms", "5000", "--max-poll-ms", "100"], 5000, 0.1),
+])
+def test_the_wait_options_reach_the_worker_settings(monkeypatch, args, wait_ms, max_poll_s) -> None:
+    from relq.worker import cli
+
+    seen: list[Settings] = []
+    queue = MemoryQueue()
+    monkeypatch.setattr(cli, "sql_connector", lambda conn_str, queue_name: queue.procedures)
+    monkeypatch.setattr(cli, "load_handlers", lambda queue_name, modules: Handlers())
+    monkeypatch.setattr(cli, "run_worker", lambda settings, handlers, connect: seen.append(settings) or
+                        cli.Worker(settings, handlers, connect))
+    assert main(["--queue", "Notification", *args], conn="DRIVER=x;SERVER=h") == 0
+    assert (seen[0].wait_ms, seen[0].max_poll_s) == (wait_ms, max_poll_s)
