@@ -442,6 +442,63 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
 END;
 GO
+-- Past the first second the pause doubles up to 800 ms; the last pause is cut to what is
+-- left of @WaitMs, so the call still waits it out and no more than one pause longer.
+-- Only a lower bound on the time: a loaded server may take longer, never shorter.
+--[@tSQLt:NoTransaction]('Next_Notification_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_Notification_Batch_trxTests.[test Next_Notification_Batch_trx waits out WaitMs and claims nothing when the pause has grown]
+AS
+BEGIN
+    DECLARE @Later DATETIME2(7) = DATEADD(HOUR, 1, SYSUTCDATETIME());
+    DECLARE @Before DATETIME2(7);
+    DECLARE @ElapsedMs INT;
+    DECLARE @RetCode INT;
+    DECLARE @TranCount INT;
+    DECLARE @Attempts INT;
+    EXEC Next_Notification_Batch_trxTests.FakeQueue;
+    EXEC Next_Notification_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @ScheduledFor = @Later;
+
+    SET @Before = SYSUTCDATETIME();
+    EXEC @RetCode = dbo.Next_Notification_Batch_trx @LockedBy = N'worker-1', @BatchSize = 5, @WaitMs = 2500;
+    SET @ElapsedMs = DATEDIFF(MILLISECOND, @Before, SYSUTCDATETIME());
+    SET @TranCount = @@TRANCOUNT;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @TranCount, @Message = N'no transaction is left open';
+    IF @ElapsedMs IS NULL OR @ElapsedMs < 2450
+        EXEC tSQLt.Fail
+            @Message0 = N'the call must wait for work about @WaitMs (2500 ms); it returned after (ms): ',
+            @Message1 = @ElapsedMs;
+    SELECT @Attempts = COUNT(*) FROM dbo.NotificationAttempt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'no attempt is written';
+END;
+GO
+-- An item that comes due after the pause began to grow is still claimed within the wait.
+--[@tSQLt:NoTransaction]('Next_Notification_Batch_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_Notification_Batch_trxTests.[test Next_Notification_Batch_trx claims an item that comes due late in the wait when the pause has grown]
+AS
+BEGIN
+    DECLARE @Soon DATETIME2(7) = DATEADD(MILLISECOND, 1800, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @Status VARCHAR(20);
+    DECLARE @StartedAt DATETIME2(7);
+    EXEC Next_Notification_Batch_trxTests.FakeQueue;
+    EXEC Next_Notification_Batch_trxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @ScheduledFor = @Soon;
+
+    EXEC @RetCode = dbo.Next_Notification_Batch_trx @LockedBy = N'worker-1', @WaitMs = 10000;
+
+    SELECT
+        @Status = q.[Status],
+        @StartedAt = q.StartedAt
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = 'Processing', @Actual = @Status, @Message = N'the item came due and was claimed';
+    IF @StartedAt IS NULL OR @StartedAt < @Soon
+        EXEC tSQLt.Fail @Message0 = N'the claim must not come before the item is due';
+END;
+GO
 -- Outside any transaction, but with IMPLICIT_TRANSACTIONS ON, as JDBC's setAutoCommit(false)
 -- leaves a session: a _trx would return with an implicit transaction still open.
 --[@tSQLt:NoTransaction]('Next_Notification_Batch_trxTests.RollbackLeftOpen')
