@@ -128,7 +128,7 @@ def test_four_worker_processes_send_every_notification_despite_a_killed_one(
             with out.open("wb") as stdout, err.open("wb") as stderr:
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "relq.worker", "--queue", "Notification",
-                     "--concurrency", str(CONCURRENCY), "--batch", str(BATCH), "--wait-ms", "1000",
+                     "--concurrency", str(CONCURRENCY), "--batch", str(BATCH),
                      "--grace", "10", "--name", f"proc-{n}"],
                     cwd=REPO, env=env, stdout=stdout, stderr=stderr))
 

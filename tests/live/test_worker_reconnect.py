@@ -76,7 +76,7 @@ def test_a_worker_whose_session_is_killed_mid_item_reports_on_a_new_connection(
             go_on.wait(DEADLINE_S)
         return f"synced {item.fields['EntityKey']}"
 
-    worker = Worker(Settings("SyncQueue", "reconnect", wait_ms=500, grace_s=10, type="CustomerSync"),
+    worker = Worker(Settings("SyncQueue", "reconnect", grace_s=10, type="CustomerSync"),
                     handlers, sql_connector(conn_str, "SyncQueue"))
     thread = threading.Thread(target=worker.run, daemon=True)
     caplog.set_level(logging.INFO, logger="relq.worker")
