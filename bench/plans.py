@@ -15,15 +15,27 @@ read the whole table):
   one row an execution);
 - bounded scan: an Index Scan of a filtered nonclustered index that read at most
   ``limit`` rows, as an ordered scan under TOP does when it stops at its batch (the
-  claim index leads with Priority, which the claim does not restrict, so its read is
-  expected to be such a scan rather than a seek; the lease index holds only the items
-  in flight);
+  lease index holds only the items in flight);
 - unbounded seek: a seek that read more than ``limit`` rows, a lookup run more than
   ``limit`` times, or one whose rows are not known (an estimated plan): the run fails;
 - scan: anything else (Table Scan, Clustered Index Scan, an Index Scan of an
   unfiltered index or one that read more than ``limit`` rows, and any operator this
   module does not know, such as a Columnstore Index Scan: it fails closed): the run fails.
 Table variables (@Candidates) and temporary tables are never watched.
+
+The claim index, IX_<Queue>_Due (``claim_index``), is held to more: it is keyed
+([Type], [Priority] DESC, ScheduledFor), and the claim reads it only by seeks, the
+skip-scan seeks that find its (Type, Priority) bands (TOP (1) ... ORDER BY Priority
+DESC, no ScheduledFor at all) and one seek per band for its due items, whose
+ScheduledFor <= now is a range of the seek. So every read of the claim index must be
+an Index Seek; none may test ScheduledFor as a residual predicate (the Predicate
+element of its IndexScan, the WHERE:() that the storage engine evaluates on every row
+the SEEK:() returns, which is how not-yet-due items get read and thrown away); and at
+least one must have ScheduledFor among its seek predicates (a RangeColumns column of
+its SeekPredicates: the due read). The Index Seek operator's SEEK:() and WHERE:()
+predicates: https://learn.microsoft.com/sql/relational-databases/showplan-logical-and-physical-operators-reference;
+the elements (IndexScanType: SeekPredicates, Predicate; ScanRangeType: RangeColumns)
+are those of the showplan schema, http://schemas.microsoft.com/sqlserver/2004/07/showplan.
 
 A spool fails the run too, in any statement of the claim: a Table Spool or an Index Spool
 (the physical operators of the logical Eager Spool and Lazy Spool) copies rows into tempdb
@@ -57,6 +69,7 @@ SCANS = frozenset({"Table Scan", "Clustered Index Scan", "Index Scan"})
 DEFAULT_LIMIT = 1000  # rows a read may take at small batches; the plan backlog must be far bigger
 CLAIM_EXTRA = 16  # candidates a claim reads beyond its batch (@Want = @BatchSize + 16 in Next_<Queue>_utx)
 FAILING = frozenset({"scan", "unbounded seek"})
+DUE_COLUMN = "ScheduledFor"  # what the claim index's due read must seek, never test row by row
 SPOOLS = frozenset({"Table Spool", "Index Spool"})  # physical operators that keep rows in tempdb
 
 _NS = f"{{{SHOWPLAN}}}"
@@ -77,11 +90,14 @@ class Access:
     filtered: bool
     rows_read: int | None  # None in an estimated plan (no runtime counters)
     executions: int | None
+    seek_columns: tuple[str, ...] = ()  # the columns of its seek predicates (RangeColumns), in order
+    residual_columns: tuple[str, ...] = ()  # its own table's columns its residual Predicate tests
 
     def as_dict(self) -> dict[str, Any]:
         return {"statement": self.statement, "op": self.physical_op, "table": f"{self.schema}.{self.table}",
                 "index": self.index, "filtered": self.filtered, "rows_read": self.rows_read,
-                "executions": self.executions}
+                "executions": self.executions, "seek_columns": list(self.seek_columns),
+                "residual_columns": list(self.residual_columns)}
 
 
 @dataclass(frozen=True)
@@ -142,6 +158,19 @@ def spools(showplan_xml: str) -> list[Spool]:
             for relop in root.iter(f"{_NS}RelOp") if relop.get("PhysicalOp") in SPOOLS]
 
 
+def _columns(element: ET.Element | None, path: str, table: str | None = None) -> tuple[str, ...]:
+    """The distinct Column names of the ColumnReferences at ``path`` under ``element``, in
+    document order; ``table``: only those of that table (bracketed, as the plan names it)."""
+    if element is None:
+        return ()
+    found: dict[str, None] = {}
+    for ref in element.iterfind(path):
+        if table is not None and _bare(ref.get("Table")).casefold() != table.casefold():
+            continue
+        found.setdefault(_bare(ref.get("Column")), None)
+    return tuple(found)
+
+
 def accesses(showplan_xml: str) -> list[Access]:
     """Every table read in one showplan document. ValueError if it is not showplan XML."""
     root, parents = _parse(showplan_xml)
@@ -154,16 +183,22 @@ def accesses(showplan_xml: str) -> list[Access]:
             if obj is None:
                 continue
             rows_read = _counter(relop, "ActualRowsRead")
+            table = _bare(obj.get("Table"))
             found.append(Access(
                 statement=_statement_text(relop, parents),
                 physical_op=relop.get("PhysicalOp", ""),
                 schema=_bare(obj.get("Schema")),
-                table=_bare(obj.get("Table")),
+                table=table,
                 index=_bare(obj.get("Index")),
                 index_kind=obj.get("IndexKind", ""),
                 filtered=(obj.get("Filtered") or "").lower() in _TRUE,
                 rows_read=rows_read if rows_read is not None else _counter(relop, "ActualRows"),
                 executions=_counter(relop, "ActualExecutions"),
+                seek_columns=_columns(operator.find(f"{_NS}SeekPredicates"),
+                                      f".//{_NS}RangeColumns/{_NS}ColumnReference"),
+                # An outer reference (another table's column compared with this one's) is not
+                # this read's column: only the read table's own count.
+                residual_columns=_columns(operator.find(f"{_NS}Predicate"), f".//{_NS}ColumnReference", table),
             ))
     return found
 
@@ -209,6 +244,7 @@ class Verdict:
     note: str = ""  # why nothing was judged, when nothing was
     filtered: frozenset[str] = frozenset()  # filtered indexes' names, casefolded (sys.indexes)
     spools: list[Spool] = field(default_factory=list)  # in any statement of the call
+    claim_index: str = ""  # IX_<Queue>_Due, held to seeks with ScheduledFor sought; "" for none
 
     def kinds(self) -> list[str]:
         return [kind(a, self.limit, self.filtered) for a in self.reads]
@@ -219,11 +255,29 @@ class Verdict:
         return [a for a in self.reads if kind(a, self.limit, self.filtered) in FAILING]
 
     @property
+    def due_problems(self) -> list[str]:
+        """What the reads of the claim index did that a claim's must not (see the module):
+        a read that is not an Index Seek, a residual predicate on ScheduledFor, or no seek
+        with ScheduledFor among its seek predicates. None without a claim index to judge."""
+        if not self.claim_index:
+            return []
+        due = [a for a in self.reads if a.index.casefold() == self.claim_index.casefold()]
+        if not due:
+            return [f"no read of {self.claim_index} in the plans"]
+        problems = [f"{_described(a)}: the claim index must be sought, not scanned"
+                    for a in due if a.physical_op != "Index Seek"]
+        problems += [f"{_described(a)} and tested {DUE_COLUMN} on each row (a residual predicate, "
+                     f"not a seek predicate)" for a in due if DUE_COLUMN in a.residual_columns]
+        if not any(DUE_COLUMN in a.seek_columns for a in due if a.physical_op == "Index Seek"):
+            problems.append(f"no seek of {self.claim_index} has {DUE_COLUMN} among its seek predicates")
+        return problems
+
+    @property
     def ok(self) -> bool:
-        """No scan or unbounded seek of a watched table, no spool, and at least one read of a
-        watched table seen (a procedure that never touched its queue table in the plans
-        captured proves nothing)."""
-        return bool(self.reads) and not self.failing and not self.spools
+        """No scan or unbounded seek of a watched table, no spool, the claim index only sought
+        and by ScheduledFor, and at least one read of a watched table seen (a procedure that
+        never touched its queue table in the plans captured proves nothing)."""
+        return bool(self.reads) and not self.failing and not self.spools and not self.due_problems
 
     @property
     def summary(self) -> str:
@@ -232,6 +286,8 @@ class Verdict:
         problems = []
         if self.failing:
             problems.append("SCAN: " + "; ".join(_described(a) for a in self.failing))
+        if self.due_problems:
+            problems.append("DUE READ: " + "; ".join(self.due_problems))
         if self.spools:
             problems.append("SPOOL: " + "; ".join(f"{s.physical_op} ({s.logical_op}) in {s.statement[:80]}"
                                                   for s in self.spools))
@@ -242,19 +298,21 @@ class Verdict:
 
     def as_dict(self) -> dict[str, Any]:
         return {"procedure": self.procedure, "watched": self.watched, "ok": self.ok, "summary": self.summary,
-                "limit": self.limit, "documents": self.documents,
+                "limit": self.limit, "documents": self.documents, "claim_index": self.claim_index,
+                "due_problems": self.due_problems,
                 "reads": [{**a.as_dict(), "kind": kind(a, self.limit, self.filtered)} for a in self.reads],
                 "spools": [sp.as_dict() for sp in self.spools]}
 
 
 def judge(procedure: str, documents: Iterable[str], watched: Sequence[str],
-          limit: int = DEFAULT_LIMIT, filtered: Iterable[str] = ()) -> Verdict:
+          limit: int = DEFAULT_LIMIT, filtered: Iterable[str] = (), claim_index: str = "") -> Verdict:
     """The verdict on the reads of ``watched`` tables ("dbo.SyncQueue", case-insensitive)
     in the showplan ``documents`` of one call of ``procedure``; ``filtered`` names the
-    filtered indexes of those tables (from sys.indexes), whatever the plans say."""
+    filtered indexes of those tables (from sys.indexes), whatever the plans say;
+    ``claim_index`` (IX_<Queue>_Due) is held to seeks with ScheduledFor sought."""
     wanted = {w.casefold() for w in watched}
     verdict = Verdict(procedure, list(watched), limit=limit,
-                      filtered=frozenset(f.casefold() for f in filtered))
+                      filtered=frozenset(f.casefold() for f in filtered), claim_index=claim_index)
     for document in documents:
         verdict.documents += 1
         verdict.reads += [a for a in accesses(document) if f"{a.schema}.{a.table}".casefold() in wanted]

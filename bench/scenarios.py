@@ -289,8 +289,9 @@ class Runner:
         captured = plans.capture(conn, f"dbo.{procedure}", LockedBy=f"bench/{procedure}", **params)
         complete(cursor, queue, captured.rows)
         filtered = [row[0] for row in db.query(cursor, FILTERED_INDEXES, f"dbo.{queue}")]
+        # Every queue the templates render has its claim index, held to seeks by ScheduledFor.
         return plans.judge(f"dbo.{procedure}", captured.documents, [f"dbo.{queue}"], self.settings.scan_limit,
-                           filtered)
+                           filtered, claim_index=f"IX_{queue}_Due")
 
     def _backlog(self, conn_str: str) -> ScenarioResult:
         s = self.settings

@@ -4,6 +4,8 @@ http://schemas.microsoft.com/sqlserver/2004/07/showplan), for the plan parser's 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 HEAD = ('<?xml version="1.0" encoding="utf-16"?>\n'
         '<ShowPlanXML xmlns="http://schemas.microsoft.com/sqlserver/2004/07/showplan" Version="1.564" '
         'Build="16.0.4135.4"><BatchSequence><Batch><Statements>')
@@ -22,11 +24,49 @@ def counters(rows: int, rows_read: int | None, executions: int = 1, threads: int
     return "<RunTimeInformation>" + "".join(per) + "</RunTimeInformation>"
 
 
+def _column(table: str, column: str) -> str:
+    return (f'<ColumnReference Database="{DATABASE}" Schema="[dbo]" Table="{table}" Alias="[q]" '
+            f'Column="{column}"/>')
+
+
+def seek_predicates(table: str, equal: Sequence[str], upto: str | None = None) -> str:
+    """SeekPredicates as SQL Server writes them: one SeekPredicateNew whose SeekKeys hold a
+    Prefix (ScanType EQ) over the ``equal`` columns and, with ``upto``, an EndRange (ScanType
+    LE) over the next column: [Type] = @t AND [Priority] = @p AND ScheduledFor <= @Now."""
+    def scan_range(element: str, scan_type: str, columns: Sequence[str]) -> str:
+        values = "".join(f'<ScalarOperator ScalarString="[@{c}]"><Identifier><ColumnReference Column="@{c}"/>'
+                         f'</Identifier></ScalarOperator>' for c in columns)
+        return (f'<{element} ScanType="{scan_type}"><RangeColumns>'
+                + "".join(_column(table, c) for c in columns)
+                + f'</RangeColumns><RangeExpressions>{values}</RangeExpressions></{element}>')
+    keys = (scan_range("Prefix", "EQ", equal) if equal else "") + (scan_range("EndRange", "LE", [upto])
+                                                                     if upto else "")
+    return f"<SeekPredicates><SeekPredicateNew><SeekKeys>{keys}</SeekKeys></SeekPredicateNew></SeekPredicates>"
+
+
+def residual(table: str, columns: Sequence[str], outer: Sequence[str] = ()) -> str:
+    """A Predicate (the residual WHERE:() of a seek or scan) comparing each of ``columns`` of
+    the read table with a variable, and each of ``outer`` columns of another table
+    ([b], an outer reference) with a constant."""
+    compares = [f'<ScalarOperator><Compare CompareOp="LE"><ScalarOperator><Identifier>{_column(table, c)}'
+                f'</Identifier></ScalarOperator><ScalarOperator><Identifier><ColumnReference Column="@Now"/>'
+                f'</Identifier></ScalarOperator></Compare></ScalarOperator>' for c in columns]
+    compares += [f'<ScalarOperator><Compare CompareOp="EQ"><ScalarOperator><Identifier>'
+                 f'<ColumnReference Table="[@Bands]" Alias="[b]" Column="{c}"/></Identifier></ScalarOperator>'
+                 f'<ScalarOperator><Const ConstValue="(1)"/></ScalarOperator></Compare></ScalarOperator>'
+                 for c in outer]
+    body = compares[0] if len(compares) == 1 else (
+        '<ScalarOperator><Logical Operation="AND">' + "".join(compares) + "</Logical></ScalarOperator>")
+    return f"<Predicate>{body}</Predicate>"
+
+
 def read(node: int, physical: str, table: str, index: str, *, kind: str = "NonClustered",
          filtered: bool = False, rows: int = 17, rows_read: int | None = 17, runtime: bool = True,
          threads: int = 1, schema: str | None = "[dbo]", database: str | None = DATABASE,
-         executions: int = 1) -> str:
-    """A RelOp reading a table: an IndexScan element (seeks and index scans) or a TableScan."""
+         executions: int = 1, seek: str | None = None, predicate: str = "") -> str:
+    """A RelOp reading a table: an IndexScan element (seeks and index scans) or a TableScan.
+    ``seek``: its SeekPredicates (default for a seek: EnqueuedAt = a value); ``predicate``:
+    its residual Predicate."""
     logical = physical.replace("Clustered ", "")
     where = "".join(f' {name}="{value}"' for name, value in (("Database", database), ("Schema", schema))
                     if value is not None)
@@ -34,11 +74,12 @@ def read(node: int, physical: str, table: str, index: str, *, kind: str = "NonCl
            + (' Filtered="1"' if filtered else "") + f' Alias="[q]" IndexKind="{kind}" Storage="RowStore"/>')
     element = "TableScan" if physical == "Table Scan" else "IndexScan"
     lookup = ' Lookup="1"' if "Lookup" in physical else ""
-    seek = ('<SeekPredicates><SeekPredicateNew><SeekKeys><Prefix ScanType="EQ"><RangeColumns>'
-            '<ColumnReference Column="EnqueuedAt"/></RangeColumns><RangeExpressions><ScalarOperator '
-            'ScalarString="[c].[EnqueuedAt]"><Identifier><ColumnReference Column="EnqueuedAt"/></Identifier>'
-            '</ScalarOperator></RangeExpressions></Prefix></SeekKeys></SeekPredicateNew></SeekPredicates>'
-            if "Seek" in physical else "")
+    if seek is None:
+        seek = ('<SeekPredicates><SeekPredicateNew><SeekKeys><Prefix ScanType="EQ"><RangeColumns>'
+                '<ColumnReference Column="EnqueuedAt"/></RangeColumns><RangeExpressions><ScalarOperator '
+                'ScalarString="[c].[EnqueuedAt]"><Identifier><ColumnReference Column="EnqueuedAt"/></Identifier>'
+                '</ScalarOperator></RangeExpressions></Prefix></SeekKeys></SeekPredicateNew></SeekPredicates>'
+                if "Seek" in physical else "")
     return (f'<RelOp NodeId="{node}" PhysicalOp="{physical}" LogicalOp="{logical}" EstimateRows="17" '
             f'EstimateIO="0.003125" EstimateCPU="0.0001757" AvgRowSize="35" '
             f'EstimatedTotalSubtreeCost="0.0033" '
@@ -50,7 +91,7 @@ def read(node: int, physical: str, table: str, index: str, *, kind: str = "NonCl
             f'ForceScan="0" NoExpandHint="0" Storage="RowStore"><DefinedValues><DefinedValue>'
             f'<ColumnReference Database="{DATABASE}" Schema="[dbo]" Table="{table}" Alias="[q]" '
             f'Column="EnqueuedAt"/>'
-            f'</DefinedValue></DefinedValues>{obj}{seek}</{element}></RelOp>')
+            f'</DefinedValue></DefinedValues>{obj}{seek}{predicate}</{element}></RelOp>')
 
 
 def top(node: int, child: str) -> str:
@@ -166,8 +207,8 @@ TABLE_VARIABLE_SCAN_PLAN = document(
 
 def ordered_scan_plan(rows_read: int, *, filtered: bool = True, index: str = "[IX_SyncQueue_Due]",
                       runtime: bool = True, threads: int = 1) -> str:
-    """The claim's first read as an ordered Index Scan under TOP (the claim index leads with
-    Priority, which the claim does not restrict), stopping after ``rows_read`` rows."""
+    """A read as an ordered Index Scan under TOP of a filtered index, stopping after
+    ``rows_read`` rows: bounded for any filtered index but the claim index, which is sought."""
     return document(statement(CANDIDATES_TEXT, insert_into_table_variable(0, top(1, read(
         2, "Index Scan", "[SyncQueue]", index, filtered=filtered, rows=17, rows_read=rows_read,
         runtime=runtime, threads=threads)))))
@@ -179,3 +220,36 @@ def queue_read_plan(physical: str, index: str, *, rows_read: int | None, executi
     return document(statement("SELECT q.EnqueuedAt FROM dbo.SyncQueue AS q WHERE q.[Status] = @Status", read(
         0, physical, "[SyncQueue]", index, kind=kind, rows=rows_read or 1, rows_read=rows_read,
         executions=executions, runtime=runtime)))
+
+
+DUE = "[IX_SyncQueue_Due]"
+BANDS_TEXT = ("INSERT INTO @Bands ([Type], [Priority]) SELECT t.[Type], b.[Priority] FROM dbo.SyncQueueType AS t "
+              "CROSS APPLY (SELECT TOP (1) q.[Priority] FROM dbo.SyncQueue AS q")
+DUE_TEXT = ("INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder, Exhausted) SELECT TOP (@Want) "
+            "d.EnqueuedAt FROM @Bands AS b CROSS APPLY (SELECT TOP (@Want) q.EnqueuedAt")
+
+
+def band_seek(node: int, rows_read: int = 1, executions: int = 2) -> str:
+    """A skip-scan seek of the claim index: the next (Type, Priority) band of a type, TOP (1)
+    ... ORDER BY Priority DESC: [Type] = the type, Priority below the last band found."""
+    return read(node, "Index Seek", "[SyncQueue]", DUE, filtered=True, rows=rows_read, rows_read=rows_read,
+                executions=executions, seek=seek_predicates("[SyncQueue]", ["Type"], "Priority"))
+
+
+def due_seek(node: int, rows_read: int = 17, *, sought: bool = True, residual_due: bool = False,
+             outer: Sequence[str] = ()) -> str:
+    """A band's due read of the claim index: [Type] = and [Priority] = as seek predicates and,
+    ``sought``, ScheduledFor <= @Now as the seek's end; ``residual_due``: ScheduledFor tested
+    in the residual Predicate instead (or as well); AttemptNum is always residual."""
+    seek = seek_predicates("[SyncQueue]", ["Type", "Priority"], "ScheduledFor" if sought else None)
+    tested = ["AttemptNum"] + (["ScheduledFor"] if residual_due else [])
+    return read(node, "Index Seek", "[SyncQueue]", DUE, filtered=True, rows=rows_read, rows_read=rows_read,
+                seek=seek, predicate=residual("[SyncQueue]", tested, outer))
+
+
+def band_claim_plans(due: str | None = None) -> list[str]:
+    """The claim's two statements that read its claim index: the bands, then the due items
+    (``due``: the due read, a sought one by default)."""
+    return [document(statement(BANDS_TEXT, nested_loops(0, candidates_scan(2), top(1, band_seek(2))))),
+            document(statement(DUE_TEXT, insert_into_table_variable(0, top(1, nested_loops(
+                2, candidates_scan(2), top(3, due if due is not None else due_seek(4)))))))]

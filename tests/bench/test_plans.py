@@ -207,8 +207,84 @@ def test_the_verdict_as_json() -> None:
     assert shown["ok"] is False and shown["procedure"] == "dbo.Next_SyncQueue_trx"
     assert shown["reads"][0] == {
         "statement": sp.CANDIDATES_TEXT, "op": "Clustered Index Scan", "table": "dbo.SyncQueue",
-        "index": "PK_SyncQueue", "filtered": False, "rows_read": 100_000, "executions": 1, "kind": "scan"}
+        "index": "PK_SyncQueue", "filtered": False, "rows_read": 100_000, "executions": 1,
+        "seek_columns": [], "residual_columns": [], "kind": "scan"}
+    assert shown["claim_index"] == "" and shown["due_problems"] == []
     assert shown["spools"] == []
+
+
+# -- the claim index: sought by band, ScheduledFor a seek predicate -------------------------------------
+
+DUE = "IX_SyncQueue_Due"
+
+
+def test_the_seek_and_residual_columns_of_a_read_are_read_from_the_plan() -> None:
+    bands, due = (plans.accesses(d) for d in sp.band_claim_plans())
+    assert [(a.table, a.index, a.seek_columns, a.residual_columns) for a in bands] == [
+        ("@Candidates", "IX_Candidates_Order", (), ()), ("SyncQueue", DUE, ("Type", "Priority"), ())]
+    assert [(a.seek_columns, a.residual_columns) for a in due if a.table == "SyncQueue"] == [
+        (("Type", "Priority", "ScheduledFor"), ("AttemptNum",))]
+
+
+def test_a_claim_that_seeks_each_band_with_scheduledfor_in_the_seek_passes() -> None:
+    verdict = plans.judge("dbo.Next_SyncQueue_Batch_trx", sp.band_claim_plans(), WATCHED, claim_index=DUE)
+    assert verdict.due_problems == []
+    assert verdict.ok
+    assert verdict.summary == "2 seeks"
+    assert verdict.as_dict()["claim_index"] == DUE
+
+
+def test_a_due_read_that_tests_scheduledfor_row_by_row_fails() -> None:
+    """The old claim's shape: the band sought by Type and Priority, ScheduledFor <= @Now a
+    residual predicate, so items scheduled for later are read and thrown away."""
+    plans_ = sp.band_claim_plans(sp.due_seek(4, sought=False, residual_due=True))
+    verdict = plans.judge("p", plans_, WATCHED, claim_index=DUE)
+    assert verdict.kinds() == ["seek", "seek"]  # bounded seeks: only the due check fails it
+    assert not verdict.ok
+    assert verdict.due_problems == [
+        f"Index Seek of {DUE} read 17 rows and tested ScheduledFor on each row (a residual predicate, not a "
+        "seek predicate)",
+        f"no seek of {DUE} has ScheduledFor among its seek predicates"]
+    assert verdict.summary.startswith(f"DUE READ: Index Seek of {DUE} read 17 rows and tested ScheduledFor")
+
+
+def test_scheduledfor_both_sought_and_tested_again_as_a_residual_fails() -> None:
+    verdict = plans.judge("p", sp.band_claim_plans(sp.due_seek(4, residual_due=True)), WATCHED, claim_index=DUE)
+    assert len(verdict.due_problems) == 1 and "residual predicate" in verdict.due_problems[0]
+    assert not verdict.ok
+
+
+def test_another_tables_scheduledfor_in_the_residual_is_an_outer_reference_not_this_reads() -> None:
+    verdict = plans.judge("p", sp.band_claim_plans(sp.due_seek(4, outer=["ScheduledFor"])), WATCHED,
+                          claim_index=DUE)
+    assert verdict.reads[-1].residual_columns == ("AttemptNum",)
+    assert verdict.ok
+
+
+def test_a_band_read_without_scheduledfor_in_any_seek_fails() -> None:
+    verdict = plans.judge("p", sp.band_claim_plans(sp.due_seek(4, sought=False)), WATCHED, claim_index=DUE)
+    assert verdict.due_problems == [f"no seek of {DUE} has ScheduledFor among its seek predicates"]
+    assert not verdict.ok
+
+
+def test_an_ordered_scan_of_the_claim_index_fails_as_the_claim_index_though_bounded() -> None:
+    plan = sp.ordered_scan_plan(17)
+    assert plans.judge("p", [plan], WATCHED).ok  # any other filtered index may be read so
+    verdict = plans.judge("p", [plan], WATCHED, claim_index=DUE)
+    assert verdict.kinds() == ["bounded scan"]
+    assert verdict.due_problems == [f"Index Scan of {DUE} read 17 rows: the claim index must be sought, not "
+                                    "scanned", f"no seek of {DUE} has ScheduledFor among its seek predicates"]
+    assert not verdict.ok
+
+
+def test_a_claim_whose_plans_never_read_the_claim_index_fails() -> None:
+    verdict = plans.judge("p", [sp.TABLE_VARIABLE_SCAN_PLAN], WATCHED, claim_index=DUE)
+    assert verdict.due_problems == [f"no read of {DUE} in the plans"]
+    assert not verdict.ok
+
+
+def test_the_claim_index_is_matched_whatever_its_case_and_brackets() -> None:
+    assert plans.judge("p", sp.band_claim_plans(), WATCHED, claim_index="ix_syncqueue_due").ok
 
 
 @pytest.mark.parametrize("text", ["<ShowPlanXML", "<Other xmlns='x'/>"])
