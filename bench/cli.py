@@ -58,6 +58,8 @@ def parser() -> argparse.ArgumentParser:
                    help="items in each queue while the claim plans are captured (default %(default)s)")
     p.add_argument("--warmup", type=float, default=DEFAULTS.warmup,
                    help="untimed seconds each worker cycles before an arm (default %(default)s)")
+    p.add_argument("--idle-seconds", type=float, default=DEFAULTS.idle_seconds,
+                   help="the idle scenario's measured window (default %(default)s)")
     p.add_argument("--out", default="reports/bench", help="folder for bench.json and throughput.png "
                                                           "(default %(default)s)")
     p.add_argument("--conn", default=None, help="ODBC connection string (default: RELQ_MSSQL)")
@@ -77,7 +79,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] = os.envi
         settings = Settings(seconds=args.seconds, workers=args.workers, batch=args.batch,
                             backlog=args.backlog, small_backlog=args.small_backlog,
                             large_backlog=args.large_backlog, purge_items=args.purge_items,
-                            plan_backlog=args.plan_backlog, warmup=args.warmup)
+                            plan_backlog=args.plan_backlog, warmup=args.warmup, idle_seconds=args.idle_seconds)
         names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
         settings.check()  # before the line naming the server: a refusal is the only line
         check_scenarios(names)

@@ -29,6 +29,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from bench.cost import CostResult, costs_table
 from bench.counters import SCOPE
 from bench.plans import Verdict
 from bench.stats import Latency, Ratio
@@ -60,6 +61,7 @@ class Report:
     server: dict[str, Any] = field(default_factory=dict)
     scenarios: list[ScenarioResult] = field(default_factory=list)
     plans: list[Verdict] = field(default_factory=list)
+    costs: list[CostResult] = field(default_factory=list)  # claimcost, healthcost, idle: bounds on counters
     problems: list[str] = field(default_factory=list)  # scenarios that could not run
     warnings: list[str] = field(default_factory=list)  # what may bound the figures; the run still passes
     finished_at: str | None = None
@@ -69,6 +71,7 @@ class Report:
         found = list(self.problems)
         found += [f"{v.procedure}: {v.summary}" for v in self.plans if not v.ok]
         found += [f"{s.name}, {a.arm.label}: {p}" for s in self.scenarios for a in s.arms for p in a.problems]
+        found += [f"{c.name}: {p}" for c in self.costs for p in c.failures()]
         return found
 
     @property
@@ -82,6 +85,8 @@ class Report:
             "counters": SCOPE, "scenarios": [s.as_dict() for s in self.scenarios],
             "plans": [v.as_dict() for v in self.plans], "ok": self.ok, "failures": self.failures(),
             "warnings": self.warnings,
+            # Only when a cost scenario ran (claimcost, healthcost, idle): what each measured, its bounds.
+            **({"costs": [c.as_dict() for c in self.costs]} if self.costs else {}),
         }
 
 
@@ -144,6 +149,8 @@ def renderable(report: Report) -> Group:
         parts += [arms_table(report), ratios_table(report)]
     if report.plans:
         parts.append(plans_table(report))
+    if report.costs:
+        parts.append(costs_table(report.costs))
     where = report.server.get("version") or "unknown"
     parts.append(Text(f"server {where} ({report.server.get('edition') or 'edition unknown'}, "
                       f"{_count(report.server.get('cpus'))} CPUs); client {report.client.get('host')} "

@@ -38,7 +38,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bench import backlog, counters, plans
+from bench import backlog, cost, counters, idle, plans
 from bench.report import Report, ScenarioResult
 from bench.stats import Ratio, ratio
 from bench.workers import WARMUP_S, Arm, ArmResult, checked, complete, run_arm
@@ -47,7 +47,8 @@ from relq.errors import RelqError
 from relq.live import throwaway_database
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ("plans", "backlog", "workers", "batch", "purge", "queues")
+SCENARIOS = ("plans", "backlog", "workers", "batch", "purge", "queues", "claimcost", "healthcost", "idle")
+COSTS = ("claimcost", "healthcost", "idle")  # bench.cost and bench.idle: server counters, bounds
 NEXT_PROCEDURES = """
 SELECT p.name FROM sys.procedures AS p
 WHERE p.schema_id = SCHEMA_ID(N'dbo') AND p.name LIKE N'Next[_]%[_]trx'
@@ -95,6 +96,7 @@ class Settings:
     purge_items: int = 500_000  # finished items for the purge to remove
     plan_backlog: int = 100_000  # items in each queue table while its plans are captured
     warmup: float = WARMUP_S  # untimed seconds of each worker before an arm
+    idle_seconds: float = 60.0  # the idle scenario's measured window
 
     @property
     def scan_limit(self) -> int:
@@ -127,6 +129,8 @@ class Settings:
             problems.append(f"--seconds must be more than 0, not {self.seconds:g}")
         if not self.warmup >= 0:
             problems.append(f"--warmup must be 0 or more, not {self.warmup:g}")
+        if not self.idle_seconds > 0:
+            problems.append(f"--idle-seconds must be more than 0, not {self.idle_seconds:g}")
         if self.workers < 1:
             problems.append(f"--workers must be at least 1, not {self.workers}")
         if not 1 <= self.batch <= 1000:
@@ -192,6 +196,8 @@ class Runner:
             with self._database() as conn_str:
                 if name == "plans":
                     report.plans = self._plans(conn_str)
+                elif name in COSTS:
+                    report.costs.append(self._cost(name, conn_str))
                 else:
                     report.scenarios.append(getattr(self, f"_{name}")(conn_str))
         except RelqError as exc:
@@ -292,6 +298,11 @@ class Runner:
         # Every queue the templates render has its claim index, held to seeks by ScheduledFor.
         return plans.judge(f"dbo.{procedure}", captured.documents, [f"dbo.{queue}"], self.settings.scan_limit,
                            filtered, claim_index=f"IX_{queue}_Due")
+
+    def _cost(self, name: str, conn_str: str) -> cost.CostResult:
+        if name == "idle":
+            return idle.idle(conn_str, self.settings.idle_seconds)
+        return cost.claimcost(self, conn_str) if name == "claimcost" else cost.healthcost(self, conn_str)
 
     def _backlog(self, conn_str: str) -> ScenarioResult:
         s = self.settings
