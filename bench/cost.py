@@ -112,7 +112,8 @@ def spent(before: SessionCounters, after: SessionCounters) -> Spent:
     if before.session_id != after.session_id:
         raise Unreliable(f"{who}: compared with session {after.session_id}")
     if before.login_time is None or after.login_time is None:
-        raise Unreliable(f"{who} was not found (closed?): its counters are unknown")
+        raise Unreliable(f"{who} was not found (closed, or this login lacks VIEW SERVER STATE): "
+                         "its counters are unknown")
     if before.login_time != after.login_time:
         raise Unreliable(f"{who} logged in again between two reads: its counters started over")
     reads, cpu = after.logical_reads - before.logical_reads, after.cpu_ms - before.cpu_ms
@@ -409,7 +410,7 @@ def claimcost(runner: Loads, conn_str: str) -> CostResult:
                   for q in claimed}
         claims = _Claims(runner, conn_str, conn, helper)
         meter = Meter(monitor, conn)
-        by_arm: dict[str, list[Measure]] = {}
+        by_arm: list[list[Measure]] = []
         loaded = 0
         for size in (s.small_backlog, s.large_backlog):
             arm = f"{size:,} in the way"
@@ -420,16 +421,16 @@ def claimcost(runner: Loads, conn_str: str) -> CostResult:
                     due = next(c for c in CLAIMS if c.queue == queue)
                     runner.load(conn_str, f"due {queue} items", due.due_sql, DUE_ITEMS, due.due_tables)
             loaded = size
-            by_arm[arm] = []
+            by_arm.append([])
             for claim in CLAIMS:
                 wait_until_due(cursor, claim.queue)
                 call = claims.call(claim, claimed[claim.queue])
                 result.notes += _warm_up(cursor, claim, call, claims.refill(claim), limits[claim.queue],
                                          s.batch + 16, arm, claimed[claim.queue], result.problems)
-                by_arm[arm].append(measure(meter, arm, claim.label(claimed[claim.queue]), call,
-                                           claims.refill(claim)))
-            result.measures += by_arm[arm]
-        small, large = by_arm.values()
+                by_arm[-1].append(measure(meter, arm, claim.label(claimed[claim.queue]), call,
+                                          claims.refill(claim)))
+            result.measures += by_arm[-1]
+        small, large = by_arm
         result.bounds = [ratio_bound(f"reads per call of {s_.what}, {l_.arm} over {s_.arm}", l_, s_, CLAIM_BOUND)
                          for s_, l_ in zip(small, large, strict=True)]
         return result

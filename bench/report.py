@@ -14,7 +14,10 @@ The JSON (FORMAT 1) holds, besides when, where and with what settings it ran:
   item claimed and not completed, an arm that measured nothing, a scenario that could
   not run);
 - "warnings": what may bound the figures without failing the run (a client with fewer
-  CPUs than the workers and the feeder want).
+  CPUs than the workers and the feeder want);
+- "costs", when claimcost, healthcost or idle ran (bench.cost, bench.idle): each one's
+  measures (calls, logical reads and CPU ms from the server's counters), its bounds
+  and whether each held.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ run on one machine decides the verdict, however noisy the machine.
 - queues: each message queue (heap, FIFO, LIFO, pending), receives with ``workers``
   consumers over 1; the table is emptied and loaded afresh before each arm, so that
   the second arm does not inherit what the first left (ghost rows, a churned last page).
+- claimcost, healthcost, idle: what a claim, a health read and an idle worker cost the
+  server, held to bounds (bench.cost, bench.idle).
 
 Every load is followed by UPDATE STATISTICS on the tables it wrote, so that no claim
 compiles on stale statistics (the workers' untimed warm-up then compiles it, outside
