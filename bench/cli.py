@@ -79,7 +79,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] = os.envi
         settings = Settings(seconds=args.seconds, workers=args.workers, batch=args.batch,
                             backlog=args.backlog, small_backlog=args.small_backlog,
                             large_backlog=args.large_backlog, purge_items=args.purge_items,
-                            plan_backlog=args.plan_backlog, warmup=args.warmup, idle_seconds=args.idle_seconds)
+                            plan_backlog=args.plan_backlog, warmup=args.warmup,
+                            idle_seconds=args.idle_seconds)
         names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
         settings.check()  # before the line naming the server: a refusal is the only line
         check_scenarios(names)

@@ -119,7 +119,8 @@ def spent(before: SessionCounters, after: SessionCounters) -> Spent:
     reads, cpu = after.logical_reads - before.logical_reads, after.cpu_ms - before.cpu_ms
     if reads < 0 or cpu < 0:
         raise Unreliable(f"{who}'s counters went down (logical reads {before.logical_reads:,} -> "
-                         f"{after.logical_reads:,}, CPU ms {before.cpu_ms:,} -> {after.cpu_ms:,}): they were reset")
+                         f"{after.logical_reads:,}, CPU ms {before.cpu_ms:,} -> {after.cpu_ms:,}): "
+                         "they were reset")
     return Spent(reads, cpu)
 
 
@@ -184,11 +185,17 @@ class Bound:
             return None
         if self.value is None:
             return f"{self.name}: not measured ({self.note})"
-        return f"{self.name}: {self.shown()}, over the bound of {self.limit:g}{'x' if self.unit == 'x' else ''}"
+        limit = f"{self.limit:g}x" if self.unit == "x" else f"{self.limit:g}"
+        return f"{self.name}: {self.shown()}, over the bound of {limit}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "value": self.value, "limit": self.limit, "unit": self.unit, "note": self.note,
-                "ok": self.ok}
+        return {"name": self.name, "value": self.value, "limit": self.limit, "unit": self.unit,
+                "note": self.note, "ok": self.ok}
+
+
+def bound(small: Measure, large: Measure, limit: float) -> Bound:
+    """The bound of one reader: its reads per call in the large arm over the small one."""
+    return ratio_bound(f"reads per call of {small.what}, {large.arm} over {small.arm}", large, small, limit)
 
 
 def ratio_bound(name: str, large: Measure, small: Measure, limit: float) -> Bound:
@@ -218,7 +225,8 @@ class CostResult:
         return found
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "question": self.question, "measures": [m.as_dict() for m in self.measures],
+        return {"name": self.name, "question": self.question,
+                "measures": [m.as_dict() for m in self.measures],
                 "bounds": [b.as_dict() for b in self.bounds], "notes": self.notes, "problems": self.problems,
                 "ok": not self.failures()}
 
@@ -227,7 +235,8 @@ def costs_table(costs: Sequence[CostResult]) -> Table:
     """One row per measure, then one per bound, with its verdict."""
     grid = Table(title="cost as the tables grow (server counters of the calls' own session)")
     for column in ("scenario", "arm", "what", "calls", "reads/call", "CPU ms/call", "bound", "check"):
-        grid.add_column(column, justify="right" if column in ("calls", "reads/call", "CPU ms/call") else "left")
+        figure = column in ("calls", "reads/call", "CPU ms/call")
+        grid.add_column(column, justify="right" if figure else "left")
     for c in costs:
         for m in c.measures:
             grid.add_row(c.name, m.arm, m.what, str(m.calls), _figure(m.reads_per_call, 1),
@@ -266,7 +275,8 @@ class Meter:
 
     def read(self) -> SessionCounters:
         rows = db.query(self.cursor, SESSION, self.session_id)
-        row = None if not rows else {"login_time": rows[0][0], "logical_reads": rows[0][1], "cpu_time": rows[0][2]}
+        names = ("login_time", "logical_reads", "cpu_time")
+        row = None if not rows else dict(zip(names, rows[0], strict=True))
         return SessionCounters.from_row(self.session_id, row)
 
 
@@ -431,16 +441,16 @@ def claimcost(runner: Loads, conn_str: str) -> CostResult:
                                           claims.refill(claim)))
             result.measures += by_arm[-1]
         small, large = by_arm
-        result.bounds = [ratio_bound(f"reads per call of {s_.what}, {l_.arm} over {s_.arm}", l_, s_, CLAIM_BOUND)
-                         for s_, l_ in zip(small, large, strict=True)]
+        result.bounds = [bound(s_, l_, CLAIM_BOUND) for s_, l_ in zip(small, large, strict=True)]
         return result
     finally:
         for c in (conn, helper, monitor):
             c.close()
 
 
-def _warm_up(cursor: Any, claim: ClaimCall, call: Callable[[], list[tuple]], after: Callable[[list[tuple]], None],
-             limit: int, want: int, arm: str, claimed_type: str, problems: list[str]) -> list[str]:
+def _warm_up(cursor: Any, claim: ClaimCall, call: Callable[[], list[tuple]],
+             after: Callable[[list[tuple]], None], limit: int, want: int, arm: str, claimed_type: str,
+             problems: list[str]) -> list[str]:
     """Claims until no exhausted item is left in the claim index (at least WARM_CALLS); a
     problem when that takes more than warmup_limit claims."""
     sql = EXHAUSTED.format(queue=_identifier(claim.queue))
@@ -450,9 +460,9 @@ def _warm_up(cursor: Any, claim: ClaimCall, call: Callable[[], list[tuple]], aft
     left = exhausted
     while calls < WARM_CALLS or left:
         if calls >= most:
-            problems.append(f"{arm}, {claim.label(claimed_type)}: {left:,} of {exhausted:,} exhausted items were "
-                            f"still in the claim index after {calls} claims (each claim fails up to {want} of "
-                            f"those it meets): they are read by every claim instead of failed once")
+            problems.append(f"{arm}, {claim.label(claimed_type)}: {left:,} of {exhausted:,} exhausted items "
+                            f"were still in the claim index after {calls} claims (each claim fails up to "
+                            f"{want} of those it meets): they are read by every claim instead of failed once")
             break
         after(call())
         calls += 1
@@ -490,7 +500,8 @@ def health_readers(conn: Any) -> dict[str, Callable[[], Any]]:
                 cursor.close()
         return run
 
-    return {HEALTH_VIEW.rstrip(";"): select(HEALTH_VIEW), THROUGHPUT_VIEW.rstrip(";"): select(THROUGHPUT_VIEW),
+    return {HEALTH_VIEW.rstrip(";"): select(HEALTH_VIEW),
+            THROUGHPUT_VIEW.rstrip(";"): select(THROUGHPUT_VIEW),
             "/metrics (SqlStore.health, exposition)": lambda: metrics.exposition(store.health())}
 
 
@@ -518,8 +529,7 @@ def healthcost(runner: Loads, conn_str: str) -> CostResult:
             by_arm.append([measure(meter, arm, what, call) for what, call in readers.items()])
             result.measures += by_arm[-1]
         small, large = by_arm
-        result.bounds = [ratio_bound(f"reads per call of {s_.what}, {l_.arm} over {s_.arm}", l_, s_, HEALTH_BOUND)
-                         for s_, l_ in zip(small, large, strict=True)]
+        result.bounds = [bound(s_, l_, HEALTH_BOUND) for s_, l_ in zip(small, large, strict=True)]
         return result
     finally:
         conn.close()

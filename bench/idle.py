@@ -77,7 +77,8 @@ class ProcedureStat:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> ProcedureStat:
-        return cls(str(row["name"]), row["cached_time"], int(row["execution_count"]), int(row["total_worker_time"]))
+        return cls(str(row["name"]), row["cached_time"], int(row["execution_count"]),
+                   int(row["total_worker_time"]))
 
 
 def executions(before: Mapping[bytes, ProcedureStat], after: Mapping[bytes, ProcedureStat]) -> dict[str, int]:
@@ -93,8 +94,8 @@ def executions(before: Mapping[bytes, ProcedureStat], after: Mapping[bytes, Proc
                              "its executions are unknown")
         if new.cached_time != old.cached_time or new.executions < old.executions:
             raise Unreliable(f"the statistics of dbo.{old.name} were reset between the two reads "
-                             f"(cached {old.cached_time} -> {new.cached_time}, executions {old.executions:,} -> "
-                             f"{new.executions:,})")
+                             f"(cached {old.cached_time} -> {new.cached_time}, executions "
+                             f"{old.executions:,} -> {new.executions:,})")
         counted[new.name] = counted.get(new.name, 0) + new.executions - old.executions
     for handle, new in after.items():
         if handle not in before:
@@ -151,7 +152,8 @@ def idle_result(figures: IdleFigures, problems: list[str] | None = None) -> Cost
     cpu = None if per <= 0 else figures.cpu_ms / per
     note = "" if per > 0 else "no time between the two reads"
     result.bounds = [
-        Bound("statements (claim calls) per idle slot-second", rate, call_bound(figures.slots), "calls", note),
+        Bound("statements (claim calls) per idle slot-second", rate, call_bound(figures.slots), "calls",
+              note),
         Bound("CPU ms per idle slot-second", cpu, cpu_bound(figures.slots), "ms", note)]
     result.notes.append(f"{figures.executions:,} procedure executions in all (the claim's nested procedure "
                         f"included), {figures.claims:,} claim calls, {figures.cpu_ms:,} CPU ms over "
@@ -211,8 +213,9 @@ def idle(conn_str: str, seconds: float, slots: int = IDLE_SLOTS) -> CostResult:
                               problems=[str(exc)])
         if worker.failure:
             problems.append(f"the worker failed: {worker.failure}")
-        return idle_result(IdleFigures(slots, ended - started, counted.get(CLAIM, 0), sum(counted.values()), cpu,
-                                       len(sessions)), problems)
+        figures = IdleFigures(slots, ended - started, counted.get(CLAIM, 0), sum(counted.values()), cpu,
+                              len(sessions))
+        return idle_result(figures, problems)
     finally:
         worker.stop()
         thread.join(STOP_GRACE_S)

@@ -198,7 +198,8 @@ def accesses(showplan_xml: str) -> list[Access]:
                                       f".//{_NS}RangeColumns/{_NS}ColumnReference"),
                 # An outer reference (another table's column compared with this one's) is not
                 # this read's column: only the read table's own count.
-                residual_columns=_columns(operator.find(f"{_NS}Predicate"), f".//{_NS}ColumnReference", table),
+                residual_columns=_columns(operator.find(f"{_NS}Predicate"), f".//{_NS}ColumnReference",
+                                          table),
             ))
     return found
 

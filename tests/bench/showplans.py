@@ -41,7 +41,8 @@ def seek_predicates(table: str, equal: Sequence[str], upto: str | None = None) -
                 + f'</RangeColumns><RangeExpressions>{values}</RangeExpressions></{element}>')
     keys = (scan_range("Prefix", "EQ", equal) if equal else "") + (scan_range("EndRange", "LE", [upto])
                                                                      if upto else "")
-    return f"<SeekPredicates><SeekPredicateNew><SeekKeys>{keys}</SeekKeys></SeekPredicateNew></SeekPredicates>"
+    return (f"<SeekPredicates><SeekPredicateNew><SeekKeys>{keys}</SeekKeys></SeekPredicateNew>"
+            "</SeekPredicates>")
 
 
 def residual(table: str, columns: Sequence[str], outer: Sequence[str] = ()) -> str:
@@ -77,8 +78,9 @@ def read(node: int, physical: str, table: str, index: str, *, kind: str = "NonCl
     if seek is None:
         seek = ('<SeekPredicates><SeekPredicateNew><SeekKeys><Prefix ScanType="EQ"><RangeColumns>'
                 '<ColumnReference Column="EnqueuedAt"/></RangeColumns><RangeExpressions><ScalarOperator '
-                'ScalarString="[c].[EnqueuedAt]"><Identifier><ColumnReference Column="EnqueuedAt"/></Identifier>'
-                '</ScalarOperator></RangeExpressions></Prefix></SeekKeys></SeekPredicateNew></SeekPredicates>'
+                'ScalarString="[c].[EnqueuedAt]"><Identifier><ColumnReference Column="EnqueuedAt"/>'
+                '</Identifier></ScalarOperator></RangeExpressions></Prefix></SeekKeys></SeekPredicateNew>'
+                '</SeekPredicates>'
                 if "Seek" in physical else "")
     return (f'<RelOp NodeId="{node}" PhysicalOp="{physical}" LogicalOp="{logical}" EstimateRows="17" '
             f'EstimateIO="0.003125" EstimateCPU="0.0001757" AvgRowSize="35" '
@@ -223,8 +225,8 @@ def queue_read_plan(physical: str, index: str, *, rows_read: int | None, executi
 
 
 DUE = "[IX_SyncQueue_Due]"
-BANDS_TEXT = ("INSERT INTO @Bands ([Type], [Priority]) SELECT t.[Type], b.[Priority] FROM dbo.SyncQueueType AS t "
-              "CROSS APPLY (SELECT TOP (1) q.[Priority] FROM dbo.SyncQueue AS q")
+BANDS_TEXT = ("INSERT INTO @Bands ([Type], [Priority]) SELECT t.[Type], b.[Priority] "
+              "FROM dbo.SyncQueueType AS t CROSS APPLY (SELECT TOP (1) q.[Priority] FROM dbo.SyncQueue AS q")
 DUE_TEXT = ("INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder, Exhausted) SELECT TOP (@Want) "
             "d.EnqueuedAt FROM @Bands AS b CROSS APPLY (SELECT TOP (@Want) q.EnqueuedAt")
 

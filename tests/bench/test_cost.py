@@ -36,7 +36,8 @@ def test_what_a_session_spent_is_the_difference_of_its_counters() -> None:
     (session(0, 0, login=None), "was not found"),
     (session(4_350, 52, sid=58), "compared with session 58"),
 ])
-def test_a_reset_or_vanished_session_is_unreliable_not_a_difference(after: cost.SessionCounters, why: str) -> None:
+def test_a_reset_or_vanished_session_is_unreliable_not_a_difference(after: cost.SessionCounters,
+                                                                     why: str) -> None:
     with pytest.raises(cost.Unreliable, match=why):
         cost.spent(session(1_000, 40), after)
 
@@ -101,7 +102,8 @@ def test_claim_reads_pass_up_to_one_and_a_half_times_and_not_beyond(large: float
 
 
 def test_a_failing_bound_says_its_value_and_its_limit() -> None:
-    bound = cost.ratio_bound("reads per call of q", arm(240.0, "large"), arm(100.0, "small"), cost.HEALTH_BOUND)
+    bound = cost.ratio_bound("reads per call of q", arm(240.0, "large"), arm(100.0, "small"),
+                             cost.HEALTH_BOUND)
     assert bound.problem() == "reads per call of q: 2.40x, over the bound of 1.5x"
     result = cost.CostResult("healthcost", "?", bounds=[bound])
     assert result.failures() == ["reads per call of q: 2.40x, over the bound of 1.5x"]
@@ -202,7 +204,8 @@ def test_a_worker_that_polls_in_every_slot_fails_the_statements_bound() -> None:
     """What the long-poll did: 10 claims a second in each of the 16 slots."""
     result = idle.idle_result(figures(claims=16 * 600, cpu=900))
     assert [b.ok for b in result.bounds] == [False, True]
-    assert result.failures()[0].startswith("statements (claim calls) per idle slot-second: 10.000 calls, over")
+    assert result.failures()[0].startswith(
+        "statements (claim calls) per idle slot-second: 10.000 calls, over")
 
 
 def test_claims_that_cost_too_much_cpu_fail_the_cpu_bound() -> None:
@@ -227,7 +230,8 @@ def test_the_app_name_replaces_any_the_connection_string_had() -> None:
 
 
 def test_the_report_shows_the_costs_and_fails_on_a_bound() -> None:
-    report = reports.Report(started_at="2026-11-28T07:00:00+00:00", settings={}, client={"host": "h", "cpus": 4})
+    report = reports.Report(started_at="2026-11-28T07:00:00+00:00", settings={},
+                            client={"host": "h", "cpus": 4})
     assert "costs" not in report.as_dict()
     good = cost.CostResult("claimcost", "?", measures=[arm(100.0, "small"), arm(110.0, "large")],
                            bounds=[cost.ratio_bound("reads", arm(110.0, "large"), arm(100.0, "small"), 1.5)])

@@ -249,7 +249,8 @@ def test_a_due_read_that_tests_scheduledfor_row_by_row_fails() -> None:
 
 
 def test_scheduledfor_both_sought_and_tested_again_as_a_residual_fails() -> None:
-    verdict = plans.judge("p", sp.band_claim_plans(sp.due_seek(4, residual_due=True)), WATCHED, claim_index=DUE)
+    plans_ = sp.band_claim_plans(sp.due_seek(4, residual_due=True))
+    verdict = plans.judge("p", plans_, WATCHED, claim_index=DUE)
     assert len(verdict.due_problems) == 1 and "residual predicate" in verdict.due_problems[0]
     assert not verdict.ok
 
