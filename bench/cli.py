@@ -20,6 +20,7 @@ from typing import NoReturn
 from rich.console import Console
 
 from bench import report as reports
+from bench.producers import counts
 from bench.scenarios import SCENARIOS, Settings, check_scenarios, run
 from relq import db
 from relq.errors import RelqError
@@ -60,6 +61,11 @@ def parser() -> argparse.ArgumentParser:
                    help="untimed seconds each worker cycles before an arm (default %(default)s)")
     p.add_argument("--idle-seconds", type=float, default=DEFAULTS.idle_seconds,
                    help="the idle scenario's measured window (default %(default)s)")
+    p.add_argument("--producers", type=int, default=DEFAULTS.producers,
+                   help="producers in each arm of the producers scenario (default %(default)s)")
+    p.add_argument("--consumers", type=counts, default=DEFAULTS.consumers,
+                   help="the producers scenario's arms: consumers in each, comma-separated (default "
+                        f"{','.join(map(str, DEFAULTS.consumers))})")
     p.add_argument("--out", default="reports/bench", help="folder for bench.json and throughput.png "
                                                           "(default %(default)s)")
     p.add_argument("--conn", default=None, help="ODBC connection string (default: RELQ_MSSQL)")
@@ -80,7 +86,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] = os.envi
                             backlog=args.backlog, small_backlog=args.small_backlog,
                             large_backlog=args.large_backlog, purge_items=args.purge_items,
                             plan_backlog=args.plan_backlog, warmup=args.warmup,
-                            idle_seconds=args.idle_seconds)
+                            idle_seconds=args.idle_seconds, producers=args.producers,
+                            consumers=args.consumers)
         names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
         settings.check()  # before the line naming the server: a refusal is the only line
         check_scenarios(names)

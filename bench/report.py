@@ -17,7 +17,10 @@ The JSON (FORMAT 1) holds, besides when, where and with what settings it ran:
   CPUs than the workers and the feeder want);
 - "costs", when claimcost, healthcost or idle ran (bench.cost, bench.idle): each one's
   measures (calls, logical reads and CPU ms from the server's counters), its bounds
-  and whether each held.
+  and whether each held;
+- "loads", when producers or transportpurge ran (bench.load): each arm's clients, what
+  moved, its PAGELATCH_% waits, lock promotions, 1205/1222 errors and checks, and the
+  ratios.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from rich.text import Text
 
 from bench.cost import CostResult, costs_table
 from bench.counters import SCOPE
+from bench.load import LoadResult, loads_table
 from bench.plans import Verdict
 from bench.stats import Latency, Ratio
 from bench.workers import ArmResult
@@ -65,6 +69,7 @@ class Report:
     scenarios: list[ScenarioResult] = field(default_factory=list)
     plans: list[Verdict] = field(default_factory=list)
     costs: list[CostResult] = field(default_factory=list)  # claimcost, healthcost, idle: bounds on counters
+    loads: list[LoadResult] = field(default_factory=list)  # producers, transportpurge (bench.load)
     problems: list[str] = field(default_factory=list)  # scenarios that could not run
     warnings: list[str] = field(default_factory=list)  # what may bound the figures; the run still passes
     finished_at: str | None = None
@@ -75,6 +80,7 @@ class Report:
         found += [f"{v.procedure}: {v.summary}" for v in self.plans if not v.ok]
         found += [f"{s.name}, {a.arm.label}: {p}" for s in self.scenarios for a in s.arms for p in a.problems]
         found += [f"{c.name}: {p}" for c in self.costs for p in c.failures()]
+        found += [f"{r.name}: {p}" for r in self.loads for p in r.failures()]
         return found
 
     @property
@@ -90,6 +96,7 @@ class Report:
             "warnings": self.warnings,
             # Only when a cost scenario ran (claimcost, healthcost, idle): what each measured, its bounds.
             **({"costs": [c.as_dict() for c in self.costs]} if self.costs else {}),
+            **({"loads": [r.as_dict() for r in self.loads]} if self.loads else {}),
         }
 
 
@@ -154,6 +161,8 @@ def renderable(report: Report) -> Group:
         parts.append(plans_table(report))
     if report.costs:
         parts.append(costs_table(report.costs))
+    if report.loads:
+        parts.append(loads_table(report.loads))
     where = report.server.get("version") or "unknown"
     parts.append(Text(f"server {where} ({report.server.get('edition') or 'edition unknown'}, "
                       f"{_count(report.server.get('cpus'))} CPUs); client {report.client.get('host')} "

@@ -16,6 +16,9 @@ run on one machine decides the verdict, however noisy the machine.
   the second arm does not inherit what the first left (ghost rows, a churned last page).
 - claimcost, healthcost, idle: what a claim, a health read and an idle worker cost the
   server, held to bounds (bench.cost, bench.idle).
+- producers, transportpurge: producers through the Add_ and Send_ procedures beside 1, 8
+  and 32 consumers, and the transport's purge beside receivers and senders with RCSI
+  off and on (bench.producers, bench.transport, bench.load).
 
 Every load is followed by UPDATE STATISTICS on the tables it wrote, so that no claim
 compiles on stale statistics (the workers' untimed warm-up then compiles it, outside
@@ -40,7 +43,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bench import backlog, cost, counters, idle, plans
+from bench import backlog, cost, counters, idle, plans, producers, transport
 from bench.report import Report, ScenarioResult
 from bench.stats import Ratio, ratio
 from bench.workers import WARMUP_S, Arm, ArmResult, checked, complete, run_arm
@@ -49,8 +52,10 @@ from relq.errors import RelqError
 from relq.live import throwaway_database
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ("plans", "backlog", "workers", "batch", "purge", "queues", "claimcost", "healthcost", "idle")
+SCENARIOS = ("plans", "backlog", "workers", "batch", "purge", "queues", "claimcost", "healthcost", "idle",
+             "producers", "transportpurge")
 COSTS = ("claimcost", "healthcost", "idle")  # bench.cost and bench.idle: server counters, bounds
+LOADS = {"producers": producers.producers, "transportpurge": transport.transportpurge}  # bench.load
 NEXT_PROCEDURES = """
 SELECT p.name FROM sys.procedures AS p
 WHERE p.schema_id = SCHEMA_ID(N'dbo') AND p.name LIKE N'Next[_]%[_]trx'
@@ -99,6 +104,8 @@ class Settings:
     plan_backlog: int = 100_000  # items in each queue table while its plans are captured
     warmup: float = WARMUP_S  # untimed seconds of each worker before an arm
     idle_seconds: float = 60.0  # the idle scenario's measured window
+    producers: int = 8  # the producers scenario's producers
+    consumers: tuple[int, ...] = (1, 8, 32)  # and its arms' consumers
 
     @property
     def scan_limit(self) -> int:
@@ -135,6 +142,11 @@ class Settings:
             problems.append(f"--idle-seconds must be more than 0, not {self.idle_seconds:g}")
         if self.workers < 1:
             problems.append(f"--workers must be at least 1, not {self.workers}")
+        if self.producers < 1:
+            problems.append(f"--producers must be at least 1, not {self.producers}")
+        if not self.consumers or min(self.consumers) < 1:
+            shown = ",".join(map(str, self.consumers))
+            problems.append(f"--consumers must be counts of at least 1, not {shown or 'none'}")
         if not 1 <= self.batch <= 1000:
             problems.append(f"--batch must be 1 to 1000, not {self.batch}")
         for option, value in (("--backlog", self.backlog), ("--small-backlog", self.small_backlog),
@@ -200,6 +212,8 @@ class Runner:
                     report.plans = self._plans(conn_str)
                 elif name in COSTS:
                     report.costs.append(self._cost(name, conn_str))
+                elif name in LOADS:
+                    report.loads.append(LOADS[name](self, conn_str))
                 else:
                     report.scenarios.append(getattr(self, f"_{name}")(conn_str))
         except RelqError as exc:
