@@ -449,30 +449,43 @@ def _pipeline(c, argv: list[str], conn: str | None) -> None:
         raise Exit(code=code)
 
 
-@command("bench", numbers=("seconds", "workers", "batch", "backlog", "warmup"),
+@command("bench", numbers=("seconds", "workers", "batch", "backlog", "small_backlog", "large_backlog",
+                          "purge_items", "plan_backlog", "warmup", "idle_seconds", "producers"),
          help={
-    "scenarios": "comma-separated: plans, backlog, workers, batch, purge, queues (default: all)",
+    "scenarios": "comma-separated: plans, backlog, workers, batch, purge, queues, claimcost, healthcost, "
+                 "idle, producers, transportpurge (default: all)",
     "seconds": "length of each arm (default 10)",
     "workers": "the many workers and consumers; the few are 1 (default 8)",
     "batch": "items per batch claim (default 100)",
     "backlog": "due items in the workers, batch, purge and queues arms (default 10000)",
+    "small-backlog": "the small size of backlog, claimcost and healthcost (default 1000)",
+    "large-backlog": "the large size of backlog, claimcost and healthcost (default 1000000)",
+    "purge-items": "finished items for the purge to remove (default 500000)",
+    "plan-backlog": "items in each queue while the claim plans are captured (default 100000)",
     "warmup": "untimed seconds each worker cycles before an arm (default 1)",
+    "idle-seconds": "the idle scenario's measured window (default 60)",
+    "producers": "producers in each arm of the producers scenario (default 8)",
+    "consumers": "the producers scenario's arms: consumers in each, comma-separated (default 1,8,32)",
     "out": "folder for bench.json and throughput.png (default reports/bench)",
     "test": "run the harness's live pytest (tests/bench, RELQ_BENCH=1) instead of the benchmarks",
     "conn": CONN_HELP,
 })
-def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=None, warmup=None,
-          out="reports/bench", test=False, conn=None):
-    """Benchmark the queues against SQL Server: backlog, workers, batches, purge, message queues, plans."""
+def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=None, small_backlog=None,
+          large_backlog=None, purge_items=None, plan_backlog=None, warmup=None, idle_seconds=None,
+          producers=None, consumers=None, out="reports/bench", test=False, conn=None):
+    """Benchmark the queues against SQL Server: claims, costs as tables grow, idle workers, loads, plans."""
     from relq.db import ENV_VAR, resolve_target
     from relq.errors import RelqError
 
     argv = ["--out", str(ROOT / out)]
-    for option, value, kind in (("seconds", seconds, int), ("workers", workers, int), ("batch", batch, int),
-                                ("backlog", backlog, int), ("warmup", warmup, int)):
-        given = number("bench", option, value, kind)
+    for option, value in (("seconds", seconds), ("workers", workers), ("batch", batch), ("backlog", backlog),
+                          ("small-backlog", small_backlog), ("large-backlog", large_backlog),
+                          ("purge-items", purge_items), ("plan-backlog", plan_backlog), ("warmup", warmup),
+                          ("idle-seconds", idle_seconds), ("producers", producers)):
+        given = number("bench", option, value, int)
         argv += [f"--{option}", str(given)] if given is not None else []
     argv += ["--scenarios", scenarios] if scenarios else []
+    argv += ["--consumers", consumers] if consumers else []
     try:
         target = resolve_target(conn, c.config)
     except RelqError as exc:  # without a server the live pytest would skip, and pass: refuse instead

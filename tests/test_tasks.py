@@ -174,6 +174,24 @@ def test_bench_finds_its_server_like_every_task_and_hands_it_over_in_the_environ
         assert "-m bench --out " in command and "--seconds 2" in command
 
 
+def test_bench_hands_every_option_to_python_m_bench_which_takes_them_all(monkeypatch) -> None:
+    """invoke bench and python -m bench take the same options: what the task forwards, the
+    bench's own parser reads back as given."""
+    import shlex
+
+    from bench.cli import parser
+    monkeypatch.setenv("RELQ_MSSQL", "SERVER=env;PWD=e")
+    c = MockContext(config=Config(), run=Result())
+    given = {"seconds": 3, "workers": 4, "batch": 50, "backlog": 500, "small_backlog": 100,
+             "large_backlog": 20000, "purge_items": 900, "plan_backlog": 10000, "warmup": 2,
+             "idle_seconds": 5, "producers": 2}
+    tasks.bench(c, scenarios="idle,producers", consumers="1,4", **{k: str(v) for k, v in given.items()})
+    argv = shlex.split(c.run.call_args.args[0])
+    parsed = parser().parse_args(argv[argv.index("bench") + 1:])
+    assert {k: getattr(parsed, k) for k in given} == given
+    assert (parsed.scenarios, list(parsed.consumers)) == ("idle,producers", [1, 4])
+
+
 @pytest.mark.parametrize("name, call", [
     ("deploy", lambda c: tasks.deploy(c)),
     ("register-messages", lambda c: tasks.register_messages(c)),

@@ -54,7 +54,8 @@ def test_an_unknown_scenario_is_refused_before_anything_connects(capsys: pytest.
     assert "secret" not in err
 
 
-THERE_ARE = "(there are plans, backlog, workers, batch, purge, queues)"
+THERE_ARE = ("(there are plans, backlog, workers, batch, purge, queues, claimcost, healthcost, idle, "
+             "producers, transportpurge)")
 ENVIRON = {"RELQ_MSSQL": "DRIVER={No Such Driver};SERVER=nowhere;UID=u;PWD=secret"}
 
 
