@@ -22,7 +22,7 @@ BEGIN
     ('2024-01-01T00:00:08', 'ResetPassword', 'Completed', DATEADD(HOUR, -2, @Now), @Now, NULL);
 END;
 GO
-CREATE PROCEDURE QueueHealth_VTests.[test QueueHealth_V counts the items of each state when a queue has items in several]
+CREATE PROCEDURE QueueHealth_VTests.[test QueueHealth_V counts the items of each unfinished state when a queue has items in several]
 AS
 BEGIN
     EXEC QueueHealth_VTests.AddItems;
@@ -32,14 +32,46 @@ BEGIN
         h.Items
     INTO #Actual
     FROM dbo.QueueHealth_V AS h
-    WHERE h.[Queue] = 'Notification' AND h.[Status] IN ('Pending', 'Error', 'Processing', 'Completed', 'Failed');
+    WHERE h.[Queue] = 'Notification';
     SELECT TOP (0)
         a.[Status],
         a.Items
     INTO #Expected
     FROM #Actual AS a;
     INSERT INTO #Expected ([Status], Items)
-    VALUES ('Pending', 3), ('Error', 2), ('Processing', 2), ('Completed', 1), ('Failed', 0);
+    VALUES ('Pending', 3), ('Error', 2), ('Processing', 2), ('Paused', 0);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO
+-- Finished items are history: counting them read every item kept until the purge.
+CREATE PROCEDURE QueueHealth_VTests.[test QueueHealth_V has no row for a finished state when finished items exist]
+AS
+BEGIN
+    DECLARE @Rows INT;
+    EXEC QueueHealth_VTests.AddItems;
+
+    SELECT @Rows = COUNT(*)
+    FROM dbo.QueueHealth_V AS h
+    WHERE h.[Queue] = 'Notification' AND dbo.QueueIsFinished_fn(h.[Status]) = 1;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'a row of a finished state';
+END;
+GO
+-- The view lists the unfinished states literally (the health index's filter): the same
+-- states as dbo.QueueIsFinished_fn, so a state added to one and not the other fails here.
+CREATE PROCEDURE QueueHealth_VTests.[test QueueHealth_V shows exactly the states QueueIsFinished_fn calls unfinished when a queue is empty]
+AS
+BEGIN
+    EXEC QueueHealth_VTests.AddItems;
+
+    SELECT h.[Status]
+    INTO #Actual
+    FROM dbo.QueueHealth_V AS h
+    WHERE h.[Queue] = 'SyncQueue';
+    SELECT s.[Status]
+    INTO #Expected
+    FROM dbo.QueueStatus AS s
+    WHERE dbo.QueueIsFinished_fn(s.[Status]) = 0;
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
@@ -49,21 +81,21 @@ AS
 BEGIN
     DECLARE @Pending BIGINT;
     DECLARE @Error BIGINT;
-    DECLARE @Completed BIGINT;
+    DECLARE @Paused INT;
     EXEC QueueHealth_VTests.AddItems;
 
     SELECT @Pending = h.OldestDueSeconds FROM dbo.QueueHealth_V AS h
     WHERE h.[Queue] = 'Notification' AND h.[Status] = 'Pending';
     SELECT @Error = h.OldestDueSeconds FROM dbo.QueueHealth_V AS h
     WHERE h.[Queue] = 'Notification' AND h.[Status] = 'Error';
-    SELECT @Completed = h.OldestDueSeconds FROM dbo.QueueHealth_V AS h
-    WHERE h.[Queue] = 'Notification' AND h.[Status] = 'Completed';
+    SELECT @Paused = COUNT(*) FROM dbo.QueueHealth_V AS h
+    WHERE h.[Queue] = 'Notification' AND h.[Status] = 'Paused' AND h.OldestDueSeconds IS NULL;
 
     IF @Pending IS NULL OR @Pending NOT BETWEEN 59 AND 62
         EXEC tSQLt.Fail @Message0 = N'Pending: the item due 60 s ago is the oldest due';
     IF @Error IS NULL OR @Error NOT BETWEEN 119 AND 122
         EXEC tSQLt.Fail @Message0 = N'Error: the item due 120 s ago is the oldest due';
-    IF @Completed IS NOT NULL EXEC tSQLt.Fail @Message0 = N'a finished item is never due';
+    IF @Paused <> 1 EXEC tSQLt.Fail @Message0 = N'a Paused item is never due';
 END;
 GO
 CREATE PROCEDURE QueueHealth_VTests.[test QueueHealth_V counts the items past their lease when a worker vanished]
@@ -82,7 +114,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @PendingPastLease, @Message = N'Pending';
 END;
 GO
-CREATE PROCEDURE QueueHealth_VTests.[test QueueHealth_V shows every state with no items when a queue is empty]
+CREATE PROCEDURE QueueHealth_VTests.[test QueueHealth_V shows every unfinished state with no items when a queue is empty]
 AS
 BEGIN
     DECLARE @States INT;
@@ -90,14 +122,49 @@ BEGIN
     DECLARE @Items INT;
     EXEC QueueHealth_VTests.AddItems;
 
-    SELECT @States = COUNT(*) FROM dbo.QueueStatus;
+    SELECT @States = COUNT(*) FROM dbo.QueueStatus AS s WHERE dbo.QueueIsFinished_fn(s.[Status]) = 0;
     SELECT
         @Rows = COUNT(*),
         @Items = SUM(h.Items)
     FROM dbo.QueueHealth_V AS h
     WHERE h.[Queue] = 'SyncQueue' AND h.OldestDueSeconds IS NULL AND h.PastLease = 0;
 
-    EXEC tSQLt.AssertEquals @Expected = @States, @Actual = @Rows, @Message = N'a row per state';
+    EXEC tSQLt.AssertEquals @Expected = @States, @Actual = @Rows, @Message = N'a row per unfinished state';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Items, @Message = N'no items';
+END;
+GO
+-- The view's cost follows the unfinished items only because it reads the filtered health
+-- index; a predicate that stopped matching the filter would read the table instead.
+CREATE PROCEDURE QueueHealth_VTests.[test QueueHealth_V states the filter of each queue's health index when it reads the queue]
+AS
+BEGIN
+    DECLARE @Definition NVARCHAR(MAX) = OBJECT_DEFINITION(OBJECT_ID(N'dbo.QueueHealth_V'));
+    DECLARE @Queue SYSNAME;
+    DECLARE @Filter NVARCHAR(MAX);
+    DECLARE @Seen INT = 0;
+    DECLARE @Queues CURSOR;
+    SET @Queues = CURSOR LOCAL FAST_FORWARD FOR
+        SELECT OBJECT_NAME(i.object_id), i.filter_definition
+        FROM sys.indexes AS i
+        WHERE i.name = N'IX_' + OBJECT_NAME(i.object_id) + N'_Status' AND OBJECT_SCHEMA_NAME(i.object_id) = N'dbo';
+    OPEN @Queues;
+    FETCH NEXT FROM @Queues INTO @Queue, @Filter;
+    WHILE @@FETCH_STATUS = 0
+        BEGIN
+            -- SQL Server keeps the filter as ([Status]='Pending' OR [Status]='Processing' OR ...).
+            IF @Filter IS NULL
+                OR @Filter NOT LIKE N'%''Pending''%' OR @Filter NOT LIKE N'%''Processing''%'
+                OR @Filter NOT LIKE N'%''Error''%' OR @Filter NOT LIKE N'%''Paused''%'
+                OR @Filter LIKE N'%''Completed''%' OR @Filter LIKE N'%''Failed''%'
+                EXEC tSQLt.Fail @Message0 = N'IX_', @Message1 = @Queue,
+                    @Message2 = N'_Status is not filtered to the unfinished states: ', @Message3 = @Filter;
+            IF @Definition NOT LIKE N'%FROM dbo.' + @Queue + N' AS u%WHERE u.\[Status\] IN (''Pending'', ''Processing'', ''Error'', ''Paused'')%' ESCAPE N'\'
+                EXEC tSQLt.Fail @Message0 = N'QueueHealth_V reads dbo.', @Message1 = @Queue,
+                    @Message2 = N' without the health index''s filter as its predicate';
+            SET @Seen += 1;
+            FETCH NEXT FROM @Queues INTO @Queue, @Filter;
+        END;
+    CLOSE @Queues;
+    IF @Seen < 2 EXEC tSQLt.Fail @Message0 = N'no health index of Notification and SyncQueue found';
 END;
 GO

@@ -2,7 +2,8 @@ SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
 /* dbo.QueueHealth_V: the health of every relational queue, one row per queue and
-   state (every state of dbo.QueueStatus, 0 when none is in it):
+   unfinished state (Pending, Processing, Error, Paused: the states where
+   dbo.QueueIsFinished_fn = 0; 0 items when none is in it):
      Items             how many items are in that state;
      OldestDueSeconds  for Pending and Error, how long the oldest item that is
                        due has waited since ScheduledFor; items scheduled for
@@ -10,38 +11,64 @@ GO
                        alarm (NULL: none is due);
      PastLease         for Processing, how many items' lease has run out: their
                        worker is gone, and the next claim takes them back.
-   Read from each queue's health index (IX_<Queue>_Status), not its rows. */
+   Its cost follows the unfinished items, not the history: it reads each queue's
+   IX_<Queue>_Status, which holds the unfinished items only (filtered
+   WHERE [Status] IN ('Pending', 'Processing', 'Error', 'Paused')) and carries
+   ScheduledFor and LeaseUntil, so it covers this query. Each branch states that
+   filter as its own predicate, literally and with no parameter: the optimizer
+   uses a filtered index only for a query whose predicate selects a subset of the
+   filter, and it can prove that from a view's literal predicate, not from a
+   parameter whose value it does not know when it compiles ("Create filtered
+   indexes", https://learn.microsoft.com/sql/relational-databases/indexes/create-filtered-indexes;
+   "Filtered index design guidelines",
+   https://learn.microsoft.com/sql/relational-databases/sql-server-index-design-guide).
+   Keep the list in step with dbo.QueueIsFinished_fn and the index's filter.
+   Finished items have no row here: counting them read every item a queue kept
+   until its purge. What a queue finished lately comes from dbo.QueueThroughput_V
+   (outcomes per minute over its last 15 minutes, a bounded window of the
+   attempt history); a finished item is found by its key or in a list of the
+   dashboard, never counted. */
 CREATE OR ALTER VIEW dbo.QueueHealth_V
 AS
 SELECT
     'Notification' AS [Queue],
     s.[Status],
-    COUNT(n.EnqueuedAt) AS Items,
-    DATEDIFF_BIG(
-        SECOND,
-        MIN(
-            CASE WHEN n.[Status] IN ('Pending', 'Error') AND n.ScheduledFor <= SYSUTCDATETIME() THEN n.ScheduledFor END
-        ),
-        SYSUTCDATETIME()
-    ) AS OldestDueSeconds,
-    COUNT(CASE WHEN n.[Status] = 'Processing' AND n.LeaseUntil < SYSUTCDATETIME() THEN 1 END) AS PastLease
+    ISNULL(n.Items, 0) AS Items,
+    DATEDIFF_BIG(SECOND, n.OldestDue, SYSUTCDATETIME()) AS OldestDueSeconds,
+    ISNULL(n.PastLease, 0) AS PastLease
 FROM dbo.QueueStatus AS s
-LEFT JOIN dbo.Notification AS n ON s.[Status] = n.[Status]
-GROUP BY s.[Status]
+LEFT JOIN (
+    SELECT
+        u.[Status],
+        COUNT(*) AS Items,
+        MIN(
+            CASE WHEN u.[Status] IN ('Pending', 'Error') AND u.ScheduledFor <= SYSUTCDATETIME() THEN u.ScheduledFor END
+        ) AS OldestDue,
+        COUNT(CASE WHEN u.[Status] = 'Processing' AND u.LeaseUntil < SYSUTCDATETIME() THEN 1 END) AS PastLease
+    FROM dbo.Notification AS u
+    WHERE u.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+    GROUP BY u.[Status]
+) AS n ON s.[Status] = n.[Status]
+WHERE s.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
 UNION ALL
 SELECT
     'SyncQueue' AS [Queue],
     s.[Status],
-    COUNT(q.EnqueuedAt) AS Items,
-    DATEDIFF_BIG(
-        SECOND,
-        MIN(
-            CASE WHEN q.[Status] IN ('Pending', 'Error') AND q.ScheduledFor <= SYSUTCDATETIME() THEN q.ScheduledFor END
-        ),
-        SYSUTCDATETIME()
-    ) AS OldestDueSeconds,
-    COUNT(CASE WHEN q.[Status] = 'Processing' AND q.LeaseUntil < SYSUTCDATETIME() THEN 1 END) AS PastLease
+    ISNULL(q.Items, 0) AS Items,
+    DATEDIFF_BIG(SECOND, q.OldestDue, SYSUTCDATETIME()) AS OldestDueSeconds,
+    ISNULL(q.PastLease, 0) AS PastLease
 FROM dbo.QueueStatus AS s
-LEFT JOIN dbo.SyncQueue AS q ON s.[Status] = q.[Status]
-GROUP BY s.[Status];
+LEFT JOIN (
+    SELECT
+        u.[Status],
+        COUNT(*) AS Items,
+        MIN(
+            CASE WHEN u.[Status] IN ('Pending', 'Error') AND u.ScheduledFor <= SYSUTCDATETIME() THEN u.ScheduledFor END
+        ) AS OldestDue,
+        COUNT(CASE WHEN u.[Status] = 'Processing' AND u.LeaseUntil < SYSUTCDATETIME() THEN 1 END) AS PastLease
+    FROM dbo.SyncQueue AS u
+    WHERE u.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+    GROUP BY u.[Status]
+) AS q ON s.[Status] = q.[Status]
+WHERE s.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
 GO
