@@ -1,6 +1,11 @@
 """`invoke status`: the health of every queue, from the database's own health views
 (dbo.QueueHealth_V, dbo.QueueThroughput_V), as a table in the terminal or as JSON.
-The figures are the views'; this module only arranges them, one row per queue."""
+The figures are the views'; this module only arranges them, one row per queue.
+
+Both views cost the same however much history a queue keeps: QueueHealth_V counts the
+unfinished items only (from each queue's filtered health index), and what a queue
+finished comes from QueueThroughput_V's last 15 minutes of attempts. So a queue's
+``items`` holds the unfinished states; finished items are never counted here."""
 
 from __future__ import annotations
 
@@ -19,13 +24,17 @@ from relq import db
 HEALTH = "SELECT [Queue], [Status], Items, OldestDueSeconds, PastLease FROM dbo.QueueHealth_V;"
 THROUGHPUT = ("SELECT [Queue], CompletedPerMinute, FailedPerMinute, RetriedPerMinute, DurationP50Ms, "
               "DurationP95Ms FROM dbo.QueueThroughput_V;")
-SHOWN = ("Pending", "Processing", "Error", "Paused", "Failed", "Completed")  # the rest count as "other"
+# The states dbo.QueueHealth_V has a row for (dbo.QueueIsFinished_fn = 0), as the table shows them.
+UNFINISHED = ("Pending", "Processing", "Error", "Paused")
+# The finished states: no view counts them; a list of a queue's items can still show them.
+FINISHED = ("Failed", "Completed", "Cancelled", "Terminated", "PartiallyCompleted")
+STATES = UNFINISHED + FINISHED
 
 
 @dataclass
 class QueueHealth:
     queue: str
-    items: dict[str, int] = field(default_factory=dict)  # per state, every state
+    items: dict[str, int] = field(default_factory=dict)  # per unfinished state
     oldest_due_s: int | None = None  # the longest a due item has waited (Pending or Error)
     past_lease: int = 0
     completed_per_min: float = 0.0
@@ -62,14 +71,14 @@ def read(conn: Any) -> list[QueueHealth]:
 
 
 def table(queues: list[QueueHealth]) -> Table:
-    grid = Table(title="relq queues", caption="per minute and durations: the last 15 minutes")
-    for column in ("queue", *(s.lower() for s in SHOWN), "other", "oldest due", "past lease",
+    grid = Table(title="relq queues",
+                 caption="unfinished items now; per minute and durations: the last 15 minutes")
+    for column in ("queue", *(s.lower() for s in UNFINISHED), "oldest due", "past lease",
                    "done/min", "failed/min", "p50 ms", "p95 ms"):
         grid.add_column(column, justify="left" if column == "queue" else "right")
     for q in queues:
-        other = sum(n for status, n in q.items.items() if status not in SHOWN)
         grid.add_row(
-            q.queue, *(str(q.items.get(s, 0)) for s in SHOWN), str(other),
+            q.queue, *(str(q.items.get(s, 0)) for s in UNFINISHED),
             age(q.oldest_due_s), str(q.past_lease),
             f"{q.completed_per_min:.1f}", f"{q.failed_per_min:.1f}",
             _ms(q.p50_ms), _ms(q.p95_ms),

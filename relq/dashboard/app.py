@@ -35,7 +35,7 @@ from relq.dashboard import access, metrics, privacy
 from relq.dashboard.chart import History
 from relq.dashboard.store import ACTIONS, LISTED, Column, Filter, Store
 from relq.errors import Msg, RelqError
-from relq.status import SHOWN, QueueHealth, age
+from relq.status import STATES, UNFINISHED, QueueHealth, age
 
 HERE = Path(__file__).parent
 PAGE = 50  # items per page
@@ -91,7 +91,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
     history = history or History(every_s=max(settings.refresh_s, 1.0))
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters.update(when=_when, age=age, ms=_ms, rate=_rate, short=_short)
-    templates.env.globals.update(settings=settings, SHOWN=SHOWN,
+    templates.env.globals.update(settings=settings, UNFINISHED=UNFINISHED,
                                  chart=lambda queue: history.svg(queue, settings.clock()))
 
     def page(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
@@ -131,7 +131,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
         next_url = _query(request, after=_iso(rows[PAGE - 1]["EnqueuedAt"])) if len(rows) > PAGE else None
         rows = rows[:PAGE]
         return page(request, "items.html", queue=queue, rows=rows, where=where, listed=LISTED,
-                    next_url=next_url, first_url=_query(request, after=None), statuses=list(health_of.items),
+                    next_url=next_url, first_url=_query(request, after=None), statuses=list(STATES),
                     retried=_bulk_result(request), act_problem=act_problem(queue))
 
     def item(request: Request, message: str | None = None, status_code: int = 200) -> Response:

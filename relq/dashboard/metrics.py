@@ -2,7 +2,12 @@
 
 Each scrape reads the views once (through the store, as the overview does); nothing is
 counted in this process, so every dashboard replica and a restart report the same
-figures. The rates and durations are QueueThroughput_V's, over its last 15 minutes."""
+figures. The rates and durations are QueueThroughput_V's, over its last 15 minutes.
+
+relq_queue_items has a series per queue and unfinished state (Pending, Processing,
+Error, Paused) and none for a finished state: QueueHealth_V does not count finished
+items, so that a scrape costs the same however much history a queue keeps. What a
+queue finished is relq_queue_completed_per_minute and relq_queue_failed_per_minute."""
 
 from __future__ import annotations
 
@@ -20,7 +25,9 @@ class _Snapshot(Collector):
         self.queues = queues
 
     def collect(self) -> Iterator[Metric]:
-        items = GaugeMetricFamily("relq_queue_items", "Items per queue and status (dbo.QueueHealth_V).",
+        items = GaugeMetricFamily("relq_queue_items",
+                                  "Unfinished items per queue and status (dbo.QueueHealth_V): Pending, "
+                                  "Processing, Error, Paused; finished items are not counted.",
                                   labels=["queue", "status"])
         oldest = GaugeMetricFamily(
             "relq_queue_oldest_due_seconds",

@@ -1,6 +1,6 @@
 """A store that answers as the database's views and procedures do, in memory: the health
 comes from the items it holds (through relq.status.summarize, as QueueHealth_V's rows
-would), the worker view's columns are Notification's, the controls follow
+would: a row per unfinished state, none for a finished one), the worker view's columns are Notification's, the controls follow
 dbo.Move_<Queue>_utx's rules and refuse a stale token with 735705, and a permission is
 held only when granted (a role's grants, as database/security has them)."""
 
@@ -17,7 +17,8 @@ from tests.results import ITEM_COLUMNS
 T0 = datetime(2026, 11, 26, 9, 0, 0)
 NOW = T0 + timedelta(hours=1)  # the views' SYSUTCDATETIME()
 STATES = ("Pending", "Processing", "Error", "Failed", "Completed", "Cancelled", "Paused", "Terminated",
-          "PartiallyCompleted")
+          "PartiallyCompleted")  # dbo.QueueStatus
+UNFINISHED = ("Pending", "Processing", "Error", "Paused")  # dbo.QueueIsFinished_fn = 0: QueueHealth_V's rows
 COLUMNS = [Column("EnqueuedAt", "_Timestamp"), Column("Type", "_Type"), Column("Status", "QueueState"),
            Column("AttemptNum", "AttemptNum"), Column("ScheduledFor", "_Timestamp"),
            Column("UpdatedAt", "_Timestamp"), Column("Error", "WebResponse"), Column("UserID", "DbUserID"),
@@ -94,7 +95,7 @@ class FakeStore:
         self._require("dbo.QueueHealth_V", "SELECT")
         health_rows, throughput_rows = [], []
         for queue, rows in self.items_by_queue.items():
-            for state in STATES:
+            for state in UNFINISHED:
                 of_state = [r for r in rows if r["Status"] == state]
                 due = [r["ScheduledFor"] for r in of_state
                        if state in ("Pending", "Error") and r["ScheduledFor"] <= NOW]

@@ -1,6 +1,6 @@
-"""The dashboard's parts on their own: the SQL the store sends (keyset paging, LIKE
-escaping, permission checks, control calls), what is masked or never read, the chart,
-and the warning for an address others can reach."""
+"""The dashboard's parts on their own: the SQL the store sends (keyset paging, the health
+index's filter, LIKE escaping, permission checks, control calls), the metrics' series,
+what is masked or never read, the chart, and the warning for an address others can reach."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import logging
 from datetime import datetime
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from relq.dashboard import access, privacy
 from relq.dashboard.chart import History
+from relq.dashboard.metrics import exposition
 from relq.dashboard.serve import exposure_warning
 from relq.dashboard.store import Column, Filter, SqlStore, list_sql, procedure
 from relq.status import QueueHealth
@@ -31,6 +33,31 @@ def test_a_page_of_items_is_a_keyset_seek_never_an_offset() -> None:
     oldest, _ = list_sql("SyncQueue", Filter(after=KEY, newest_first=False), 10)
     assert "EnqueuedAt > CAST(? AS DATETIME2(7))" in oldest and oldest.endswith("ORDER BY EnqueuedAt ASC;")
     assert "OFFSET" not in sql + oldest
+
+
+def test_a_list_of_an_unfinished_state_states_the_health_index_filter_literally() -> None:
+    # With the literal, the optimizer may seek IX_<Queue>_Status (filtered to these states)
+    # whatever state the parameter carries; a finished state's list reads the queue by key.
+    for state in ("Pending", "Processing", "Error", "Paused"):
+        sql, params = list_sql("SyncQueue", Filter(status=state), 10)
+        assert ("WHERE [Status] = CAST(? AS VARCHAR(20)) "
+                "AND [Status] IN ('Pending', 'Processing', 'Error', 'Paused') ORDER BY") in sql
+        assert params == [state]
+    for state in ("Failed", "Completed", "Cancelled"):
+        sql, params = list_sql("SyncQueue", Filter(status=state), 10)
+        assert " IN (" not in sql and params == [state]
+    unfiltered, _ = list_sql("SyncQueue", Filter(), 10)
+    assert "WHERE" not in unfiltered
+
+
+def test_metrics_have_a_series_per_unfinished_state_and_none_for_a_finished_one() -> None:
+    queues = [QueueHealth("Q", items={"Pending": 2, "Processing": 0, "Error": 1, "Paused": 0},
+                          completed_per_min=4.0, failed_per_min=0.2)]
+    families = {f.name: f for f in text_string_to_metric_families(exposition(queues).decode())}
+    items = {s.labels["status"]: s.value for s in families["relq_queue_items"].samples}
+    assert items == {"Pending": 2, "Processing": 0, "Error": 1, "Paused": 0}
+    assert "Unfinished" in families["relq_queue_items"].documentation
+    assert [s.value for s in families["relq_queue_failed_per_minute"].samples] == [0.2]
 
 
 def test_error_text_is_matched_literally() -> None:

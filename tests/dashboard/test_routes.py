@@ -52,8 +52,15 @@ def test_overview_shows_every_queue_with_its_counts_and_a_chart(admin: FakeStore
     page = client(admin).get("/")
     assert page.status_code == 200
     row = re.search(r'<tr class="[^"]*" data-queue="Notification">(.*?)</tr>', page.text, re.S)[1]
-    cells = re.findall(r'<td class="n">(.*?)</td>', row)
-    assert [re.sub(r"<[^>]+>", "", c) for c in cells[:6]] == ["3", "0", "0", "0", "2", "0"]
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r'<td class="n">(.*?)</td>', row)]
+    head = re.findall(r'<th class="n">(.*?)</th>', page.text)
+    # The unfinished states, counted; the finished ones are not, and have no column.
+    assert head[:4] == ["pending", "processing", "error", "paused"]
+    assert "failed" not in head[:4] and "completed" not in head and "other" not in head
+    assert dict(zip(head, cells, strict=True))["pending"] == "3"
+    assert cells[:4] == ["3", "0", "0", "0"]
+    # The 2 Failed items are reached from the failed rate, as a list, not a count.
+    assert dict(zip(head, cells, strict=True))["failed/min"] == "0.1"
     assert 'href="http://testserver/queues/Notification?status=Failed"' in row
     assert "<svg" in row and 'data-queue="SyncQueue"' in page.text
     assert "refresh.js" in page.text and 'data-src="http://testserver/overview"' in page.text
@@ -270,7 +277,11 @@ def test_metrics_parse_as_prometheus_text_with_the_views_figures(admin: FakeStor
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for family in text_string_to_metric_families(response.text) for s in family.samples}
     assert samples[("relq_queue_items", (("queue", "Notification"), ("status", "Pending")))] == 3
-    assert samples[("relq_queue_items", (("queue", "Notification"), ("status", "Failed")))] == 1
+    assert samples[("relq_queue_items", (("queue", "Notification"), ("status", "Paused")))] == 0
+    # No series for a finished state, not even a zero: QueueHealth_V does not count them.
+    states = {dict(labels)["status"] for name, labels in samples if name == "relq_queue_items"}
+    assert states == {"Pending", "Processing", "Error", "Paused"}
+    assert samples[("relq_queue_failed_per_minute", (("queue", "Notification"),))] == pytest.approx(1 / 15)
     assert samples[("relq_queue_oldest_due_seconds", (("queue", "Notification"),))] == 3600 - 1
     assert samples[("relq_queue_oldest_due_seconds", (("queue", "SyncQueue"),))] == 0
     assert samples[("relq_queue_past_lease_items", (("queue", "SyncQueue"),))] == 0
