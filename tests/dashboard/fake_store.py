@@ -1,8 +1,9 @@
 """A store that answers as the database's views and procedures do, in memory: the health
 comes from the items it holds (through relq.status.summarize, as QueueHealth_V's rows
-would: a row per unfinished state, none for a finished one), the worker view's columns are Notification's, the controls follow
-dbo.Move_<Queue>_utx's rules and refuse a stale token with 735705, and a permission is
-held only when granted (a role's grants, as database/security has them)."""
+would: a row per unfinished state, none for a finished one), the worker view's columns
+are Notification's, the controls follow dbo.Move_<Queue>_utx's rules and refuse a stale
+token with 735705, and a permission is held only when granted (a role's grants, as
+database/security has them)."""
 
 from __future__ import annotations
 

@@ -93,8 +93,15 @@ def test_a_monitor_sees_the_queues_and_metrics_and_is_told_what_else_needs_queue
     assert 'data-queue="Notification"' in overview.text and 'data-queue="SyncQueue"' in overview.text
     metrics = app.get("/metrics")
     assert metrics.status_code == 200
-    names = {family.name for family in text_string_to_metric_families(metrics.text)}
-    assert {"relq_queue_items", "relq_queue_oldest_due_seconds", "relq_queue_past_lease_items"} <= names
+    families = {family.name: family for family in text_string_to_metric_families(metrics.text)}
+    expected = {"relq_queue_items", "relq_queue_oldest_due_seconds", "relq_queue_past_lease_items"}
+    assert expected <= set(families)
+    # The Failed item is not counted (no series, not even a zero); its attempt shows in the failed rate.
+    counted = {(s.labels["queue"], s.labels["status"]) for s in families["relq_queue_items"].samples}
+    assert {status for queue, status in counted if queue == "SyncQueue"} == {"Pending", "Processing", "Error",
+                                                                             "Paused"}
+    failed_rate = {s.labels["queue"]: s.value for s in families["relq_queue_failed_per_minute"].samples}
+    assert failed_rate["SyncQueue"] > 0.06  # at least one attempt in 15 minutes (0.066666)
 
     items = app.get("/queues/SyncQueue?status=Failed")
     assert items.status_code == 403 and "needs the role QueueAdmin" in items.text
