@@ -83,12 +83,15 @@ def test_the_unfinished_states_are_the_ones_the_database_counts() -> None:
     health_index = table_sql[table_sql.index("INDEX IX_{{ Queue }}_Status"):]
     assert f"WHERE ({literal})" in health_index[:health_index.index("GO")]
     view = (REPO / "database/views/dbo.QueueHealth_V.sql").read_text()
-    branches = view.split("UNION ALL")
-    assert len(branches) >= 2
-    for branch in branches:
-        reads = re.findall(r"FROM dbo\.(\w+) AS (\w+)\s+WHERE (.*)", branch)
-        queue = [(name, alias, where) for name, alias, where in reads if name != "QueueStatus"]
-        assert len(queue) == 1, branch
-        _, alias, where = queue[0]
-        assert where.strip() == f"{alias}.{literal}"
-        assert not set(_quoted(branch)) & set(FINISHED)
+    body = view[view.index("CREATE OR ALTER VIEW"):]
+    # Each queue is read once, in a CTE whose predicate is the filter, word for word ...
+    reads = re.findall(r"(\w+) AS \(\s+SELECT.*?FROM dbo\.(\w+) AS (\w+)\s+WHERE (.*?)\n", body, re.S)
+    queues = [queue for _, queue, _, _ in reads]
+    assert len(queues) >= 2 and len(set(queues)) == len(queues)
+    for cte, queue, alias, where in reads:
+        assert (cte, where.strip()) == (f"{queue}Unfinished", f"{alias}.{literal}")
+        # ... and each branch of the UNION gives every unfinished state its row from it.
+        branch = re.search(rf"SELECT\s+'{queue}' AS \[Queue\].*?(?:UNION ALL|;)", body, re.S)[0]
+        assert f"LEFT JOIN {cte} AS" in branch and f"WHERE s.{literal}" in branch
+    assert body.count("UNION ALL") == len(queues) - 1
+    assert not set(_quoted(body)) & set(FINISHED)

@@ -122,7 +122,9 @@ BEGIN
     DECLARE @Items INT;
     EXEC QueueHealth_VTests.AddItems;
 
-    SELECT @States = COUNT(*) FROM dbo.QueueStatus AS s WHERE dbo.QueueIsFinished_fn(s.[Status]) = 0;
+    SELECT @States = COUNT(*)
+    FROM dbo.QueueStatus AS s
+    WHERE dbo.QueueIsFinished_fn(s.[Status]) = 0;
     SELECT
         @Rows = COUNT(*),
         @Items = SUM(h.Items)
@@ -135,36 +137,62 @@ END;
 GO
 -- The view's cost follows the unfinished items only because it reads the filtered health
 -- index; a predicate that stopped matching the filter would read the table instead.
-CREATE PROCEDURE QueueHealth_VTests.[test QueueHealth_V states the filter of each queue's health index when it reads the queue]
+CREATE PROCEDURE QueueHealth_VTests.[test QueueHealth_V states the filter of each health index when it reads a queue]
 AS
 BEGIN
     DECLARE @Definition NVARCHAR(MAX) = OBJECT_DEFINITION(OBJECT_ID(N'dbo.QueueHealth_V'));
-    DECLARE @Queue SYSNAME;
-    DECLARE @Filter NVARCHAR(MAX);
-    DECLARE @Seen INT = 0;
-    DECLARE @Queues CURSOR;
-    SET @Queues = CURSOR LOCAL FAST_FORWARD FOR
-        SELECT OBJECT_NAME(i.object_id), i.filter_definition
+    DECLARE @Queues INT;
+    DECLARE @Unfiltered NVARCHAR(MAX);
+    DECLARE @Unstated NVARCHAR(MAX);
+
+    -- SQL Server keeps a filter as ([Status]='Pending' OR [Status]='Processing' OR ...).
+    WITH HealthIndex AS (
+        SELECT
+            OBJECT_NAME(i.object_id) AS QueueName,
+            i.filter_definition AS FilterDefinition
         FROM sys.indexes AS i
-        WHERE i.name = N'IX_' + OBJECT_NAME(i.object_id) + N'_Status' AND OBJECT_SCHEMA_NAME(i.object_id) = N'dbo';
-    OPEN @Queues;
-    FETCH NEXT FROM @Queues INTO @Queue, @Filter;
-    WHILE @@FETCH_STATUS = 0
-        BEGIN
-            -- SQL Server keeps the filter as ([Status]='Pending' OR [Status]='Processing' OR ...).
-            IF @Filter IS NULL
-                OR @Filter NOT LIKE N'%''Pending''%' OR @Filter NOT LIKE N'%''Processing''%'
-                OR @Filter NOT LIKE N'%''Error''%' OR @Filter NOT LIKE N'%''Paused''%'
-                OR @Filter LIKE N'%''Completed''%' OR @Filter LIKE N'%''Failed''%'
-                EXEC tSQLt.Fail @Message0 = N'IX_', @Message1 = @Queue,
-                    @Message2 = N'_Status is not filtered to the unfinished states: ', @Message3 = @Filter;
-            IF @Definition NOT LIKE N'%FROM dbo.' + @Queue + N' AS u%WHERE u.\[Status\] IN (''Pending'', ''Processing'', ''Error'', ''Paused'')%' ESCAPE N'\'
-                EXEC tSQLt.Fail @Message0 = N'QueueHealth_V reads dbo.', @Message1 = @Queue,
-                    @Message2 = N' without the health index''s filter as its predicate';
-            SET @Seen += 1;
-            FETCH NEXT FROM @Queues INTO @Queue, @Filter;
-        END;
-    CLOSE @Queues;
-    IF @Seen < 2 EXEC tSQLt.Fail @Message0 = N'no health index of Notification and SyncQueue found';
+        WHERE
+            i.name = N'IX_' + OBJECT_NAME(i.object_id) + N'_Status'
+            AND OBJECT_SCHEMA_NAME(i.object_id) = N'dbo'
+    )
+
+    SELECT
+        @Queues = COUNT(*),
+        @Unfiltered = STRING_AGG(
+            CASE
+                WHEN
+                    h.FilterDefinition IS NULL
+                    OR h.FilterDefinition NOT LIKE N'%''Pending''%'
+                    OR h.FilterDefinition NOT LIKE N'%''Processing''%'
+                    OR h.FilterDefinition NOT LIKE N'%''Error''%'
+                    OR h.FilterDefinition NOT LIKE N'%''Paused''%'
+                    OR h.FilterDefinition LIKE N'%''Completed''%'
+                    OR h.FilterDefinition LIKE N'%''Failed''%'
+                    THEN h.QueueName
+            END,
+            N', '
+        ),
+        @Unstated = STRING_AGG(
+            CASE
+                WHEN
+                    @Definition NOT LIKE N'%FROM dbo.' + h.QueueName
+                    + N' AS u%WHERE u.\[Status\] IN (''Pending'', ''Processing'', ''Error'', ''Paused'')%'
+                    ESCAPE N'\'
+                    THEN h.QueueName
+            END,
+            N', '
+        )
+    FROM HealthIndex AS h;
+
+    IF @Queues < 2
+        EXEC tSQLt.Fail @Message0 = N'no health index of Notification and SyncQueue found';
+    IF @Unfiltered IS NOT NULL
+        EXEC tSQLt.Fail
+            @Message0 = N'not filtered to the unfinished states: IX_<Queue>_Status of ',
+            @Message1 = @Unfiltered;
+    IF @Unstated IS NOT NULL
+        EXEC tSQLt.Fail
+            @Message0 = N'QueueHealth_V reads these without the filter as its predicate: ',
+            @Message1 = @Unstated;
 END;
 GO

@@ -30,14 +30,8 @@ GO
    dashboard, never counted. */
 CREATE OR ALTER VIEW dbo.QueueHealth_V
 AS
-SELECT
-    'Notification' AS [Queue],
-    s.[Status],
-    ISNULL(n.Items, 0) AS Items,
-    DATEDIFF_BIG(SECOND, n.OldestDue, SYSUTCDATETIME()) AS OldestDueSeconds,
-    ISNULL(n.PastLease, 0) AS PastLease
-FROM dbo.QueueStatus AS s
-LEFT JOIN (
+WITH
+NotificationUnfinished AS (
     SELECT
         u.[Status],
         COUNT(*) AS Items,
@@ -48,17 +42,9 @@ LEFT JOIN (
     FROM dbo.Notification AS u
     WHERE u.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
     GROUP BY u.[Status]
-) AS n ON s.[Status] = n.[Status]
-WHERE s.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
-UNION ALL
-SELECT
-    'SyncQueue' AS [Queue],
-    s.[Status],
-    ISNULL(q.Items, 0) AS Items,
-    DATEDIFF_BIG(SECOND, q.OldestDue, SYSUTCDATETIME()) AS OldestDueSeconds,
-    ISNULL(q.PastLease, 0) AS PastLease
-FROM dbo.QueueStatus AS s
-LEFT JOIN (
+),
+
+SyncQueueUnfinished AS (
     SELECT
         u.[Status],
         COUNT(*) AS Items,
@@ -69,6 +55,25 @@ LEFT JOIN (
     FROM dbo.SyncQueue AS u
     WHERE u.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
     GROUP BY u.[Status]
-) AS q ON s.[Status] = q.[Status]
+)
+
+SELECT
+    'Notification' AS [Queue],
+    s.[Status],
+    ISNULL(n.Items, 0) AS Items,
+    DATEDIFF_BIG(SECOND, n.OldestDue, SYSUTCDATETIME()) AS OldestDueSeconds,
+    ISNULL(n.PastLease, 0) AS PastLease
+FROM dbo.QueueStatus AS s
+LEFT JOIN NotificationUnfinished AS n ON s.[Status] = n.[Status]
+WHERE s.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+UNION ALL
+SELECT
+    'SyncQueue' AS [Queue],
+    s.[Status],
+    ISNULL(q.Items, 0) AS Items,
+    DATEDIFF_BIG(SECOND, q.OldestDue, SYSUTCDATETIME()) AS OldestDueSeconds,
+    ISNULL(q.PastLease, 0) AS PastLease
+FROM dbo.QueueStatus AS s
+LEFT JOIN SyncQueueUnfinished AS q ON s.[Status] = q.[Status]
 WHERE s.[Status] IN ('Pending', 'Processing', 'Error', 'Paused');
 GO
