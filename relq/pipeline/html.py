@@ -15,6 +15,7 @@ from typing import Any
 from relq.pipeline import units
 from relq.pipeline.charts import label
 from relq.pipeline.figures import FINISHED
+from relq.status import UNFINISHED
 
 LAST_HOURS = 24  # hours of the hourly table, the archive's last
 # The health section when no server was given. The same page comes from `invoke pipeline.report`
@@ -242,14 +243,14 @@ def _health(health: dict[str, Any]) -> str:
         parts.append(f'<p class="note">{_escape(health["note"])}</p>')
         return "\n".join(parts)
     parts.append(f'<p class="note">From {_escape(health["source"])} on {_escape(health["server"])}, '
-                 f"read {_escape(health['read_at'])}: per minute and durations over the last 15 minutes.</p>")
-    states = ("Pending", "Processing", "Error", "Paused", "Failed", "Completed")
-    head = ["queue", *states, "oldest due", "past lease", "done/min", "failed/min", "retried/min",
+                 f"read {_escape(health['read_at'])}: the unfinished items now; per minute and durations "
+                 "over the last 15 minutes.</p>")
+    head = ["queue", *UNFINISHED, "oldest due", "past lease", "done/min", "failed/min", "retried/min",
             "p50", "p95"]
     rows = ["<table>", f"<tr>{_cells(head, 'th')}</tr>"]
     for q in health["queues"]:
         oldest = None if q["oldest_due_s"] is None else q["oldest_due_s"] * 1000.0
-        values = [q["queue"], *(q["items"].get(s, 0) for s in states), units.duration(oldest),
+        values = [q["queue"], *(q["items"].get(s, 0) for s in UNFINISHED), units.duration(oldest),
                   q["past_lease"], f"{q['completed_per_min']:.1f}", f"{q['failed_per_min']:.1f}",
                   f"{q['retried_per_min']:.1f}", units.duration(q["p50_ms"]), units.duration(q["p95_ms"])]
         rows.append(f"<tr>{_cells(values)}</tr>")

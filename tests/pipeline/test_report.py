@@ -519,6 +519,27 @@ def test_the_health_section_without_a_server_names_the_command_that_reads_one() 
     assert "could not be read from S: &lt;login failed&gt;" in failed
 
 
+def test_the_health_section_shows_the_unfinished_states_the_health_view_counts() -> None:
+    """QueueHealth_V counts the unfinished states only: the report's table has a column for
+    each and none for a finished state, which would always read 0."""
+    from dataclasses import asdict
+
+    from relq import status
+    from relq.pipeline import html
+
+    (queue,) = status.summarize(
+        [("SyncQueue", "Pending", 7, 30, 0), ("SyncQueue", "Processing", 2, None, 1),
+         ("SyncQueue", "Error", 1, None, 0), ("SyncQueue", "Paused", 0, None, 0)],
+        [("SyncQueue", 4.0, 0.5, 0.25, 120, 900)])
+    page = html._health({"state": "read", "source": report.HEALTH_SOURCE, "server": "S",
+                         "read_at": "2026-11-28 09:00", "queues": [asdict(queue)]})
+    head = page[page.index("<tr>"):page.index("</tr>")]
+    assert all(f">{s}<" in head for s in status.UNFINISHED)
+    assert not any(f">{s}<" in head for s in status.FINISHED)
+    row = page[page.index("<tr>", page.index("</tr>")):]
+    assert ">SyncQueue<" in row and ">7<" in row and ">2<" in row and ">4.0<" in row
+
+
 def test_settings_come_from_arguments_then_configuration() -> None:
     config = {"relq": {"pipeline": {"archive": "/data/archive", "report": "/data/report", "master": "spark://m:7077"}}}
     assert report.settings(config) == ("/data/archive", "/data/report", "spark://m:7077")
