@@ -25,8 +25,8 @@ Table variables (@Candidates) and temporary tables are never watched.
 
 The claim index, IX_<Queue>_Due (``claim_index``), is held to more: it is keyed
 ([Type], [Priority] DESC, ScheduledFor), and the claim reads it only by seeks, the
-skip-scan seeks that find its (Type, Priority) bands (TOP (1) ... ORDER BY Priority
-DESC, no ScheduledFor at all) and one seek per band for its due items, whose
+seeks that find each type's next Priority level (TOP (1) ... ORDER BY Priority DESC,
+no ScheduledFor at all) and one seek per type and level for its due items, whose
 ScheduledFor <= now is a range of the seek. So every read of the claim index must be
 an Index Seek; none may test ScheduledFor as a residual predicate (the Predicate
 element of its IndexScan, the WHERE:() that the storage engine evaluates on every row

@@ -775,8 +775,56 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @EnqueuedAt, @Message = N'claimed key';
     EXEC tSQLt.AssertEqualsString @Expected = 'Failed', @Actual = @Status, @Message = N'Status';
     EXEC tSQLt.AssertEqualsString @Expected = N'HTTP 503 from the relay', @Actual = @Error, @Message = N'Error';
-    IF (@UpdatedAt <= @OldToken) EXEC tSQLt.Fail N'the token did not move forward';
+    IF (@UpdatedAt IS NULL OR @UpdatedAt <= @OldToken) EXEC tSQLt.Fail N'the token did not move forward';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Attempts, @Message = N'attempt rows';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the due item behind them and fails them when 20 Error items past the limit come first]
+AS
+BEGIN
+    DECLARE @Spent INT = 0;
+    DECLARE @Key dbo.[_Timestamp];
+    DECLARE @Last dbo.[_Timestamp] = '2024-01-01T00:00:30';
+    DECLARE @EnqueuedAt dbo.[_Timestamp];
+    DECLARE @Failed INT;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    -- 20 Error items on their last attempt (the default limit, 3), due before the one
+    -- Pending item: more than a claim of one reads (1 + 16).
+    WHILE @Spent < 20
+        BEGIN
+            SET @Key = DATEADD(SECOND, @Spent + 1, '2024-01-01T00:00:00');
+            EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Error', @AttemptNum = 3;
+            SET @Spent = @Spent + 1;
+        END;
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = @Last;
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @EnqueuedAt = @EnqueuedAt OUTPUT;
+
+    SELECT @Failed = COUNT(*)
+    FROM dbo.SyncQueue AS q
+    WHERE q.[Status] = 'Failed';
+    EXEC tSQLt.AssertEquals @Expected = @Last, @Actual = @EnqueuedAt, @Message = N'claimed key';
+    -- the first 17 due items of the band (the claim's 1 + 16) were read for the limit
+    EXEC tSQLt.AssertEquals @Expected = 17, @Actual = @Failed, @Message = N'items failed';
+END;
+GO
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the next item of a group when it fails the earlier one for spent attempts]
+AS
+BEGIN
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01', @Status = 'Error', @AttemptNum = 3, @GroupKey = N'g1';
+    EXEC Next_SyncQueue_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02', @GroupKey = N'g1';
+
+    -- The first claim fails item 1 (its attempts are spent); item 2 waits behind it until
+    -- that is committed, so the next claim takes it.
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-1', @BatchSize = 5, @Claimed = @Claimed OUTPUT;
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-2', @BatchSize = 5, @Claimed = @Claimed OUTPUT;
+
+    EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '2', @Actual = @Seconds, @Message = N'second claim';
 END;
 GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx has a claim index keyed Type then Priority DESC then ScheduledFor when the table is deployed]

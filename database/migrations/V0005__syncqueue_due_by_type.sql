@@ -12,7 +12,8 @@ GO
    ("DROP_EXISTING",
    https://learn.microsoft.com/sql/t-sql/statements/create-index-transact-sql).
    The index holds the Pending and Error items only, so the build writes no more
-   than the waiting work. Online where the deploy says the edition has online
+   than the waiting work, but it reads the whole table: the old index does not
+   carry [Status], so it cannot be the build's source. Online where the deploy says the edition has online
    index operations (docs/operations.md, "Index builds"); in a file of its own
    because the build's last lock lasts until the file commits. Guarded: where
    the index leads with [Type] already (a new database) it changes nothing.

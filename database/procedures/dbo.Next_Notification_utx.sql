@@ -10,19 +10,23 @@ GO
    2. The rest of the batch: Pending and Error items that are due, highest
       Priority first, then earliest ScheduledFor, then enqueue order.
    3. Such abandoned items on their last attempt become Failed instead (at most
-      100 a call), and so do the Error items the due read meets at or past the
-      limit (there after the limit was lowered: a report fails an item on its
-      last attempt itself); they keep their last error, and Retry_ can take them.
+      100 a call), and so do the Error items at or past the limit among the first
+      @BatchSize + 16 due items of each band the claim reads (there after the limit
+      was lowered: a report fails an item on its last attempt itself); they keep
+      their last error, no attempt row records it, and their token moves.
    The due read costs the due work, not the table: IX_Notification_Due is keyed
-   ([Type], [Priority] DESC, ScheduledFor). One seek per (Type, Priority) band
-   present finds the bands (a skip scan: each seek asks for the next lower
-   Priority of a type; @Type set: that type's bands only), then one seek per band
-   reads its due items with ScheduledFor <= now in the seek's range, at most
-   @BatchSize + 16 a band. Items scheduled for later and other types' items are
-   never read; Error items past the limit are read once. What a band read still
-   passes over: Pending items at or past the limit (an Error item paused, the
-   limit lowered, then resumed), and the later due items of a group whose
-   earlier item is unfinished.
+   ([Type], [Priority] DESC, ScheduledFor). The claim walks the Priority levels
+   from the highest down, each found by one seek a type, and reads a level's
+   bands (one per type) with one seek each, ScheduledFor <= now in the seek's
+   range, merged in claim order; it stops at the level where @BatchSize + 16 are
+   read. Items scheduled for later and other types' items are never read; a level
+   whose items are all scheduled for later costs its seeks only, so a claim costs
+   about three seeks a type for every Priority level in use above the due work.
+   What a band read still passes over: items past the attempt limit before the
+   claimable ones (until they are failed as above; a Pending one, paused in
+   Error and resumed after the limit came down, waits until it is cancelled or
+   the limit raised),
+   and the later due items of a group whose earlier item is unfinished.
    An item of an ordered group (GroupKey) is claimed only when no unfinished item
    of its group was enqueued before it, so a group's items run one at a time, in
    order, even within one batch. A claim sets Processing, AttemptNum + 1,
@@ -93,16 +97,17 @@ BEGIN
         EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY NONCLUSTERED WITH (IGNORE_DUP_KEY = ON),
         UpdatedAt DATETIME2(7) NOT NULL,
         ClaimOrder BIGINT NOT NULL,
-        Exhausted BIT NOT NULL,
         INDEX IX_Candidates_Order CLUSTERED (ClaimOrder)
     );
-    -- The (Type, Priority) bands of IX_Notification_Due that hold waiting items.
-    DECLARE @Bands TABLE (
-        [Type] VARCHAR(50) NOT NULL,
-        [Priority] SMALLINT NOT NULL,
-        PRIMARY KEY ([Type], [Priority])
+    -- Error items at or past the attempt limit, met at the front of a band: failed below.
+    DECLARE @Exhausted TABLE (
+        EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY WITH (IGNORE_DUP_KEY = ON),
+        UpdatedAt DATETIME2(7) NOT NULL
     );
     DECLARE @Want INT = @BatchSize + 16;
+    DECLARE @Have INT = 0; -- due candidates read so far
+    DECLARE @Level SMALLINT; -- the Priority whose bands are read now, from the highest down
+    DECLARE @Next SMALLINT;
     DECLARE @Holder NVARCHAR(128) = ISNULL(
         @LockedBy, LEFT(ISNULL(HOST_NAME(), N''), 100) + N'/' + CAST(@@SPID AS NVARCHAR(10))
     );
@@ -147,12 +152,11 @@ BEGIN
     -- table lock. A few more than asked for, since other claims read the same
     -- rows. First the abandoned items (dead workers', and the caller's own after
     -- a restart), then the due ones, most urgent first, of a group the next only.
-    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder, Exhausted)
+    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder)
     SELECT TOP (@Want)
         n.EnqueuedAt,
         n.UpdatedAt,
-        ROW_NUMBER() OVER (ORDER BY n.LeaseUntil ASC) AS ClaimOrder,
-        0 AS Exhausted
+        ROW_NUMBER() OVER (ORDER BY n.LeaseUntil ASC) AS ClaimOrder
     FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
     WHERE
         n.[Status] = 'Processing'
@@ -165,12 +169,10 @@ BEGIN
         @ErrNo = @@ERROR;
     IF (@ErrNo NOT IN (0, 3604)) GOTO EXIT_ERROR;
 
-    -- The bands: each type's highest Priority with waiting items, then, while
-    -- any is found, the next lower one of each type, one seek each.
-    INSERT INTO @Bands ([Type], [Priority])
-    SELECT
-        t.[Type],
-        b.[Priority]
+    -- The due ones, one Priority level at a time from the highest down, until @Want are
+    -- read. A level's bands are its (Type, Priority) ranges of IX_Notification_Due: each read
+    -- is a seek whose range ends at ScheduledFor <= @Now. The first level: one seek a type.
+    SELECT @Level = MAX(b.[Priority])
     FROM dbo.NotificationType AS t
     CROSS APPLY (
         SELECT TOP (1) n.[Priority]
@@ -179,81 +181,97 @@ BEGIN
         ORDER BY n.[Priority] DESC
     ) AS b
     WHERE @Type IS NULL OR t.[Type] = @Type;
-    SELECT
-        @RowCnt = @@ROWCOUNT,
-        @ErrNo = @@ERROR;
+    SELECT @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-    WHILE (@RowCnt > 0)
+    WHILE (@Level IS NOT NULL AND @Have < @Want)
         BEGIN
-            INSERT INTO @Bands ([Type], [Priority])
+            -- Error items past the limit among the first @Want due items of each band (a
+            -- limit lowered since they failed): Failed below, so that the read below,
+            -- which passes over them, meets each only until then.
+            INSERT INTO @Exhausted (EnqueuedAt, UpdatedAt)
             SELECT
-                l.[Type],
-                b.[Priority]
-            FROM (
-                SELECT
-                    f.[Type],
-                    MIN(f.[Priority]) AS [Priority]
-                FROM @Bands AS f
-                GROUP BY f.[Type]
-            ) AS l
+                f.EnqueuedAt,
+                f.UpdatedAt
+            FROM dbo.NotificationType AS t
+            CROSS APPLY (
+                SELECT TOP (@Want)
+                    n.EnqueuedAt,
+                    n.UpdatedAt,
+                    n.[Status],
+                    n.AttemptNum
+                FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
+                WHERE
+                    n.[Status] IN ('Pending', 'Error')
+                    AND n.[Type] = t.[Type]
+                    AND n.[Priority] = @Level
+                    AND n.ScheduledFor <= @Now
+                ORDER BY n.ScheduledFor ASC, n.EnqueuedAt ASC
+            ) AS f
+            WHERE (@Type IS NULL OR t.[Type] = @Type) AND f.[Status] = 'Error' AND f.AttemptNum >= @MaxAttempts;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo NOT IN (0, 3604)) GOTO EXIT_ERROR;
+
+            -- The level's due items with attempts left, of every band merged, in claim order.
+            INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder)
+            SELECT TOP (@Want - @Have)
+                d.EnqueuedAt,
+                d.UpdatedAt,
+                @Want + @Have + ROW_NUMBER() OVER (ORDER BY d.ScheduledFor ASC, d.EnqueuedAt ASC) AS ClaimOrder
+            FROM dbo.NotificationType AS t
+            CROSS APPLY (
+                SELECT TOP (@Want - @Have)
+                    n.EnqueuedAt,
+                    n.UpdatedAt,
+                    n.ScheduledFor
+                FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
+                WHERE
+                    n.[Status] IN ('Pending', 'Error')
+                    AND n.[Type] = t.[Type]
+                    AND n.[Priority] = @Level
+                    AND n.ScheduledFor <= @Now
+                    AND n.AttemptNum < @MaxAttempts
+                    AND (
+                        n.GroupKey IS NULL
+                        -- No READPAST here: an earlier item being written must be waited for, not
+                        -- skipped (READCOMMITTEDLOCK: waited for under READ_COMMITTED_SNAPSHOT too).
+                        OR NOT EXISTS (
+                            SELECT 1 FROM dbo.Notification AS e WITH (READCOMMITTEDLOCK)
+                            WHERE
+                                e.GroupKey = n.GroupKey
+                                AND e.GroupKey IS NOT NULL
+                                AND e.EnqueuedAt < n.EnqueuedAt
+                                AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+                        )
+                    )
+                ORDER BY n.ScheduledFor ASC, n.EnqueuedAt ASC
+            ) AS d
+            WHERE @Type IS NULL OR t.[Type] = @Type
+            ORDER BY d.ScheduledFor ASC, d.EnqueuedAt ASC;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo NOT IN (0, 3604)) GOTO EXIT_ERROR;
+            SET @Have = @Have + @RowCnt;
+
+            -- The next lower level with waiting items: one seek a type.
+            SELECT @Next = MAX(b.[Priority])
+            FROM dbo.NotificationType AS t
             CROSS APPLY (
                 SELECT TOP (1) n.[Priority]
                 FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
                 WHERE
                     n.[Status] IN ('Pending', 'Error')
-                    AND n.[Type] = l.[Type]
-                    AND n.[Priority] < l.[Priority]
+                    AND n.[Type] = t.[Type]
+                    AND n.[Priority] < @Level
                 ORDER BY n.[Priority] DESC
-            ) AS b;
-            SELECT
-                @RowCnt = @@ROWCOUNT,
-                @ErrNo = @@ERROR;
+            ) AS b
+            WHERE @Type IS NULL OR t.[Type] = @Type;
+            SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            SET @Level = @Next;
         END;
-
-    -- The due items, one seek per band, merged in claim order. Error items at or
-    -- past the limit come along (Exhausted), to be failed below, not claimed.
-    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder, Exhausted)
-    SELECT TOP (@Want)
-        d.EnqueuedAt,
-        d.UpdatedAt,
-        @Want + ROW_NUMBER() OVER (ORDER BY d.[Priority] DESC, d.ScheduledFor ASC, d.EnqueuedAt ASC) AS ClaimOrder,
-        d.Exhausted
-    FROM @Bands AS b
-    CROSS APPLY (
-        SELECT TOP (@Want)
-            n.EnqueuedAt,
-            n.UpdatedAt,
-            n.[Priority],
-            n.ScheduledFor,
-            CAST(CASE WHEN n.AttemptNum >= @MaxAttempts THEN 1 ELSE 0 END AS BIT) AS Exhausted
-        FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
-        WHERE
-            n.[Status] IN ('Pending', 'Error')
-            AND n.[Type] = b.[Type]
-            AND n.[Priority] = b.[Priority]
-            AND n.ScheduledFor <= @Now
-            AND (n.AttemptNum < @MaxAttempts OR n.[Status] = 'Error')
-            AND (
-                n.GroupKey IS NULL
-                -- No READPAST here: an earlier item being written must be waited for, not skipped
-                -- (READCOMMITTEDLOCK: waited for under READ_COMMITTED_SNAPSHOT too).
-                OR NOT EXISTS (
-                    SELECT 1 FROM dbo.Notification AS e WITH (READCOMMITTEDLOCK)
-                    WHERE
-                        e.GroupKey = n.GroupKey
-                        AND e.GroupKey IS NOT NULL
-                        AND e.EnqueuedAt < n.EnqueuedAt
-                        AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
-                )
-            )
-        ORDER BY n.ScheduledFor ASC, n.EnqueuedAt ASC
-    ) AS d
-    ORDER BY d.[Priority] DESC, d.ScheduledFor ASC, d.EnqueuedAt ASC;
-    SELECT
-        @RowCnt = @@ROWCOUNT,
-        @ErrNo = @@ERROR;
-    IF (@ErrNo NOT IN (0, 3604)) GOTO EXIT_ERROR;
 
     -- 2. The claim, in one statement: the first @BatchSize candidates nobody took
     -- meanwhile. READPAST skips those another claim is taking, an unchanged token
@@ -275,7 +293,6 @@ BEGIN
         FROM @Candidates AS c
         INNER JOIN dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK, FORCESEEK)
             ON c.EnqueuedAt = n.EnqueuedAt AND c.UpdatedAt = n.UpdatedAt
-        WHERE c.Exhausted = 0
         ORDER BY c.ClaimOrder ASC
     )
 
@@ -335,17 +352,17 @@ BEGIN
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
 
-    -- Error items the due read met at or past the limit: Failed, keeping their
-    -- last error (their last attempt ended when it was reported). Unchanged since
-    -- read (the token), and not being written by anyone else (READPAST).
+    -- Error items met past the limit: Failed, keeping their last error (their last
+    -- attempt ended when it was reported). Unchanged since read (the token), and not
+    -- being written by anyone else (READPAST).
     UPDATE n
     SET
         [Status] = 'Failed',
         UpdatedAt = dbo.QueueNextKey_fn(n.UpdatedAt)
-    FROM @Candidates AS c
+    FROM @Exhausted AS x
     INNER JOIN dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK, FORCESEEK)
-        ON c.EnqueuedAt = n.EnqueuedAt AND c.UpdatedAt = n.UpdatedAt
-    WHERE c.Exhausted = 1 AND n.[Status] = 'Error' AND n.AttemptNum >= @MaxAttempts;
+        ON x.EnqueuedAt = n.EnqueuedAt AND x.UpdatedAt = n.UpdatedAt
+    WHERE n.[Status] = 'Error' AND n.AttemptNum >= @MaxAttempts;
     SELECT
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;

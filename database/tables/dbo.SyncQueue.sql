@@ -39,12 +39,13 @@ IF OBJECT_ID(N'dbo.SyncQueue', N'U') IS NULL
 GO
 /* The claim index: keyed [Type], then Priority (highest first), then ScheduledFor,
    then the clustered key EnqueuedAt (which every nonclustered index carries).
-   Next_SyncQueue_utx reads it in bands: one seek finds each (Type, Priority)
-   pair present, then one seek per band reads that band's due items, with
-   ScheduledFor <= now a range of the seek, not a residual predicate. A claim
-   therefore reads the bands and the due work only, never the items scheduled
-   for later, nor other types' items when it names a type: its cost does not
-   grow with the backlog of future or foreign work. Its filter matches the
+   Next_SyncQueue_utx walks the Priority levels from the highest down (one
+   seek a type finds the next) and reads each level's band of a type with one
+   seek, ScheduledFor <= now a range of the seek, not a residual predicate,
+   until it has read enough. A claim therefore reads the levels and the due work
+   only, never the items scheduled for later, nor other types' items when it
+   names a type: its cost does not grow with the backlog of future or foreign
+   work. Its filter matches the
    claim's literal predicate, which is what lets the optimizer use a filtered
    index; [Status] is included because the claim tells Error items from Pending
    ones (past the attempt limit the first fail, the second wait). UpdatedAt is
