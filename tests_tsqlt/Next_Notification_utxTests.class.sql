@@ -828,6 +828,39 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = '2', @Actual = @Seconds, @Message = N'second claim';
 END;
 GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx fails a spent group head when 17 later items of its group are due before it]
+AS
+BEGIN
+    DECLARE @Later INT = 0;
+    DECLARE @Key dbo.[_Timestamp];
+    DECLARE @Head dbo.[_Timestamp] = '2024-01-01T00:00:01';
+    DECLARE @Retry dbo.[_Timestamp] = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    DECLARE @Status VARCHAR(20);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    -- The head's retry is due a minute ago; its group's later items were due long before,
+    -- more of them than a claim of one reads (1 + 16): only the head can be taken or failed.
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = @Head, @Status = 'Error', @AttemptNum = 3, @ScheduledFor = @Retry, @GroupKey = N'g1';
+    WHILE @Later < 17
+        BEGIN
+            SET @Key = DATEADD(SECOND, @Later + 2, '2024-01-01T00:00:00');
+            EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = @Key, @GroupKey = N'g1';
+            SET @Later = @Later + 1;
+        END;
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @Claimed = @Claimed OUTPUT;
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-2', @Claimed = @Claimed OUTPUT;
+
+    SELECT @Status = q.[Status]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = @Head;
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = 'Failed', @Actual = @Status, @Message = N'the head';
+    EXEC tSQLt.AssertEqualsString @Expected = '2', @Actual = @Seconds, @Message = N'second claim';
+END;
+GO
 CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx has a claim index keyed Type then Priority DESC then ScheduledFor when the table is deployed]
 AS
 BEGIN

@@ -101,13 +101,13 @@ BEGIN
     );
     -- Error items at or past the attempt limit, met at the front of a band: failed below.
     DECLARE @Exhausted TABLE (
-        EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY WITH (IGNORE_DUP_KEY = ON),
-        UpdatedAt DATETIME2(7) NOT NULL
+        EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY WITH (IGNORE_DUP_KEY = ON)
     );
     DECLARE @Want INT = @BatchSize + 16;
     DECLARE @Have INT = 0; -- due candidates read so far
     DECLARE @Level SMALLINT; -- the Priority whose bands are read now, from the highest down
     DECLARE @Next SMALLINT;
+    DECLARE @Base BIGINT; -- the last ClaimOrder given so far
     DECLARE @Holder NVARCHAR(128) = ISNULL(
         @LockedBy, LEFT(ISNULL(HOST_NAME(), N''), 100) + N'/' + CAST(@@SPID AS NVARCHAR(10))
     );
@@ -168,6 +168,7 @@ BEGIN
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo NOT IN (0, 3604)) GOTO EXIT_ERROR;
+    SET @Have = @RowCnt;
 
     -- The due ones, one Priority level at a time from the highest down, until @Want are
     -- read. A level's bands are its (Type, Priority) ranges of IX_SyncQueue_Due: each read
@@ -185,18 +186,16 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     WHILE (@Level IS NOT NULL AND @Have < @Want)
         BEGIN
-            -- Error items past the limit among the first @Want due items of each band (a
-            -- limit lowered since they failed): Failed below, so that the read below,
-            -- which passes over them, meets each only until then.
-            INSERT INTO @Exhausted (EnqueuedAt, UpdatedAt)
-            SELECT
-                f.EnqueuedAt,
-                f.UpdatedAt
+            -- Error items past the limit (a limit lowered since they failed) among the first
+            -- @Want due items of each band that a claim could take or fail: Failed below, so
+            -- that the read below, which passes over them, meets each only until then. From
+            -- the index alone; the UPDATE checks them again under its lock.
+            INSERT INTO @Exhausted (EnqueuedAt)
+            SELECT f.EnqueuedAt
             FROM dbo.SyncQueueType AS t
             CROSS APPLY (
                 SELECT TOP (@Want)
                     q.EnqueuedAt,
-                    q.UpdatedAt,
                     q.[Status],
                     q.AttemptNum
                 FROM dbo.SyncQueue AS q WITH (READPAST, READCOMMITTEDLOCK)
@@ -205,6 +204,18 @@ BEGIN
                     AND q.[Type] = t.[Type]
                     AND q.[Priority] = @Level
                     AND q.ScheduledFor <= @Now
+                    AND (q.AttemptNum < @MaxAttempts OR q.[Status] = 'Error')
+                    AND (
+                        q.GroupKey IS NULL
+                        OR NOT EXISTS (
+                            SELECT 1 FROM dbo.SyncQueue AS e WITH (READCOMMITTEDLOCK)
+                            WHERE
+                                e.GroupKey = q.GroupKey
+                                AND e.GroupKey IS NOT NULL
+                                AND e.EnqueuedAt < q.EnqueuedAt
+                                AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+                        )
+                    )
                 ORDER BY q.ScheduledFor ASC, q.EnqueuedAt ASC
             ) AS f
             WHERE (@Type IS NULL OR t.[Type] = @Type) AND f.[Status] = 'Error' AND f.AttemptNum >= @MaxAttempts;
@@ -213,12 +224,17 @@ BEGIN
                 @ErrNo = @@ERROR;
             IF (@ErrNo NOT IN (0, 3604)) GOTO EXIT_ERROR;
 
+            -- After the last ClaimOrder given (a row dropped as read twice gave none).
+            SELECT @Base = ISNULL(MAX(c.ClaimOrder), 0)
+            FROM @Candidates AS c;
+            IF (@Base < @Want) SET @Base = @Want;
+
             -- The level's due items with attempts left, of every band merged, in claim order.
             INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder)
             SELECT TOP (@Want - @Have)
                 d.EnqueuedAt,
                 d.UpdatedAt,
-                @Want + @Have + ROW_NUMBER() OVER (ORDER BY d.ScheduledFor ASC, d.EnqueuedAt ASC) AS ClaimOrder
+                @Base + ROW_NUMBER() OVER (ORDER BY d.ScheduledFor ASC, d.EnqueuedAt ASC) AS ClaimOrder
             FROM dbo.SyncQueueType AS t
             CROSS APPLY (
                 SELECT TOP (@Want - @Have)
@@ -353,15 +369,15 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
 
     -- Error items met past the limit: Failed, keeping their last error (their last
-    -- attempt ended when it was reported). Unchanged since read (the token), and not
-    -- being written by anyone else (READPAST).
+    -- attempt ended when it was reported), if they still are (checked under the lock),
+    -- and not being written by anyone else (READPAST).
     UPDATE q
     SET
         [Status] = 'Failed',
         UpdatedAt = dbo.QueueNextKey_fn(q.UpdatedAt)
     FROM @Exhausted AS x
     INNER JOIN dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK, FORCESEEK)
-        ON x.EnqueuedAt = q.EnqueuedAt AND x.UpdatedAt = q.UpdatedAt
+        ON x.EnqueuedAt = q.EnqueuedAt
     WHERE q.[Status] = 'Error' AND q.AttemptNum >= @MaxAttempts;
     SELECT
         @RowCnt = @@ROWCOUNT,
