@@ -207,6 +207,8 @@ BEGIN
                     AND (n.AttemptNum < @MaxAttempts OR n.[Status] = 'Error')
                     AND (
                         n.GroupKey IS NULL
+                        -- No READPAST here: an earlier item being written must be waited for, not
+                        -- skipped (READCOMMITTEDLOCK: waited for under READ_COMMITTED_SNAPSHOT too).
                         OR NOT EXISTS (
                             SELECT 1 FROM dbo.Notification AS e WITH (READCOMMITTEDLOCK)
                             WHERE

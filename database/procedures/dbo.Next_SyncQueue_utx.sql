@@ -207,6 +207,8 @@ BEGIN
                     AND (q.AttemptNum < @MaxAttempts OR q.[Status] = 'Error')
                     AND (
                         q.GroupKey IS NULL
+                        -- No READPAST here: an earlier item being written must be waited for, not
+                        -- skipped (READCOMMITTEDLOCK: waited for under READ_COMMITTED_SNAPSHOT too).
                         OR NOT EXISTS (
                             SELECT 1 FROM dbo.SyncQueue AS e WITH (READCOMMITTEDLOCK)
                             WHERE
