@@ -10,6 +10,8 @@ QueueAdmin login may act (docs/dashboard.md).
 - store.py: the database side (views, procedures, permissions), one connection;
 - access.py: what each page needs, and which role grants it;
 - privacy.py: columns never read (one-time codes) and shown masked (addresses);
-- app.py: the Starlette pages; chart.py: the throughput chart; metrics.py: /metrics;
+- app.py: the Starlette application; web.py: what every page shares (settings, checks,
+  formats); a module per page area: overview.py (with /metrics), items.py, item.py, bulk.py;
+- chart.py: the throughput chart; metrics.py: the /metrics exposition;
 - serve.py: runs it with uvicorn.
 """

@@ -11,7 +11,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from relq.dashboard.app import PAGE, Settings, create_app
+from relq.dashboard.app import Settings, create_app
+from relq.dashboard.items import PAGE
 from relq.errors import RelqError
 from tests.dashboard.fake_store import T0, FakeStore
 

@@ -1,0 +1,37 @@
+"""The overview: every queue's health, ``/`` and its live part ``/overview`` (which the
+page's script fetches every few seconds), and ``/metrics`` for Prometheus."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from relq.dashboard import access, metrics
+from relq.dashboard.web import Dashboard, unavailable
+from relq.errors import RelqError
+
+
+def routes(dash: Dashboard) -> list[Route]:
+    def overview(request: Request) -> Response:
+        return dash.page(request, "overview.html", queues=dash.health())
+
+    def overview_part(request: Request) -> Response:
+        return dash.page(request, "_overview.html", queues=dash.health())
+
+    def metrics_text(request: Request) -> Response:
+        try:
+            line = access.missing(dash.store, access.look())
+            if line:
+                return PlainTextResponse(line + "\n", status_code=403)
+            queues = dash.store.health()
+        except RelqError as exc:
+            return PlainTextResponse(f"{unavailable(exc)}\n", status_code=503)
+        dash.history.add(dash.settings.clock(), queues)
+        return Response(metrics.exposition(queues), media_type=metrics.CONTENT_TYPE)
+
+    return [
+        Route("/", overview, name="overview"),
+        Route("/overview", overview_part, name="overview_part"),
+        Route("/metrics", metrics_text, name="metrics"),
+    ]
