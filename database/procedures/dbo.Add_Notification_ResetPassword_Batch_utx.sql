@@ -9,7 +9,7 @@ GO
    row, its ResetPassword row and a row per channel it has (e-mail, SMS).
    Keys: the first is the later of now and the last key plus a microsecond
    (dbo.QueueNextKey_fn), and inserted item n (in ItemNo order, from 0) gets the
-   first plus n microseconds, taken as dbo.Add_SyncQueue_utx takes them (with no
+   first plus n microseconds, taken by the statements dbo.Add_SyncQueue_utx uses (with no
    lock of their own, so that no lock outlives a call its client cancels; the
    INSERT decides, and a try whose keys another producer took in that instant
    is made again). Items with a GroupKey are enqueued under their group's lock,
@@ -148,6 +148,7 @@ BEGIN
         END;
 
     -- Under the DedupKeys' locks, so two producers of the same DedupKey cannot both miss it.
+    -- Every item of a DedupKey finds the same holder, so a holder's key is all of theirs.
     IF
         NOT EXISTS (
             SELECT 1 FROM @ItemKeys AS k
@@ -214,11 +215,24 @@ BEGIN
 
     IF (@InsertCount > 0)
         BEGIN
-            -- The keys are taken as dbo.Add_SyncQueue_utx takes them, which says why: with no
-            -- lock of their own, so that none outlives a cancelled call; a try that finds its
-            -- keys taken meanwhile (2627 on PK_Notification, or 1222 on another producer's
-            -- uncommitted row, the INSERT waiting for no lock) is made again above the new
-            -- last key, for up to 10 s; the read and the INSERT alone run under XACT_ABORT OFF.
+            -- The keys are taken with no lock of their own, so that no lock outlives the call:
+            -- a client that cancels (an attention) ends the call between two statements, where
+            -- no CATCH runs. Each try reads the last key, committed or not (keys never change
+            -- and only grow), and inserts just above it. A producer that took the same keys in
+            -- that instant makes the INSERT fail, on its committed row (2627: PK_Notification is
+            -- the table's one unique constraint) or on its uncommitted one (1222: the INSERT
+            -- waits for no lock, LOCK_TIMEOUT 0), and the try is made again above the new
+            -- last key; a lock on the table (a purge's, say) is waited out 20 ms at a time,
+            -- for up to 10 s, and so is a deploy's schema lock on it (and 601, a read without
+            -- locks that lost its place to data movement). The read and the INSERT alone run
+            -- under XACT_ABORT OFF, so that those errors cancel the statement, not the caller's
+            -- transaction (learn.microsoft.com/sql/t-sql/statements/set-xact-abort-transact-sql;
+            -- a lock time-out cancels the statement only: learn.microsoft.com/previous-versions/
+            -- sql/sql-server-2005/ms177413(v=sql.90)). Neither waits for a lock, so an attention
+            -- seldom lands while XACT_ABORT is OFF; when it does, the caller's transaction stays
+            -- open, with the DedupKey's and group's locks, until the connection closes or is
+            -- reset. Two INSERTs never wait on each other's keys: no deadlock can make the
+            -- caller's transaction its victim.
             SELECT
                 @XactAbort = CASE WHEN (@@OPTIONS & 16384) = 16384 THEN 1 ELSE 0 END,
                 @Deadline = DATEADD(SECOND, 10, SYSUTCDATETIME()),

@@ -13,11 +13,15 @@ relq/scaffold/templates, in four groups, and what they make of a queue.
   tSQLt class; and, for any queue with such a table, dbo.<Queue>_IsType_fn, which
   their CHECKs call. A subtype's columns also reach the list type, Add_, the worker
   view, the archive and the purge;
-- all_queues/: objects over every queue at once (the health views, the attempt history view).
+- all_queues/: objects over every queue at once (the health views, the attempt history view);
+- custom/<Queue>/: a custom queue's own objects that share a moment with the templates
+  (its enqueue, which locks, deduplicates and takes keys as every Add_ does): written by
+  hand for that queue alone, with the shared moments from macros/.
 
 A queue of the custom shape (Notification: the seeds' queue, a subtype and delivery
 channels) gets every_queue/ and dbo.<Queue>_IsType_fn: its subtype and channel
-tables, list types and enqueue are the domain's, written by hand, and its catalogue
+tables, list types and enqueue are the domain's, written by hand (the enqueue under
+custom/<Queue>/, so that it takes the shared moments from macros/), and its catalogue
 entry names the tables its worker view joins ([[queue.join]]), with the columns the
 view, the archive copy and a channel's report (Modify_) use."""
 
@@ -37,6 +41,7 @@ SUBTYPE = "SUBTYPE"  # and for a subtype's job type in a subtypes/ template's
 GROUPS = {"every_queue": SHAPES, "job_queues": ("job",)}
 SUBTYPES = "subtypes"  # a job queue's subtypes; the function their CHECKs call, for any typed table
 ONCE = "all_queues"
+CUSTOM = "custom"  # custom/<Queue>/: one custom queue's own templates
 _LITERAL_ALIAS = re.compile(r"\bAS ([a-z])\b")  # a template's own one-letter aliases
 
 
@@ -116,6 +121,8 @@ def queue_renders(queue: Queue) -> list[tuple[str, str]]:
             own += [render(template, queue, n) for n in range(len(queue.subtypes))]
         elif queue.typed_tables:  # dbo.<Queue>_IsType_fn and its tests, which their CHECKs call
             own.append(render(template, queue))
+    if queue.shape == "custom":
+        own += [render(t, queue) for t in templates(f"{CUSTOM}/{queue.name}")]
     return own
 
 
