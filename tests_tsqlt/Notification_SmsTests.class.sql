@@ -36,3 +36,33 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows;
 END;
 GO
+-- The dashboard finds the notifications sent to a phone number, of every state, newest first:
+-- one seek of this index a page.
+CREATE PROCEDURE Notification_SmsTests.[test Notification_Sms has an index keyed PhoneNumber then EnqueuedAt of every row when it is deployed]
+AS
+BEGIN
+    DECLARE @Keys NVARCHAR(400);
+    DECLARE @Filter NVARCHAR(400);
+    DECLARE @Indexes INT;
+    SELECT
+        @Keys = STRING_AGG(
+            c.name + CASE WHEN ic.is_descending_key = 1 THEN N' DESC' ELSE N'' END, N', '
+        ) WITHIN GROUP (ORDER BY ic.key_ordinal)
+    FROM sys.indexes AS i
+    INNER JOIN sys.index_columns AS ic ON i.object_id = ic.object_id AND i.index_id = ic.index_id
+    INNER JOIN sys.columns AS c ON ic.object_id = c.object_id AND ic.column_id = c.column_id
+    WHERE
+        i.object_id = OBJECT_ID(N'dbo.Notification_Sms') AND i.name = N'IX_Notification_Sms_SearchPhoneNumber'
+        AND ic.key_ordinal > 0;
+    SELECT
+        @Indexes = COUNT(*),
+        @Filter = MAX(i.filter_definition)
+    FROM sys.indexes AS i
+    WHERE i.object_id = OBJECT_ID(N'dbo.Notification_Sms') AND i.name = N'IX_Notification_Sms_SearchPhoneNumber';
+
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Indexes, @Message = N'IX_Notification_Sms_SearchPhoneNumber';
+    EXEC tSQLt.AssertEqualsString @Expected = N'PhoneNumber, EnqueuedAt', @Actual = @Keys, @Message = N'keys';
+    IF @Filter IS NOT NULL
+        EXEC tSQLt.Fail @Message0 = N'IX_Notification_Sms_SearchPhoneNumber holds only some rows: ', @Message1 = @Filter;
+END;
+GO

@@ -152,3 +152,70 @@ IF
             WHERE ([Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted'));
     END;
 GO
+/* The DedupKey search: the items that carried a DedupKey, of every state, by
+   key. IX_Notification_DedupKey cannot serve it: it holds the unfinished items
+   only, which the enqueue's deduplication depends on. Filtered to the items
+   that have one; the dashboard states the filter literally, as the optimizer
+   uses a filtered index only for a predicate it can prove is a subset ("Create
+   filtered indexes",
+   https://learn.microsoft.com/sql/relational-databases/indexes/create-filtered-indexes).
+   Write cost: one entry of at most about 420 bytes per item with a DedupKey,
+   written by its Add_ and removed by its purge; neither key changes, so a
+   claim, a report or a control writes nothing to it.
+   Databases deployed before get it from V0011. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_SearchDedupKey' AND object_id = OBJECT_ID(N'dbo.Notification')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_SearchDedupKey
+            ON dbo.Notification (DedupKey, EnqueuedAt)
+            WHERE (DedupKey IS NOT NULL);
+    END;
+GO
+/* The GroupKey search: a group's items, of every state, by key.
+   IX_Notification_Group cannot serve it: it holds the unfinished items only, which
+   the claim's group check depends on. Filtered and stated as the DedupKey
+   search is. Write cost: one entry of at most about 220 bytes per item with a
+   GroupKey, written by its Add_ and removed by its purge; nothing else writes to
+   it.
+   Databases deployed before get it from V0011. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_SearchGroupKey' AND object_id = OBJECT_ID(N'dbo.Notification')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_SearchGroupKey
+            ON dbo.Notification (GroupKey, EnqueuedAt)
+            WHERE (GroupKey IS NOT NULL);
+    END;
+GO
+/* The finished lists: the items of one finished state, the most recently
+   updated (for a Failed item: when it failed) first, and pages of them by
+   (UpdatedAt, EnqueuedAt), each one seek that stops after its rows however
+   many items finished; [Type] is included, so that a list of one type tests it
+   here, not in the table. IX_Notification_Finished cannot serve it (its order
+   mixes the states, so a list of rare Failed items among many Completed ones
+   would read them all), nor can it change: Purge_Notification_trx reads it in
+   order across the states. The filter lists the finished states
+   (dbo.QueueIsFinished_fn = 1) literally, as the dashboard's lists do. Write
+   cost: one entry of at most about 100 bytes per finished item, written when it
+   finishes (the statement that writes IX_Notification_Finished) and removed when a
+   Retry takes it back or a purge removes it; what happens to an item before it
+   finishes (its enqueue, claims, leases, reports of an Error) writes nothing
+   to it.
+   Databases deployed before get it from V0011. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_FinishedByStatus' AND object_id = OBJECT_ID(N'dbo.Notification')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_FinishedByStatus
+            ON dbo.Notification ([Status], UpdatedAt, EnqueuedAt)
+            INCLUDE ([Type])
+            WHERE ([Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted'));
+    END;
+GO

@@ -19,3 +19,21 @@ IF OBJECT_ID(N'dbo.Notification_Email', N'U') IS NULL
         );
     END;
 GO
+/* The recipient search: the dashboard finds the notifications sent to an
+   e-mail address, of every state, newest first, through
+   dbo.Worker_Notification_V: a page is one seek, EmailTo equal and EnqueuedAt
+   past the last one shown, that stops after its rows, however much history the
+   queue keeps. Write cost: one entry of at most about 530 bytes per e-mail,
+   written with it by the enqueue and removed by the purge; EmailTo and
+   EnqueuedAt never change, so recording the delivery's Response and Error
+   writes nothing to it. Databases deployed before get it from V0012. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_Email_SearchEmailTo' AND object_id = OBJECT_ID(N'dbo.Notification_Email')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_Email_SearchEmailTo
+            ON dbo.Notification_Email (EmailTo, EnqueuedAt);
+    END;
+GO

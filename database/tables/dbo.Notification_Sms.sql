@@ -17,3 +17,21 @@ IF OBJECT_ID(N'dbo.Notification_Sms', N'U') IS NULL
         );
     END;
 GO
+/* The recipient search: the dashboard finds the notifications sent to a phone
+   number, of every state, newest first, through dbo.Worker_Notification_V: a
+   page is one seek, PhoneNumber equal and EnqueuedAt past the last one shown,
+   that stops after its rows, however much history the queue keeps. Write cost:
+   one entry of at most about 40 bytes per SMS, written with it by the enqueue
+   and removed by the purge; PhoneNumber and EnqueuedAt never change, so
+   recording the delivery's Response and Error writes nothing to it. Databases
+   deployed before get it from V0013. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_Notification_Sms_SearchPhoneNumber' AND object_id = OBJECT_ID(N'dbo.Notification_Sms')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Notification_Sms_SearchPhoneNumber
+            ON dbo.Notification_Sms (PhoneNumber, EnqueuedAt);
+    END;
+GO

@@ -141,3 +141,88 @@ IF
             WHERE ([Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted'));
     END;
 GO
+/* The search indexes: the dashboard finds a queue's items by a business key, of
+   every state, newest first (dbo.Worker_SyncQueue_V, docs/dashboard.md). A page is
+   one seek, the key equal and EnqueuedAt past the last one shown, that stops
+   after its rows, however much history the queue keeps. This one: the items of
+   an entity. Write cost: one entry of at most about 420 bytes per item, written
+   by its Add_ and removed by its purge; EntityKey and EnqueuedAt never change,
+   so a claim, a report or a control writes nothing to it.
+   Databases deployed before get it from V0010. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueue_SearchEntityKey' AND object_id = OBJECT_ID(N'dbo.SyncQueue')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_SyncQueue_SearchEntityKey
+            ON dbo.SyncQueue (EntityKey, EnqueuedAt);
+    END;
+GO
+/* The DedupKey search: the items that carried a DedupKey, of every state, by
+   key. IX_SyncQueue_DedupKey cannot serve it: it holds the unfinished items
+   only, which the enqueue's deduplication depends on. Filtered to the items
+   that have one; the dashboard states the filter literally, as the optimizer
+   uses a filtered index only for a predicate it can prove is a subset ("Create
+   filtered indexes",
+   https://learn.microsoft.com/sql/relational-databases/indexes/create-filtered-indexes).
+   Write cost: one entry of at most about 420 bytes per item with a DedupKey,
+   written by its Add_ and removed by its purge; neither key changes, so a
+   claim, a report or a control writes nothing to it.
+   Databases deployed before get it from V0010. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueue_SearchDedupKey' AND object_id = OBJECT_ID(N'dbo.SyncQueue')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_SyncQueue_SearchDedupKey
+            ON dbo.SyncQueue (DedupKey, EnqueuedAt)
+            WHERE (DedupKey IS NOT NULL);
+    END;
+GO
+/* The GroupKey search: a group's items, of every state, by key.
+   IX_SyncQueue_Group cannot serve it: it holds the unfinished items only, which
+   the claim's group check depends on. Filtered and stated as the DedupKey
+   search is. Write cost: one entry of at most about 220 bytes per item with a
+   GroupKey, written by its Add_ and removed by its purge; nothing else writes to
+   it.
+   Databases deployed before get it from V0010. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueue_SearchGroupKey' AND object_id = OBJECT_ID(N'dbo.SyncQueue')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_SyncQueue_SearchGroupKey
+            ON dbo.SyncQueue (GroupKey, EnqueuedAt)
+            WHERE (GroupKey IS NOT NULL);
+    END;
+GO
+/* The finished lists: the items of one finished state, the most recently
+   updated (for a Failed item: when it failed) first, and pages of them by
+   (UpdatedAt, EnqueuedAt), each one seek that stops after its rows however
+   many items finished; [Type] is included, so that a list of one type tests it
+   here, not in the table. IX_SyncQueue_Finished cannot serve it (its order
+   mixes the states, so a list of rare Failed items among many Completed ones
+   would read them all), nor can it change: Purge_SyncQueue_trx reads it in
+   order across the states. The filter lists the finished states
+   (dbo.QueueIsFinished_fn = 1) literally, as the dashboard's lists do. Write
+   cost: one entry of at most about 100 bytes per finished item, written when it
+   finishes (the statement that writes IX_SyncQueue_Finished) and removed when a
+   Retry takes it back or a purge removes it; what happens to an item before it
+   finishes (its enqueue, claims, leases, reports of an Error) writes nothing
+   to it.
+   Databases deployed before get it from V0010. */
+IF
+    NOT EXISTS (
+        SELECT 1 FROM sys.indexes
+        WHERE name = N'IX_SyncQueue_FinishedByStatus' AND object_id = OBJECT_ID(N'dbo.SyncQueue')
+    )
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_SyncQueue_FinishedByStatus
+            ON dbo.SyncQueue ([Status], UpdatedAt, EnqueuedAt)
+            INCLUDE ([Type])
+            WHERE ([Status] IN ('Failed', 'Completed', 'Cancelled', 'Terminated', 'PartiallyCompleted'));
+    END;
+GO
