@@ -24,6 +24,8 @@ class Msg(IntEnum):
     TakenOver = 735710
     DuplicateKey = 735711
     JobProcedureRefused = 735714
+    MessageNotQueued = 735715
+    DeadLetterGone = 735716
 
     def __str__(self) -> str:
         # The number, as Python 3.11 prints an IntEnum; 3.10 would print Msg.KeyLock.

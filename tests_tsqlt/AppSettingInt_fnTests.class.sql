@@ -88,3 +88,39 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = NULL, @Actual = @Actual;
 END;
 GO
+-- The dead-letter maximum of every kind of message queue that has one (dbo.MessageKind),
+-- stated here again, so that a changed default fails this test.
+CREATE PROCEDURE AppSettingInt_fnTests.[test AppSettingInt_fn returns 5 maxDeliveries for each message kind when no row exists]
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    SELECT
+        s.Param,
+        dbo.AppSettingInt_fn(s.Param) AS ValInt
+    INTO #Actual
+    FROM (
+        VALUES
+        ('fifoqueue.maxDeliveries'),
+        ('strictfifoqueue.maxDeliveries'),
+        ('lifostack.maxDeliveries'),
+        ('pendingqueue.maxDeliveries'),
+        ('transportmessage.maxDeliveries'),
+        ('heapqueue.maxDeliveries')
+    ) AS s(Param);
+    SELECT TOP (0)
+        a.Param,
+        a.ValInt
+    INTO #Expected
+    FROM #Actual AS a;
+    -- The heap's messages have no key to count failures by: it has no maximum.
+    INSERT INTO #Expected (Param, ValInt)
+    VALUES
+    ('fifoqueue.maxDeliveries', 5),
+    ('strictfifoqueue.maxDeliveries', 5),
+    ('lifostack.maxDeliveries', 5),
+    ('pendingqueue.maxDeliveries', 5),
+    ('transportmessage.maxDeliveries', 5),
+    ('heapqueue.maxDeliveries', NULL);
+    EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
+END;
+GO

@@ -188,3 +188,33 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO
+--[@tSQLt:NoTransaction]('Purge_TransportMessage_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Purge_TransportMessage_trxTests.[test Purge_TransportMessage_trx deletes the failure counts of the messages it purges when they failed before]
+AS
+BEGIN
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -5, SYSUTCDATETIME());
+    DECLARE @RetCode INT;
+    DECLARE @Actual VARCHAR(8000);
+    EXEC tSQLt.FakeTable @TableName = N'dbo.TransportMessage';
+    EXEC tSQLt.FakeTable @TableName = N'dbo.MessageFailure';
+    -- 1 has expired, 2 has not; both failed before. FIFO message 1 has a count of its own.
+    INSERT INTO dbo.TransportMessage (Queue, [RowVersion], Id, Recoverable, Expires, Headers)
+    VALUES
+    ('Sales', 1, NEWID(), 1, @Expired, N'{}'),
+    ('Sales', 2, NEWID(), 1, NULL, N'{}');
+    INSERT INTO dbo.MessageFailure (Kind, MessageKey, Failures, Error, FirstFailedAt, LastFailedAt)
+    VALUES
+    ('TransportMessage', 1, 2, N'', '2024-01-02T00:00:00', '2024-01-02T00:00:00'),
+    ('TransportMessage', 2, 1, N'', '2024-01-02T00:00:00', '2024-01-02T00:00:00'),
+    ('FifoQueue', 1, 3, N'', '2024-01-02T00:00:00', '2024-01-02T00:00:00');
+
+    EXEC @RetCode = dbo.Purge_TransportMessage_trx;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Purge_TransportMessage_trxTests.AssertRemaining @Expected = '2';
+    SELECT @Actual = STRING_AGG(CONCAT(f.Kind, ':', f.MessageKey), ',') WITHIN GROUP (ORDER BY f.Kind, f.MessageKey)
+    FROM dbo.MessageFailure AS f;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = 'FifoQueue:1,TransportMessage:2', @Actual = @Actual, @Message = N'failure counts left';
+END;
+GO

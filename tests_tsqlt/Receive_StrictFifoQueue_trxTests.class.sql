@@ -104,3 +104,53 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO
+-- The failure counts (dbo.MessageFailure) the receive reads and deletes.
+-- The queue holds three messages, Ids 1 (oldest) to 3 (newest); a receive of two takes 1 and 2. Message 1 failed twice
+-- before and 3 once; FifoQueue has a count for its own message 2, which is not this one.
+CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.FakeQueueAndFailures
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.StrictFifoQueue';
+    INSERT INTO dbo.StrictFifoQueue (Id, Payload, EnqueuedAt)
+    VALUES
+    (1, 0x01, '2024-01-01T00:00:01'),
+    (2, 0x02, '2024-01-01T00:00:02'),
+    (3, 0x03, '2024-01-01T00:00:03');
+    EXEC tSQLt.FakeTable @TableName = N'dbo.MessageFailure';
+    INSERT INTO dbo.MessageFailure (Kind, MessageKey, Failures, Error, FirstFailedAt, LastFailedAt)
+    VALUES
+    ('StrictFifoQueue', 1, 2, N'twice', '2024-01-02T00:00:00', '2024-01-02T00:05:00'),
+    ('StrictFifoQueue', 3, 1, N'once', '2024-01-02T00:00:00', '2024-01-02T00:00:00'),
+    ('FifoQueue', 2, 4, N'other', '2024-01-02T00:00:00', '2024-01-02T00:05:00');
+END;
+GO
+-- Asserts the counts left, as a sorted list of Kind:MessageKey:Failures.
+CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.AssertFailuresLeft
+    @Expected VARCHAR(400)
+AS
+BEGIN
+    DECLARE @Actual VARCHAR(8000);
+    SELECT
+        @Actual = ISNULL(
+            STRING_AGG(CONCAT(f.Kind, ':', f.MessageKey, ':', f.Failures), ',') WITHIN GROUP (
+                ORDER BY f.Kind, f.MessageKey
+            ),
+            ''
+        )
+    FROM dbo.MessageFailure AS f;
+    EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Actual, @Message = N'failure counts left';
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_StrictFifoQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Receive_StrictFifoQueue_trxTests.[test Receive_StrictFifoQueue_trx deletes the counts of the messages it receives when they failed before]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_StrictFifoQueue_trxTests.FakeQueueAndFailures;
+
+    EXEC @RetCode = dbo.Receive_StrictFifoQueue_trx @BatchSize = 2;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Receive_StrictFifoQueue_trxTests.AssertFailuresLeft @Expected = 'FifoQueue:2:4,StrictFifoQueue:3:1';
+END;
+GO

@@ -3,9 +3,9 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'Receive_StrictFifoQueue_utxTests';
 GO
--- A receive is a DELETE ... OUTPUT, whose rows SQL Server refuses to capture through
--- INSERT ... EXEC: these tests assert on the rows left in the queue (the Python live tests
--- check the rows returned).
+-- A receive returns its rows with a SELECT, which INSERT ... EXEC captures: the tests of
+-- DeliveryCount capture them; the others assert on the rows left in the queue (the Python
+-- live tests check the rows returned too).
 -- Three messages, Ids 1 (oldest) to 3 (newest), inserted out of Id order: the faked table
 -- is a heap without the clustered key, so only the receive's ORDER BY Id takes the oldest.
 -- Faked without @Identity, Id is a plain column and takes explicit values.
@@ -198,5 +198,93 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'messages left';
     SELECT @RemainingId = q.Id FROM dbo.StrictFifoQueue AS q;
     EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @RemainingId, @Message = N'the newest must be left';
+END;
+GO
+-- The failure counts (dbo.MessageFailure) the receive reads and deletes.
+-- The queue holds three messages, Ids 1 (oldest) to 3 (newest); a receive of two takes 1 and 2. Message 1 failed twice
+-- before and 3 once; FifoQueue has a count for its own message 2, which is not this one.
+CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.FakeQueueAndFailures
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.StrictFifoQueue';
+    INSERT INTO dbo.StrictFifoQueue (Id, Payload, EnqueuedAt)
+    VALUES
+    (1, 0x01, '2024-01-01T00:00:01'),
+    (2, 0x02, '2024-01-01T00:00:02'),
+    (3, 0x03, '2024-01-01T00:00:03');
+    EXEC tSQLt.FakeTable @TableName = N'dbo.MessageFailure';
+    INSERT INTO dbo.MessageFailure (Kind, MessageKey, Failures, Error, FirstFailedAt, LastFailedAt)
+    VALUES
+    ('StrictFifoQueue', 1, 2, N'twice', '2024-01-02T00:00:00', '2024-01-02T00:05:00'),
+    ('StrictFifoQueue', 3, 1, N'once', '2024-01-02T00:00:00', '2024-01-02T00:00:00'),
+    ('FifoQueue', 2, 4, N'other', '2024-01-02T00:00:00', '2024-01-02T00:05:00');
+END;
+GO
+-- Asserts the counts left, as a sorted list of Kind:MessageKey:Failures.
+CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.AssertFailuresLeft
+    @Expected VARCHAR(400)
+AS
+BEGIN
+    DECLARE @Actual VARCHAR(8000);
+    SELECT
+        @Actual = ISNULL(
+            STRING_AGG(CONCAT(f.Kind, ':', f.MessageKey, ':', f.Failures), ',') WITHIN GROUP (
+                ORDER BY f.Kind, f.MessageKey
+            ),
+            ''
+        )
+    FROM dbo.MessageFailure AS f;
+    EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Actual, @Message = N'failure counts left';
+END;
+GO
+CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx deletes the counts of the messages it receives when they failed before]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_StrictFifoQueue_utxTests.FakeQueueAndFailures;
+
+    EXEC @RetCode = dbo.Receive_StrictFifoQueue_utx @BatchSize = 2;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Receive_StrictFifoQueue_utxTests.AssertFailuresLeft @Expected = 'FifoQueue:2:4,StrictFifoQueue:3:1';
+END;
+GO
+-- INSERT ... EXEC captures the rows: the receive returns them with a SELECT
+-- (https://learn.microsoft.com/sql/t-sql/statements/insert-transact-sql, execute_statement).
+CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx returns DeliveryCount as one more than the failures when a message failed before]
+AS
+BEGIN
+    DECLARE @Actual VARCHAR(100);
+    EXEC Receive_StrictFifoQueue_utxTests.FakeQueueAndFailures;
+    CREATE TABLE #Received (
+        Id BIGINT,
+        Payload VARBINARY(MAX),
+        EnqueuedAt DATETIME2(7),
+        DeliveryCount INT
+    );
+
+    INSERT INTO #Received
+    EXEC dbo.Receive_StrictFifoQueue_utx @BatchSize = 2;
+
+    SELECT @Actual = STRING_AGG(CONCAT(r.Id, ':', r.DeliveryCount), ',') WITHIN GROUP (ORDER BY r.Id)
+    FROM #Received AS r;
+    EXEC tSQLt.AssertEqualsString
+        @Expected = '1:3,2:1', @Actual = @Actual, @Message = N'key:DeliveryCount';
+END;
+GO
+-- tSQLt's own transaction stays open: only the work after the savepoint is undone, as a
+-- consumer's rollback undoes its receive.
+CREATE PROCEDURE Receive_StrictFifoQueue_utxTests.[test Receive_StrictFifoQueue_utx keeps the counts when the caller rolls back]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_StrictFifoQueue_utxTests.FakeQueueAndFailures;
+
+    SAVE TRANSACTION BeforeReceive;
+    EXEC @RetCode = dbo.Receive_StrictFifoQueue_utx @BatchSize = 2;
+    ROLLBACK TRANSACTION BeforeReceive;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Receive_StrictFifoQueue_utxTests.AssertFailuresLeft @Expected = 'FifoQueue:2:4,StrictFifoQueue:1:2,StrictFifoQueue:3:1';
 END;
 GO

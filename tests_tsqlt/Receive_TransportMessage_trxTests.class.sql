@@ -143,3 +143,55 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 735701, @Actual = @ErrorNumber;
 END;
 GO
+-- The failure counts (dbo.MessageFailure) the receive reads and deletes.
+-- The queue holds three messages of transport queue Sales, RowVersions 1 to 3; a receive of two takes 1 and 2. Message 1 failed twice
+-- before and 3 once; FifoQueue has a count for its own message 2, which is not this one.
+CREATE PROCEDURE Receive_TransportMessage_trxTests.FakeQueueAndFailures
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.TransportQueue';
+    INSERT INTO dbo.TransportQueue (Queue, Endpoint, Machine) VALUES ('Sales', 'Sales', NULL);
+    EXEC tSQLt.FakeTable @TableName = N'dbo.TransportMessage', @Defaults = 1;
+    INSERT INTO dbo.TransportMessage (Queue, [RowVersion], Id, Recoverable, Expires, Headers, Body)
+    VALUES
+    ('Sales', 1, NEWID(), 1, NULL, N'{}', 0x01),
+    ('Sales', 2, NEWID(), 1, NULL, N'{}', 0x02),
+    ('Sales', 3, NEWID(), 1, NULL, N'{}', 0x03);
+    EXEC tSQLt.FakeTable @TableName = N'dbo.MessageFailure';
+    INSERT INTO dbo.MessageFailure (Kind, MessageKey, Failures, Error, FirstFailedAt, LastFailedAt)
+    VALUES
+    ('TransportMessage', 1, 2, N'twice', '2024-01-02T00:00:00', '2024-01-02T00:05:00'),
+    ('TransportMessage', 3, 1, N'once', '2024-01-02T00:00:00', '2024-01-02T00:00:00'),
+    ('FifoQueue', 2, 4, N'other', '2024-01-02T00:00:00', '2024-01-02T00:05:00');
+END;
+GO
+-- Asserts the counts left, as a sorted list of Kind:MessageKey:Failures.
+CREATE PROCEDURE Receive_TransportMessage_trxTests.AssertFailuresLeft
+    @Expected VARCHAR(400)
+AS
+BEGIN
+    DECLARE @Actual VARCHAR(8000);
+    SELECT
+        @Actual = ISNULL(
+            STRING_AGG(CONCAT(f.Kind, ':', f.MessageKey, ':', f.Failures), ',') WITHIN GROUP (
+                ORDER BY f.Kind, f.MessageKey
+            ),
+            ''
+        )
+    FROM dbo.MessageFailure AS f;
+    EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Actual, @Message = N'failure counts left';
+END;
+GO
+--[@tSQLt:NoTransaction]('Receive_TransportMessage_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Receive_TransportMessage_trxTests.[test Receive_TransportMessage_trx deletes the counts of the messages it receives when they failed before]
+AS
+BEGIN
+    DECLARE @RetCode INT;
+    EXEC Receive_TransportMessage_trxTests.FakeQueueAndFailures;
+
+    EXEC @RetCode = dbo.Receive_TransportMessage_trx @Queue = 'Sales', @BatchSize = 2;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    EXEC Receive_TransportMessage_trxTests.AssertFailuresLeft @Expected = 'FifoQueue:2:4,TransportMessage:3:1';
+END;
+GO

@@ -13,7 +13,11 @@ GO
      <queue>.backoffFactorPct     200  ... multiplied by this per further attempt ...
      <queue>.backoffCapMs     3600000  ... up to this (before the jitter) ...
      <queue>.backoffJitterPct      10  ... plus or minus this share, at random
-   (dbo.QueueBackoffMs_fn turns the backoff settings into a wait.) */
+   (dbo.QueueBackoffMs_fn turns the backoff settings into a wait.)
+   And one for each kind of message queue with dead letters (<kind> is its table's name in
+   lower case: fifoqueue, strictfifoqueue, lifostack, pendingqueue, transportmessage):
+     <kind>.maxDeliveries           5  failed deliveries (dbo.Fail_<Kind>_trx) after which
+                                       a message moves to dbo.DeadLetter; below 1 counts as 1 */
 CREATE OR ALTER FUNCTION dbo.AppSettingInt_fn(@Param dbo.SettingName)
 RETURNS INT
 AS
@@ -38,7 +42,12 @@ BEGIN
                 ('syncqueue.backoffBaseMs', 1000),
                 ('syncqueue.backoffFactorPct', 200),
                 ('syncqueue.backoffCapMs', 3600000),
-                ('syncqueue.backoffJitterPct', 10)
+                ('syncqueue.backoffJitterPct', 10),
+                ('fifoqueue.maxDeliveries', 5),
+                ('strictfifoqueue.maxDeliveries', 5),
+                ('lifostack.maxDeliveries', 5),
+                ('pendingqueue.maxDeliveries', 5),
+                ('transportmessage.maxDeliveries', 5)
             ) AS d(Param, ValInt)
             WHERE d.Param = @Param
         )

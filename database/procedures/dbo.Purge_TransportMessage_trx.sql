@@ -4,7 +4,10 @@ GO
 /* dbo.Purge_TransportMessage_trx: deletes expired transport messages, in short
    transactions of at most @BatchSize rows each, until none is left, so that
    purging never holds many locks or blocks receivers for long; READPAST skips
-   rows a receiver holds (they are purged next time).
+   rows a receiver holds (they are purged next time). The failure counts of the messages
+   it deletes (dbo.MessageFailure) go in the same transaction, after them, in the order a
+   receive takes them, read WITH (FORCESEEK) on their key so as not to wait for the counts
+   of messages that receivers hold.
    @BatchSize: rows per transaction, 1 to 4000 (default 1000): below SQL
      Server's lock-escalation threshold of 5,000 locks on one table or index.
    Returns 0 with one row, how many messages it deleted (Purged); 1 on error:
@@ -19,6 +22,10 @@ BEGIN
     DECLARE @Proc NVARCHAR(128) = N'dbo.Purge_TransportMessage_trx';
     DECLARE @Now dbo.[_Timestamp] = SYSUTCDATETIME();
     DECLARE @Purged INT = 0;
+    DECLARE @Batch INT;
+    DECLARE @Deleted TABLE (
+        [RowVersion] BIGINT NOT NULL
+    );
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -35,18 +42,37 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
-    SET @RowCnt = @BatchSize;
-    WHILE (@RowCnt = @BatchSize)
+    SET @Batch = @BatchSize;
+    WHILE (@Batch = @BatchSize)
         BEGIN
             BEGIN TRANSACTION Purge_TransportMessage;
+            DELETE FROM @Deleted;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
             DELETE TOP (@BatchSize) FROM dbo.TransportMessage WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
+            OUTPUT DELETED.[RowVersion]
+            INTO @Deleted ([RowVersion])
             WHERE Expires <= @Now;
             SELECT
                 @RowCnt = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
-            COMMIT TRANSACTION Purge_TransportMessage;
+            SET @Batch = @RowCnt;
             SET @Purged = @Purged + @RowCnt;
+            IF (@Batch > 0)
+                BEGIN
+                    DELETE f
+                    FROM @Deleted AS d
+                    INNER JOIN dbo.MessageFailure AS f WITH (FORCESEEK)
+                        ON f.Kind = 'TransportMessage' AND f.MessageKey = d.[RowVersion];
+                    SELECT
+                        @RowCnt = @@ROWCOUNT,
+                        @ErrNo = @@ERROR;
+                    IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+                END;
+            COMMIT TRANSACTION Purge_TransportMessage;
         END;
 
     SELECT @Purged AS Purged;

@@ -6,9 +6,12 @@ GO
    message is gone before the caller works on it, and a caller that fails loses it. Use
    dbo.Receive_LifoStack_utx inside your own transaction for at-least-once. Order:
    newest first, skipping rows other consumers hold (READPAST).
+   It deletes the messages' failure counts too (dbo.MessageFailure: failures that consumers
+   of dbo.Receive_LifoStack_utx recorded); DeliveryCount is 1 on a first delivery, one more
+   than the failures recorded on a redelivery.
    @BatchSize: how many messages at most, 1 to 1000 (default 1).
-   Returns 0 with one row per message (Id, Payload, EnqueuedAt), none when the queue is
-   empty; 1 on error: 735701 inside a transaction, 735707 a bad @BatchSize. */
+   Returns 0 with one row per message (Id, Payload, EnqueuedAt, DeliveryCount), none when
+   the queue is empty; 1 on error: 735701 inside a transaction, 735707 a bad @BatchSize. */
 CREATE OR ALTER PROCEDURE dbo.Receive_LifoStack_trx
     @BatchSize INT = 1
 AS
@@ -22,6 +25,10 @@ BEGIN
         Id BIGINT NOT NULL,
         Payload VARBINARY(MAX) NOT NULL,
         EnqueuedAt DATETIME2(7) NOT NULL
+    );
+    DECLARE @Counted TABLE (
+        MessageKey BIGINT NOT NULL,
+        Failures INT NOT NULL
     );
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
@@ -59,13 +66,30 @@ BEGIN
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+    IF (@RowCnt > 0)
+        BEGIN
+            DELETE f
+            OUTPUT
+                DELETED.MessageKey,
+                DELETED.Failures
+            INTO @Counted (MessageKey, Failures)
+            FROM @Received AS r
+            INNER JOIN dbo.MessageFailure AS f WITH (FORCESEEK)
+                ON f.Kind = 'LifoStack' AND f.MessageKey = r.Id;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+        END;
     COMMIT TRANSACTION Receive_LifoStack;
 
     SELECT
         r.Id,
         r.Payload,
-        r.EnqueuedAt
+        r.EnqueuedAt,
+        ISNULL(c.Failures, 0) + 1 AS DeliveryCount
     FROM @Received AS r
+    LEFT JOIN @Counted AS c ON r.Id = c.MessageKey
     ORDER BY r.Id DESC;
     RETURN 0;
 

@@ -7,9 +7,13 @@ GO
    fails loses it. Use dbo.Receive_PendingQueue_utx inside your own transaction for
    at-least-once. Order: only due messages (DueAt passed), earliest due first
    (READPAST).
+   It deletes the messages' failure counts too (dbo.MessageFailure: failures that consumers
+   of dbo.Receive_PendingQueue_utx recorded); DeliveryCount is 1 on a first delivery, one
+   more than the failures recorded on a redelivery.
    @BatchSize: how many messages at most, 1 to 1000 (default 1).
-   Returns 0 with one row per message (Id, DueAt, Payload, EnqueuedAt), none when the
-   queue is empty; 1 on error: 735701 inside a transaction, 735707 a bad @BatchSize. */
+   Returns 0 with one row per message (Id, DueAt, Payload, EnqueuedAt, DeliveryCount),
+   none when the queue is empty; 1 on error: 735701 inside a transaction, 735707 a bad
+   @BatchSize. */
 CREATE OR ALTER PROCEDURE dbo.Receive_PendingQueue_trx
     @BatchSize INT = 1
 AS
@@ -25,6 +29,10 @@ BEGIN
         DueAt DATETIME2(7) NOT NULL,
         Payload VARBINARY(MAX) NOT NULL,
         EnqueuedAt DATETIME2(7) NOT NULL
+    );
+    DECLARE @Counted TABLE (
+        MessageKey BIGINT NOT NULL,
+        Failures INT NOT NULL
     );
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
@@ -65,14 +73,31 @@ BEGIN
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+    IF (@RowCnt > 0)
+        BEGIN
+            DELETE f
+            OUTPUT
+                DELETED.MessageKey,
+                DELETED.Failures
+            INTO @Counted (MessageKey, Failures)
+            FROM @Received AS r
+            INNER JOIN dbo.MessageFailure AS f WITH (FORCESEEK)
+                ON f.Kind = 'PendingQueue' AND f.MessageKey = r.Id;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+        END;
     COMMIT TRANSACTION Receive_PendingQueue;
 
     SELECT
         r.Id,
         r.DueAt,
         r.Payload,
-        r.EnqueuedAt
+        r.EnqueuedAt,
+        ISNULL(c.Failures, 0) + 1 AS DeliveryCount
     FROM @Received AS r
+    LEFT JOIN @Counted AS c ON r.Id = c.MessageKey
     ORDER BY r.DueAt, r.Id;
     RETURN 0;
 

@@ -6,12 +6,15 @@ GO
    at-most-once delivery (a caller that fails after this returns has lost the
    messages). Use dbo.Receive_TransportMessage_utx in your own transaction for
    at-least-once.
+   It deletes the messages' failure counts too (dbo.MessageFailure: failures that consumers
+   of dbo.Receive_TransportMessage_utx recorded); DeliveryCount is 1 on a first delivery,
+   one more than the failures recorded on a redelivery.
    @Queue: the queue's address.
    @BatchSize: how many messages at most, 1 to 1000 (default 1).
-   Returns 0 with one row per message, oldest first (Id, CorrelationId,
-   ReplyToAddress, Recoverable, Expires, Headers, Body, RowVersion), none when
-   nothing is deliverable; 1 on error: 735701 inside a transaction, 735707 an
-   unknown queue or a bad @BatchSize. */
+   Returns 0 with one row per message, oldest first (Id, CorrelationId, ReplyToAddress,
+   Recoverable, Expires, Headers, Body, RowVersion, DeliveryCount), none when nothing is
+   deliverable; 1 on error: 735701 inside a transaction, 735707 an unknown queue or a bad
+   @BatchSize. */
 CREATE OR ALTER PROCEDURE dbo.Receive_TransportMessage_trx
     @Queue VARCHAR(400),
     @BatchSize INT = 1
@@ -32,6 +35,10 @@ BEGIN
         Headers NVARCHAR(MAX) NOT NULL,
         Body VARBINARY(MAX) NULL,
         [RowVersion] BIGINT NOT NULL
+    );
+    DECLARE @Counted TABLE (
+        MessageKey BIGINT NOT NULL,
+        Failures INT NOT NULL
     );
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
@@ -88,6 +95,21 @@ BEGIN
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+    IF (@RowCnt > 0)
+        BEGIN
+            DELETE f
+            OUTPUT
+                DELETED.MessageKey,
+                DELETED.Failures
+            INTO @Counted (MessageKey, Failures)
+            FROM @Received AS r
+            INNER JOIN dbo.MessageFailure AS f WITH (FORCESEEK)
+                ON f.Kind = 'TransportMessage' AND f.MessageKey = r.[RowVersion];
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
+        END;
     COMMIT TRANSACTION Receive_TransportMessage;
 
     SELECT
@@ -98,8 +120,10 @@ BEGIN
         r.Expires,
         r.Headers,
         r.Body,
-        r.[RowVersion]
+        r.[RowVersion],
+        ISNULL(c.Failures, 0) + 1 AS DeliveryCount
     FROM @Received AS r
+    LEFT JOIN @Counted AS c ON r.[RowVersion] = c.MessageKey
     ORDER BY r.[RowVersion];
     RETURN 0;
 
