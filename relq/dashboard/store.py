@@ -4,17 +4,22 @@ history view, the control procedures (through relq.db.call), and the login's per
 
 :class:`Store` is the contract; :class:`SqlStore` keeps it on one pyodbc connection, and
 the offline tests keep it with a store that answers as the views do. Items are paged by
-key (``EnqueuedAt`` after or before the last one shown), never with OFFSET. A list of an
-unfinished state is a seek on the queue's health index (``IX_<Queue>_Status``: Status,
-then the key), which holds the unfinished items only; any other list reads the queue in
-key order from where the last page stopped."""
+key (``EnqueuedAt``, or ``UpdatedAt`` then ``EnqueuedAt``, past the last one shown, or
+before the first one shown read the other way), never with OFFSET. Each list is meant to
+be one seek of an index that stops after its page: a list of an unfinished state seeks the
+queue's health index (``IX_<Queue>_Status``: Status, then the key), which holds the
+unfinished items only; a search by a business key seeks that key's index
+(``IX_<Queue>_Search<Key>``, ``IX_<Queue>_<Channel>_Search<Column>``); a finished state by
+last update seeks ``IX_<Queue>_FinishedByStatus``; any other list reads the queue in key
+order from where the last page stopped. :func:`reading_note` says where a list's read is
+not such a seek."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -35,14 +40,111 @@ class Column:
 
 
 @dataclass(frozen=True)
+class Search:
+    """A search of an item list by a business key: the Filter field (and URL parameter) that
+    carries it, the worker view's column, the column's type as the parameter is cast to it
+    (so that the comparison converts the one parameter, not every row: data type precedence),
+    its longest value, and the filter of the index that serves it, stated literally."""
+
+    field: str
+    column: str
+    sql_type: str
+    length: int
+    index_filter: str | None
+    label: str  # what the page calls it
+
+
+# The searches, each an exact match of a column that an index of every state keys first
+# (database/tables, relq/scaffold/templates/every_queue/tables): a queue offers those whose
+# column its worker view has.
+SEARCHES = (
+    Search("entity_key", "EntityKey", "NVARCHAR(200)", 200, None, "entity key"),  # dbo.EntityKey
+    Search("dedup_key", "DedupKey", "NVARCHAR(200)", 200, "[DedupKey] IS NOT NULL", "dedup key"),
+    Search("group_key", "GroupKey", "NVARCHAR(100)", 100, "[GroupKey] IS NOT NULL", "group key"),
+    Search("email_to", "EmailTo", "NVARCHAR(254)", 254, None, "e-mail address"),  # dbo.Email
+    Search("phone_number", "PhoneNumber", "VARCHAR(16)", 16, None, "phone number"),  # dbo.PhoneNumber
+)
+TYPE_LENGTH = 50  # dbo._Type
+
+
+@dataclass(frozen=True)
 class Filter:
-    """Which items of a queue a list shows. ``after``: the key the previous page ended at."""
+    """Which items of a queue a list shows, in which order, and which page of them.
+
+    The set: ``status``, ``type``, ``error`` (text the item's Error contains) and the
+    searches (SEARCHES: an exact value of each). The order: by key (``EnqueuedAt``), or with
+    ``by_update`` by ``UpdatedAt`` then the key; newest first or not. The page: the one past
+    the row whose key is ``after`` (and, by update, whose UpdatedAt is ``after_updated``), the
+    one before the row ``before`` (``before_updated``), the ``last`` one, or, with none of
+    them, the first. :meth:`following` and :meth:`preceding` make the Filter of the page
+    next to a row; :meth:`whole` the first page. A value that no column could hold is a
+    ValueError: cast to the column's type, it would be cut and could match another."""
 
     status: str | None = None
     type: str | None = None
-    error: str | None = None  # text the item's Error contains
+    error: str | None = None
     newest_first: bool = True
     after: datetime | None = None
+    entity_key: str | None = None
+    dedup_key: str | None = None
+    group_key: str | None = None
+    email_to: str | None = None
+    phone_number: str | None = None
+    by_update: bool = False
+    after_updated: datetime | None = None
+    before: datetime | None = None
+    before_updated: datetime | None = None
+    last: bool = False
+
+    def __post_init__(self) -> None:
+        for search, value in self.searches():
+            if not value:
+                raise ValueError(f"the {search.label} to search for is empty")
+            if len(value) > search.length:
+                raise ValueError(f"the {search.label} to search for has at most {search.length} "
+                                 f"characters, not {len(value)}")
+            if search.sql_type.startswith("VARCHAR") and not (value.isascii() and value.isprintable()):
+                raise ValueError(f"the {search.label} to search for holds ASCII letters, digits and "
+                                 f"signs only")
+        if self.type is not None and len(self.type) > TYPE_LENGTH:
+            raise ValueError(f"the type to list has at most {TYPE_LENGTH} characters")
+        if sum((self.after is not None, self.before is not None, self.last)) > 1:
+            raise ValueError("a page is after a row, before a row or the last one, not several")
+        for key, updated, name in ((self.after, self.after_updated, "after"),
+                                   (self.before, self.before_updated, "before")):
+            if self.by_update and (key is None) != (updated is None):
+                raise ValueError(f"by update, a page {name} a row names its key and its UpdatedAt")
+            if not self.by_update and updated is not None:
+                raise ValueError(f"in key order, a page {name} a row names its key alone")
+
+    def searches(self) -> list[tuple[Search, str]]:
+        """The searches this Filter makes, with their values."""
+        return [(s, getattr(self, s.field)) for s in SEARCHES if getattr(self, s.field) is not None]
+
+    @property
+    def backward(self) -> bool:
+        """Whether its page is read the other way (the page before a row, or the last one);
+        a store returns it in the list's order all the same."""
+        return self.before is not None or self.last
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether anything but the state narrows the set."""
+        return bool(self.type or self.error or self.searches())
+
+    def whole(self) -> Filter:
+        """The same list from its first page."""
+        return replace(self, after=None, after_updated=None, before=None, before_updated=None, last=False)
+
+    def following(self, row: dict[str, Any]) -> Filter:
+        """The page after ``row`` (a row this list showed)."""
+        return replace(self.whole(), after=row["EnqueuedAt"],
+                       after_updated=row["UpdatedAt"] if self.by_update else None)
+
+    def preceding(self, row: dict[str, Any]) -> Filter:
+        """The page before ``row``."""
+        return replace(self.whole(), before=row["EnqueuedAt"],
+                       before_updated=row["UpdatedAt"] if self.by_update else None)
 
 
 class Store(Protocol):
@@ -57,7 +159,13 @@ class Store(Protocol):
         ...
 
     def items(self, queue: str, where: Filter, limit: int) -> list[dict[str, Any]]:
-        """Up to ``limit`` items (the LISTED columns), in key order."""
+        """Up to ``limit`` items (the LISTED columns) of ``where``'s page, in its order (a page
+        read backward too: its last ``limit`` rows, in the list's order)."""
+        ...
+
+    def count(self, queue: str, where: Filter, cap: int) -> int:
+        """How many items ``where``'s set holds (its page aside), counted up to ``cap`` + 1:
+        more than ``cap`` answers ``cap`` + 1."""
         ...
 
     def item(self, queue: str, key: datetime, columns: list[str]) -> dict[str, Any] | None: ...
@@ -107,28 +215,100 @@ KEY = "CAST(? AS DATETIME2(7))"
 UNFINISHED_FILTER = "[Status] IN (" + ", ".join(f"'{s}'" for s in status.UNFINISHED) + ")"
 
 
-def list_sql(queue: str, where: Filter, limit: int) -> tuple[str, list[Any]]:
-    """The keyset query of an item list and its parameters."""
+# The filter of the finished lists' index (IX_<Queue>_FinishedByStatus), word for word, as
+# UNFINISHED_FILTER is the health index's: stated by a list of a finished state by update.
+FINISHED_FILTER = "[Status] IN (" + ", ".join(f"'{s}'" for s in status.FINISHED) + ")"
+
+
+def _conditions(where: Filter, finished_index: bool) -> tuple[list[str], list[Any]]:
+    """The predicates of ``where``'s set, its page aside, and their parameters;
+    ``finished_index``: a finished state states the finished lists' index's filter."""
     clauses, params = [], []
     if where.status:
         clauses.append("[Status] = CAST(? AS VARCHAR(20))")  # dbo.QueueState
         params.append(where.status)
         if where.status in status.UNFINISHED:
             clauses.append(UNFINISHED_FILTER)
+        elif where.status in status.FINISHED and finished_index:
+            clauses.append(FINISHED_FILTER)
     if where.type:
         clauses.append("[Type] = CAST(? AS VARCHAR(50))")  # dbo._Type
         params.append(where.type)
     if where.error:
         clauses.append("Error LIKE ? ESCAPE '\\'")
         params.append(f"%{_escape_like(where.error)}%")
-    if where.after is not None:
-        clauses.append(f"EnqueuedAt {'<' if where.newest_first else '>'} {KEY}")
-        params.append(where.after)
+    for search, value in where.searches():
+        clauses.append(f"[{search.column}] = CAST(? AS {search.sql_type})")
+        params.append(value)
+        if search.index_filter:
+            clauses.append(search.index_filter)
+    return clauses, params
+
+
+def list_sql(queue: str, where: Filter, limit: int) -> tuple[str, list[Any]]:
+    """The keyset query of an item list's page and its parameters, in the order it is read
+    (a page read backward comes last row first). In key order a finished state's list does
+    not state the finished index's filter: that index holds the state by update, and the
+    queue read in key order stops at the page where the state is common."""
+    clauses, params = _conditions(where, finished_index=where.by_update)
+    descending = where.newest_first != where.backward
+    past = "<" if descending else ">"
+    if where.by_update:
+        # (UpdatedAt, EnqueuedAt) past the row's: the first predicate bounds the seek, the
+        # second passes over the rows of the same UpdatedAt up to the row itself.
+        updated, key = ((where.after_updated, where.after) if where.after is not None
+                        else (where.before_updated, where.before))
+        if key is not None:
+            clauses.append(f"UpdatedAt {past}= {KEY} AND (UpdatedAt {past} {KEY} OR EnqueuedAt {past} {KEY})")
+            params += [updated, updated, key]
+    else:
+        key = where.after if where.after is not None else where.before
+        if key is not None:
+            clauses.append(f"EnqueuedAt {past} {KEY}")
+            params.append(key)
     condition = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-    order = "DESC" if where.newest_first else "ASC"
+    order = "DESC" if descending else "ASC"
+    by = f"UpdatedAt {order}, EnqueuedAt {order}" if where.by_update else f"EnqueuedAt {order}"
     columns = ", ".join(f"[{c}]" for c in LISTED)
-    sql = f"SELECT TOP ({int(limit)}) {columns} FROM {view(queue)}{condition} ORDER BY EnqueuedAt {order};"
+    sql = f"SELECT TOP ({int(limit)}) {columns} FROM {view(queue)}{condition} ORDER BY {by};"
     return sql, params
+
+
+def count_sql(queue: str, where: Filter, cap: int) -> tuple[str, list[Any]]:
+    """The count of ``where``'s set, up to ``cap`` + 1 items: it reads no more than that many
+    of them, in any order, through the index that holds them (a finished state's: the finished
+    lists' index, whatever the list's order), whatever the set holds."""
+    clauses, params = _conditions(where, finished_index=True)
+    condition = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    return (f"SELECT COUNT(*) AS Items FROM (SELECT TOP ({int(cap) + 1}) 1 AS Item "
+            f"FROM {view(queue)}{condition}) AS Counted;", params)
+
+
+def update_order_served(where: Filter) -> bool:
+    """Whether an index serves ``where`` by update: a state (the finished lists' index, or the
+    health index's state read whole) or a search (the key's items read whole). With neither,
+    it would read and sort every item of the queue: the list is shown by key instead."""
+    return bool(where.status or where.searches())
+
+
+def reading_note(where: Filter) -> str | None:
+    """What reading ``where``'s page costs, where that is not one seek that stops after the
+    page; None where it is."""
+    if where.by_update and where.searches():
+        return ("Ordered by last update, a search reads every item with that key and sorts "
+                "them: the key's index holds them by key.")
+    if where.by_update and where.status in status.UNFINISHED:
+        return (f"Ordered by last update, a list of {where.status} items reads all of them and "
+                f"sorts them: the health index holds them by key, so its cost grows with the "
+                f"{where.status} backlog.")
+    if not where.by_update and where.status in status.FINISHED and not where.searches():
+        return (f"In key order, a list of {where.status} items reads the queue from the "
+                f"{'newest' if where.newest_first else 'oldest'} key until it has a page: a long "
+                f"read where they are rare. Ordered by last update it is one seek.")
+    if where.error:
+        return ("Text in Error is looked for in each item read in order until a page is full: a "
+                "rare text reads much of the queue.")
+    return None
 
 
 class SqlStore:
@@ -199,7 +379,12 @@ class SqlStore:
 
     def items(self, queue: str, where: Filter, limit: int) -> list[dict[str, Any]]:
         sql, params = list_sql(queue, where, limit)
-        return self._rows(sql, *params)
+        rows = self._rows(sql, *params)
+        return rows[::-1] if where.backward else rows
+
+    def count(self, queue: str, where: Filter, cap: int) -> int:
+        sql, params = count_sql(queue, where, cap)
+        return int(self._rows(sql, *params)[0]["Items"])
 
     def item(self, queue: str, key: datetime, columns: list[str]) -> dict[str, Any] | None:
         names = ", ".join(f"[{c.replace(']', ']]')}]" for c in columns)

@@ -24,7 +24,13 @@ COLUMNS = [Column("EnqueuedAt", "_Timestamp"), Column("Type", "_Type"), Column("
            Column("AttemptNum", "AttemptNum"), Column("ScheduledFor", "_Timestamp"),
            Column("UpdatedAt", "_Timestamp"), Column("Error", "WebResponse"), Column("UserID", "DbUserID"),
            Column("Username", "DbUsername"), Column("OTP", "OtpCode"), Column("EmailTo", "Email"),
-           Column("EmailError", "WebResponse")]
+           Column("EmailError", "WebResponse"), Column("GroupKey", "GroupKey"),
+           Column("DedupKey", "DedupKey"), Column("PhoneNumber", "PhoneNumber")]
+# SyncQueue's worker view: a job's entity instead of a notification's channels.
+JOB_COLUMNS = [Column("EnqueuedAt", "_Timestamp"), Column("Type", "_Type"), Column("EntityKey", "EntityKey"),
+               Column("Status", "QueueState"), Column("AttemptNum", "AttemptNum"),
+               Column("ScheduledFor", "_Timestamp"), Column("UpdatedAt", "_Timestamp"),
+               Column("GroupKey", "GroupKey"), Column("DedupKey", "DedupKey"), Column("Error", "WebResponse")]
 QUEUES = ("Notification", "SyncQueue")
 
 
@@ -52,6 +58,7 @@ class FakeStore:
     granted: set[tuple[str, str]] = field(default_factory=set)
     asked_columns: list[list[str]] = field(default_factory=list)
     listed: list[tuple[str, Filter, int]] = field(default_factory=list)
+    counted: list[tuple[str, Filter, int]] = field(default_factory=list)
     acted: list[tuple[str, str, datetime, datetime, datetime | None]] = field(default_factory=list)
     changed_behind: set[datetime] = field(default_factory=set)  # keys another user changes before an act
     down: Exception | None = None  # raised by every read: the server is gone
@@ -72,7 +79,8 @@ class FakeStore:
             key = T0 + timedelta(seconds=self.clock)
             row = {"EnqueuedAt": key, "Type": type, "Status": status, "AttemptNum": 1, "ScheduledFor": key,
                    "UpdatedAt": key + timedelta(microseconds=1), "Error": error, "UserID": 7,
-                   "Username": "ann", "OTP": "123456", "EmailTo": "ann.lee@example.com", "EmailError": ""}
+                   "Username": "ann", "OTP": "123456", "EmailTo": "ann.lee@example.com", "EmailError": "",
+                   "EntityKey": None, "GroupKey": None, "DedupKey": None, "PhoneNumber": None}
             row.update(columns)
             self.items_by_queue.setdefault(queue, []).append(row)
             keys.append(key)
@@ -109,19 +117,47 @@ class FakeStore:
         return status.summarize(health_rows, throughput_rows)
 
     def columns(self, queue: str) -> list[Column]:
-        return list(COLUMNS)
+        return list(JOB_COLUMNS if queue == "SyncQueue" else COLUMNS)
+
+    # -- the item lists: the worker view's rows, filtered, ordered and paged as list_sql's
+    # query does, but by other means (sorting the rows in Python), so that the two can differ
+
+    def _matching(self, queue: str, where: Filter) -> list[dict[str, Any]]:
+        return [r for r in self.items_by_queue.get(queue, [])
+                if (not where.status or r["Status"] == where.status)
+                and (not where.type or r["Type"] == where.type)
+                and (not where.error or where.error in r["Error"])
+                and all(r.get(search.column) == value for search, value in where.searches())]
 
     def items(self, queue: str, where: Filter, limit: int) -> list[dict[str, Any]]:
         self._require(f"dbo.Worker_{queue}_V", "SELECT")
         self.listed.append((queue, where, limit))
-        rows = [r for r in self.items_by_queue.get(queue, [])
-                if (not where.status or r["Status"] == where.status)
-                and (not where.type or r["Type"] == where.type)
-                and (not where.error or where.error in r["Error"])
-                and (where.after is None or (r["EnqueuedAt"] < where.after if where.newest_first
-                                             else r["EnqueuedAt"] > where.after))]
-        rows.sort(key=lambda r: r["EnqueuedAt"], reverse=where.newest_first)
-        return [{c: r[c] for c in LISTED} for r in rows[:limit]]
+
+        def place(r: dict[str, Any]) -> tuple[datetime, ...]:
+            return (r["UpdatedAt"], r["EnqueuedAt"]) if where.by_update else (r["EnqueuedAt"],)
+
+        def at(key: Any, updated: Any) -> tuple[datetime, ...]:
+            return (updated, key) if where.by_update else (key,)
+
+        def later(r: dict[str, Any], cursor: tuple[datetime, ...]) -> bool:
+            """Whether ``r`` comes after the row at ``cursor`` in the list's order."""
+            return place(r) < cursor if where.newest_first else place(r) > cursor
+
+        shown = sorted(self._matching(queue, where), key=place, reverse=where.newest_first)
+        if where.after is not None:
+            cursor = at(where.after, where.after_updated)
+            page = [r for r in shown if later(r, cursor)][:limit]
+        elif where.before is not None:
+            cursor = at(where.before, where.before_updated)
+            page = [r for r in shown if place(r) != cursor and not later(r, cursor)][-limit:]
+        else:
+            page = shown[-limit:] if where.last else shown[:limit]
+        return [{c: r[c] for c in LISTED} for r in page]
+
+    def count(self, queue: str, where: Filter, cap: int) -> int:
+        self._require(f"dbo.Worker_{queue}_V", "SELECT")
+        self.counted.append((queue, where, cap))
+        return min(len(self._matching(queue, where)), cap + 1)
 
     def item(self, queue: str, key: datetime, columns: list[str]) -> dict[str, Any] | None:
         self._require(f"dbo.Worker_{queue}_V", "SELECT")
