@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from relq.dashboard import bulk, item, items, overview
+from relq.dashboard import bulk, deadletters, item, items, overview
 from relq.dashboard.chart import History
 from relq.dashboard.store import Store
 from relq.dashboard.web import HERE, Dashboard, Problem, Settings, unavailable
@@ -41,6 +41,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
         return dash.page(request, "problem.html", status_code=status_code, line=line)
 
     routes = [*overview.routes(dash), *items.routes(dash), *item.routes(dash), *bulk.routes(dash),
+              *deadletters.routes(dash),
               Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")]
     handlers = {Problem: problem, RelqError: problem, HTTPException: problem}
     middleware = []

@@ -203,6 +203,72 @@ def _escape_like(text: str) -> str:
     return "".join("\\" + ch if ch in "\\%_[" else ch for ch in text)
 
 
+# -- dead letters (relq/dashboard/deadletters.py) ------------------------------------------------
+# The message queues' dead letters: a page of dbo.DeadLetter_V (never the payload itself), newest
+# first, one seek of its clustered key (DeadLetterId) from where the page before stopped, or read
+# the other way from the first letter shown, never OFFSET; how many wait, from
+# dbo.DeadLetterCount_V; and the two actions, dbo.Replay_DeadLetter_trx and
+# dbo.Delete_DeadLetter_trx, each made once: a letter's key is never reused, so a second operator's
+# action on it is refused (735716), not done twice.
+LETTER = ("DeadLetterId", "Kind", "Queue", "MessageKey", "MessageId", "CorrelationId", "DeliveryCount",
+          "Error", "FirstFailedAt", "DeadLetteredAt", "EnqueuedAt", "DueAt", "Expires", "PayloadBytes")
+DEAD_LETTER_COUNTS = ("SELECT Kind, Queue, DeadLetters, LastDeadLetteredAt FROM dbo.DeadLetterCount_V "
+                      "ORDER BY Kind, Queue;")
+
+
+@dataclass(frozen=True)
+class LetterPage:
+    """Which page of the dead letters: the one past the letter ``after`` (older letters), the
+    one before the letter ``before`` (newer ones, read the other way), the ``last`` one (the
+    oldest letters), or, with none of them, the first (the newest)."""
+
+    after: int | None = None
+    before: int | None = None
+    last: bool = False
+
+    def __post_init__(self) -> None:
+        if sum((self.after is not None, self.before is not None, self.last)) > 1:
+            raise ValueError("a page is after a letter, before a letter or the last one, not several")
+
+    @property
+    def backward(self) -> bool:
+        """Whether its page is read oldest first (a store returns it newest first all the same)."""
+        return self.before is not None or self.last
+
+
+class DeadLetterStore(Protocol):
+    def dead_letters(self, page: LetterPage, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` letters (the LETTER columns) of ``page``, newest first (a page read
+        backward too: the ``limit`` letters next to its letter, newest first)."""
+        ...
+
+    def dead_letter_counts(self) -> list[dict[str, Any]]:
+        """dbo.DeadLetterCount_V: Kind, Queue, DeadLetters, LastDeadLetteredAt."""
+        ...
+
+    def replay_dead_letter(self, dead_letter_id: int) -> dict[str, Any]:
+        """Call dbo.Replay_DeadLetter_trx; its row (Kind, Queue, MessageKey, MessageId). Raises
+        db.SqlError with the procedure's number."""
+        ...
+
+    def delete_dead_letter(self, dead_letter_id: int) -> None:
+        """Call dbo.Delete_DeadLetter_trx. Raises db.SqlError with the procedure's number."""
+        ...
+
+
+def dead_letters_sql(page: LetterPage, limit: int) -> tuple[str, list[Any]]:
+    """The keyset query of a page of dead letters and its parameters, in the order it is read."""
+    columns = ", ".join(f"[{c}]" for c in LETTER)
+    condition, params = "", []
+    if page.after is not None:
+        condition, params = " WHERE DeadLetterId < CAST(? AS BIGINT)", [int(page.after)]
+    elif page.before is not None:
+        condition, params = " WHERE DeadLetterId > CAST(? AS BIGINT)", [int(page.before)]
+    order = "ASC" if page.backward else "DESC"
+    return (f"SELECT TOP ({int(limit)}) {columns} FROM dbo.DeadLetter_V{condition} "
+            f"ORDER BY DeadLetterId {order};", params)
+
+
 # Parameters arrive as NVARCHAR text (relq.db.sql_value turns a datetime into ISO text); cast
 # to the column's type, so that the comparison converts the parameter, not every row's value
 # (data type precedence: NVARCHAR outranks VARCHAR), and the seek stays a seek.
@@ -342,6 +408,25 @@ class SqlStore:
         with self._lock:
             if self._conn is not None:
                 self._drop()
+
+    # -- dead letters (relq/dashboard/deadletters.py): two reads, and two actions made once ------
+
+    def dead_letters(self, page: LetterPage, limit: int) -> list[dict[str, Any]]:
+        sql, params = dead_letters_sql(page, limit)
+        rows = self._rows(sql, *params)
+        return rows[::-1] if page.backward else rows
+
+    def dead_letter_counts(self) -> list[dict[str, Any]]:
+        return self._rows(DEAD_LETTER_COUNTS)
+
+    def replay_dead_letter(self, dead_letter_id: int) -> dict[str, Any]:
+        with self._connection() as conn:
+            result = db.call(conn, "dbo.Replay_DeadLetter_trx", DeadLetterId=int(dead_letter_id))
+        return dict(zip(result.columns[0], result.result_sets[0][0], strict=True))
+
+    def delete_dead_letter(self, dead_letter_id: int) -> None:
+        with self._connection() as conn:
+            db.call(conn, "dbo.Delete_DeadLetter_trx", DeadLetterId=int(dead_letter_id))
 
     def _rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         with self._connection() as conn:

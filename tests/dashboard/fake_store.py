@@ -89,6 +89,92 @@ class FakeStore:
     def _find(self, queue: str, key: datetime) -> dict[str, Any] | None:
         return next((r for r in self.items_by_queue.get(queue, []) if r["EnqueuedAt"] == key), None)
 
+    # -- dead letters (relq/dashboard/deadletters.py): dbo.DeadLetter_V's rows, as the views and
+    # dbo.Replay_DeadLetter_trx / dbo.Delete_DeadLetter_trx answer; a letter that another operator
+    # acts on first (``letters_behind``) is gone when this one acts (735716), and ``replay_refusal``
+    # is what the next replay's send raises (735707: its transport queue gone, or expired).
+    letters: list[dict[str, Any]] = field(default_factory=list)
+    letter_acts: list[tuple[str, int]] = field(default_factory=list)
+    letters_behind: set[int] = field(default_factory=set)
+    replay_refusal: db.SqlError | None = None
+
+    def grant_letters(self, *roles: str) -> FakeStore:
+        """The grants of database/security/DeadLetter.grants.sql, for ``roles``."""
+        for role in roles:
+            if role == "QueueAdmin":
+                self.granted |= {("dbo.DeadLetter_V", "SELECT"), ("dbo.DeadLetterCount_V", "SELECT"),
+                                 ("dbo.Replay_DeadLetter_trx", "EXECUTE"),
+                                 ("dbo.Delete_DeadLetter_trx", "EXECUTE")}
+            elif role == "QueueMonitor":
+                self.granted |= {("dbo.DeadLetterCount_V", "SELECT")}
+        return self
+
+    def add_letters(self, n: int, kind: str = "FifoQueue", queue: str | None = None, error: str = "boom",
+                    deliveries: int = 5) -> list[int]:
+        """``n`` dead letters, each newer than the last; their DeadLetterIds."""
+        ids = []
+        for _ in range(n):
+            letter_id = max((r["DeadLetterId"] for r in self.letters), default=0) + 1
+            self.letters.append({
+                "DeadLetterId": letter_id, "Kind": kind, "Queue": queue, "MessageKey": 1000 + letter_id,
+                "MessageId": None, "CorrelationId": None, "DeliveryCount": deliveries, "Error": error,
+                "FirstFailedAt": T0 + timedelta(minutes=letter_id),
+                "DeadLetteredAt": T0 + timedelta(minutes=letter_id, seconds=30), "EnqueuedAt": T0,
+                "DueAt": None, "Expires": None, "PayloadBytes": 12})
+            ids.append(letter_id)
+        return ids
+
+    def dead_letters(self, page: Any, limit: int) -> list[dict[str, Any]]:
+        """``page``: a relq.dashboard.store.LetterPage."""
+        from relq.dashboard.store import LETTER
+
+        if self.down:
+            raise self.down
+        self._require("dbo.DeadLetter_V", "SELECT")
+        rows = sorted(self.letters, key=lambda r: r["DeadLetterId"], reverse=not page.backward)
+        if page.after is not None:
+            rows = [r for r in rows if r["DeadLetterId"] < page.after]
+        elif page.before is not None:
+            rows = [r for r in rows if r["DeadLetterId"] > page.before]
+        rows = [{c: r[c] for c in LETTER} for r in rows[:limit]]
+        return rows[::-1] if page.backward else rows
+
+    def dead_letter_counts(self) -> list[dict[str, Any]]:
+        self._require("dbo.DeadLetterCount_V", "SELECT")
+        groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+        for r in self.letters:
+            groups.setdefault((r["Kind"], r["Queue"]), []).append(r)
+        return [{"Kind": kind, "Queue": queue, "DeadLetters": len(rows),
+                 "LastDeadLetteredAt": max(r["DeadLetteredAt"] for r in rows)}
+                for (kind, queue), rows in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] or ""))]
+
+    def _take_letter(self, procedure: str, letter_id: int) -> dict[str, Any]:
+        self._require(procedure, "EXECUTE")
+        if letter_id in self.letters_behind:  # another operator's action came first
+            self.letters = [r for r in self.letters if r["DeadLetterId"] != letter_id]
+        found = next((r for r in self.letters if r["DeadLetterId"] == letter_id), None)
+        if found is None:
+            raise refused(735716, f"{procedure}: dead letter {letter_id} is no longer there: another "
+                                  "operator has replayed or deleted it")
+        return found
+
+    def replay_dead_letter(self, dead_letter_id: int) -> dict[str, Any]:
+        letter = self._take_letter("dbo.Replay_DeadLetter_trx", dead_letter_id)
+        self.letter_acts.append(("replay", dead_letter_id))
+        refusal, self.replay_refusal = self.replay_refusal, None
+        if refusal is not None:  # the send refused it: the whole replay is rolled back
+            raise refusal
+        self.letters.remove(letter)
+        transport = letter["Kind"] == "TransportMessage"
+        return {"Kind": letter["Kind"], "Queue": letter["Queue"],
+                "MessageKey": None if transport else 5000 + dead_letter_id,
+                "MessageId": letter["MessageId"] if transport else None}
+
+    def delete_dead_letter(self, dead_letter_id: int) -> None:
+        letter = self._take_letter("dbo.Delete_DeadLetter_trx", dead_letter_id)
+        self.letter_acts.append(("delete", dead_letter_id))
+        self.letters.remove(letter)
+
     # -- the Store contract ----------------------------------------------------------------
 
     def permissions(self, wanted: list[tuple[str, str]]) -> list[bool]:

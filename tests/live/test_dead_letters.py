@@ -393,3 +393,40 @@ def test_consumers_record_failures_admins_handle_letters_and_monitors_count_them
     assert replayed[0]["Kind"] == "FifoQueue"  # the send under it needs no producer's grant
     assert queued(dbo, "FifoQueue", payload) == 1
     empty(dbo, "FifoQueue")
+
+
+def test_the_dashboard_store_lists_counts_replays_and_deletes_letters(queues: str, dbo: Any) -> None:
+    """SqlStore's reads and actions of the dead letters' page, as the dashboard sends them."""
+    from relq.dashboard.store import LetterPage, SqlStore
+
+    empty(dbo, "FifoQueue")
+    set_max(dbo, "FifoQueue", 1)
+    try:
+        payloads = [send(dbo, "FifoQueue") for _ in range(3)]
+        ids = [fail_once(dbo, "FifoQueue", f"poison {n}")[1]["DeadLetterId"] for n in range(3)]
+    finally:
+        set_max(dbo, "FifoQueue", None)
+    store = SqlStore(lambda: db.connect(queues))
+    try:
+        newest = store.dead_letters(LetterPage(), 2)
+        assert [r["DeadLetterId"] for r in newest] == [ids[2], ids[1]]  # the newest: made just now
+        top = newest[0]
+        shown = (top["Kind"], top["DeliveryCount"], top["Error"], top["PayloadBytes"])
+        assert shown == ("FifoQueue", 1, "poison 2", 8)
+        older = store.dead_letters(LetterPage(after=ids[1]), 1)
+        assert [r["DeadLetterId"] for r in older] == [ids[0]]
+        newer = store.dead_letters(LetterPage(before=ids[0]), 2)
+        assert [r["DeadLetterId"] for r in newer] == [ids[2], ids[1]]  # read the other way, newest first
+        fifo = [c for c in store.dead_letter_counts() if c["Kind"] == "FifoQueue"]
+        assert fifo and fifo[0]["DeadLetters"] >= 3
+        replayed = store.replay_dead_letter(ids[2])
+        assert replayed["Kind"] == "FifoQueue" and replayed["MessageKey"] is not None
+        store.delete_dead_letter(ids[1])
+        with pytest.raises(db.SqlError) as refused:
+            store.delete_dead_letter(ids[2])
+        assert refused.value.number == Msg.DeadLetterGone
+        assert db.call(dbo, "dbo.Delete_DeadLetter_trx", DeadLetterId=ids[0]).return_code == 0
+        assert [queued(dbo, "FifoQueue", p) for p in payloads] == [0, 0, 1]
+    finally:
+        store.close()
+        empty(dbo, "FifoQueue")
