@@ -21,6 +21,12 @@ def look() -> Need:
                 (("dbo.QueueHealth_V", "SELECT"), ("dbo.QueueThroughput_V", "SELECT")))
 
 
+def scrape() -> Need:
+    """/metrics: the health, and what its counters count (relq/dashboard/metrics.py)."""
+    return Need("QueueMonitor", "the queues' metrics",
+                (*look().grants, ("dbo.QueueAttemptOutcome_V", "SELECT"), ("dbo.QueueItemKey_V", "SELECT")))
+
+
 def browse(queue: str) -> Need:
     return Need("QueueAdmin", f"{queue}'s items", ((view(queue), "SELECT"), ("dbo.QueueAttempt_V", "SELECT")))
 

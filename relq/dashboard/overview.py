@@ -13,6 +13,8 @@ from relq.errors import RelqError
 
 
 def routes(dash: Dashboard) -> list[Route]:
+    counters = metrics.Counters()  # /metrics' counters: this application's, from its first scrape on
+
     def overview(request: Request) -> Response:
         return dash.page(request, "overview.html", queues=dash.health())
 
@@ -21,14 +23,15 @@ def routes(dash: Dashboard) -> list[Route]:
 
     def metrics_text(request: Request) -> Response:
         try:
-            line = access.missing(dash.store, access.look())
+            line = access.missing(dash.store, access.scrape())
             if line:
                 return PlainTextResponse(line + "\n", status_code=403)
             queues = dash.store.health()
+            counters.scrape(dash.store)
         except RelqError as exc:
             return PlainTextResponse(f"{unavailable(exc)}\n", status_code=503)
         dash.history.add(dash.settings.clock(), queues)
-        return Response(metrics.exposition(queues), media_type=metrics.CONTENT_TYPE)
+        return Response(metrics.exposition(queues, counters.totals()), media_type=metrics.CONTENT_TYPE)
 
     return [
         Route("/", overview, name="overview"),

@@ -17,7 +17,7 @@ not such a seek."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -178,6 +178,13 @@ class Store(Protocol):
             scheduled_for: datetime | None = None) -> dict[str, Any]:
         """Call dbo.<action>_<queue>_trx; the item as it returns it (EnqueuedAt, UpdatedAt,
         Status, ScheduledFor). Raises db.SqlError with the procedure's number."""
+        ...
+
+    def counter_reading(self, since: datetime | None, window_ms: int,
+                        followed: Sequence[AttemptKey]) -> CounterReading:
+        """What /metrics' counters read at a scrape (:func:`counter_batch`): the attempts that
+        started and the items enqueued since ``since`` (None: ``window_ms`` before now), and the
+        attempts of ``followed``."""
         ...
 
 
@@ -377,6 +384,174 @@ def reading_note(where: Filter) -> str | None:
     return None
 
 
+# -- /metrics' counters (relq.dashboard.metrics keeps them) --------------------------------
+# A scrape reads the attempts that started, and the items enqueued, since the bound the scrape
+# before set (``since``), from two views QueueMonitor may read (dbo.QueueAttemptOutcome_V,
+# dbo.QueueItemKey_V), as one range seek per queue, aggregated in the database; and the
+# attempts that left that window while they ran, by their StartedAt. relq/dashboard/metrics.py
+# says how the counters follow from these figures, and what that costs.
+
+# The outcomes that count, and how many per counter: an attempt that ended otherwise (released
+# unworked, Pending; cancelled) counts nowhere.
+COUNTED = ("Completed", "Failed", "Error")
+# The duration histogram's buckets, in milliseconds (dbo.Duration), 5 ms to 5 min; a duration
+# above the last is in +Inf only. The bucket read in SQL and in Python comes from this list.
+BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000)
+# How many StartedAt values one read of followed attempts names: a list is padded to the next of
+# these sizes (repeating its last value), so that a few plans serve every read.
+FOLLOW_SIZES = (8, 64, 512)
+
+
+def bucket_of(duration_ms: int) -> int:
+    """The index of the first bucket that holds ``duration_ms`` (len(BUCKETS_MS): above all)."""
+    return next((n for n, top in enumerate(BUCKETS_MS) if duration_ms <= top), len(BUCKETS_MS))
+
+
+@dataclass(frozen=True, order=True)
+class AttemptKey:
+    """An attempt, named as its table's clustered key names it, with its queue."""
+
+    queue: str
+    enqueued_at: datetime
+    started_at: datetime
+
+
+@dataclass(frozen=True)
+class AttemptRow:
+    """An attempt as dbo.QueueAttemptOutcome_V has it."""
+
+    key: AttemptKey
+    outcome: str | None  # None while it runs
+    duration_ms: int | None
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The attempts of one queue that ended with one outcome, their duration in one bucket
+    (None: no duration known), started since ``since``; ``*_past_bound``: of those, the ones
+    started at or after the bound."""
+
+    queue: str
+    outcome: str
+    bucket: int | None
+    attempts: int
+    attempts_past_bound: int
+    duration_ms: int
+    duration_ms_past_bound: int
+
+
+@dataclass(frozen=True)
+class CounterReading:
+    """One scrape's read. ``bound``: the later of now less the window and ``since``, in whole
+    microseconds (the next scrape's ``since``); ``leaving``: the attempts started in
+    [since, bound) that still run; ``enqueued``: per queue, the items enqueued since ``since``
+    and, of those, at or after the bound; ``followed``: the rows that share a StartedAt with
+    an attempt asked about (the others are not asked about and are left alone)."""
+
+    since: datetime
+    bound: datetime
+    ended: list[Ended]
+    leaving: list[AttemptKey]
+    enqueued: dict[str, tuple[int, int]]
+    followed: list[AttemptRow]
+
+
+def _bucket_sql(column: str) -> str:
+    cases = " ".join(f"WHEN {column} <= {top} THEN {n}" for n, top in enumerate(BUCKETS_MS))
+    return f"CASE WHEN {column} IS NULL THEN NULL {cases} ELSE {len(BUCKETS_MS)} END"
+
+
+_OUTCOMES = ", ".join(f"'{o}'" for o in COUNTED)
+# One batch, one statement per view. The views are read by the parameter (``since``), never
+# by an expression, so that each branch's predicate is the start of a range seek (the views'
+# headers say why it reaches every branch); the bound is only compared with rows read. Each
+# view is read once, so that an attempt is seen either ended or running, never both: the
+# running ones that leave the window are their own groups, one per attempt.
+COUNTER_BATCH = f"""SET NOCOUNT ON;
+DECLARE @Bound DATETIME2(7) = CAST(DATEADD(MILLISECOND, -CAST(? AS INT), SYSUTCDATETIME()) AS DATETIME2(6));
+IF @Bound < {KEY} SET @Bound = {KEY};
+SELECT @Bound AS Bound;
+WITH Attempts AS (
+    SELECT
+        a.[Queue],
+        a.Outcome,
+        {_bucket_sql("a.Duration")} AS Bucket,
+        CASE WHEN a.Outcome IS NULL AND a.StartedAt < @Bound THEN a.EnqueuedAt END AS LeavingEnqueuedAt,
+        CASE WHEN a.Outcome IS NULL AND a.StartedAt < @Bound THEN a.StartedAt END AS LeavingStartedAt,
+        CASE WHEN a.StartedAt >= @Bound THEN 1 ELSE 0 END AS PastBound,
+        a.Duration
+    FROM dbo.QueueAttemptOutcome_V AS a
+    WHERE a.StartedAt >= {KEY} AND (a.Outcome IS NULL OR a.Outcome IN ({_OUTCOMES}))
+)
+SELECT
+    t.[Queue],
+    t.Outcome,
+    t.Bucket,
+    t.LeavingEnqueuedAt,
+    t.LeavingStartedAt,
+    COUNT(*) AS Attempts,
+    SUM(t.PastBound) AS AttemptsPastBound,
+    ISNULL(SUM(t.Duration), 0) AS DurationMs,
+    ISNULL(SUM(CASE WHEN t.PastBound = 1 THEN t.Duration END), 0) AS DurationMsPastBound
+FROM Attempts AS t
+GROUP BY t.[Queue], t.Outcome, t.Bucket, t.LeavingEnqueuedAt, t.LeavingStartedAt;
+SELECT
+    k.[Queue],
+    COUNT(*) AS Items,
+    COUNT(CASE WHEN k.EnqueuedAt >= @Bound THEN 1 END) AS ItemsPastBound
+FROM dbo.QueueItemKey_V AS k
+WHERE k.EnqueuedAt >= {KEY}
+GROUP BY k.[Queue];"""
+# Before the first scrape: where its window starts.
+FIRST_SINCE = "SELECT CAST(DATEADD(MILLISECOND, -CAST(? AS INT), SYSUTCDATETIME()) AS DATETIME2(6)) AS Since;"
+
+
+def counter_batch(since: datetime, window_ms: int) -> tuple[str, list[Any]]:
+    """The batch of a scrape's counter read and its parameters."""
+    return COUNTER_BATCH, [int(window_ms), since, since, since, since]
+
+
+def followed_batches(followed: Sequence[AttemptKey]) -> list[tuple[str, list[Any]]]:
+    """The reads of the attempts ``followed`` (each a seek of the Started index per StartedAt
+    named), each naming at most the largest of FOLLOW_SIZES distinct times."""
+    starts = sorted({k.started_at for k in followed})
+    most = FOLLOW_SIZES[-1]
+    batches = []
+    for at in range(0, len(starts), most):
+        chunk = starts[at:at + most]
+        size = next(s for s in FOLLOW_SIZES if s >= len(chunk))
+        chunk += [chunk[-1]] * (size - len(chunk))
+        named = ", ".join([KEY] * size)
+        batches.append((f"SELECT a.[Queue], a.EnqueuedAt, a.StartedAt, a.Outcome, a.Duration "
+                        f"FROM dbo.QueueAttemptOutcome_V AS a WHERE a.StartedAt IN ({named});", chunk))
+    return batches
+
+
+def counter_reading(conn: Any, since: datetime | None, window_ms: int,
+                    followed: Sequence[AttemptKey]) -> CounterReading:
+    """Run a scrape's counter read on ``conn`` (:class:`SqlStore` and the live tests)."""
+    cursor = conn.cursor()
+    try:
+        if since is None:
+            since = db.query(cursor, FIRST_SINCE, int(window_ms))[0][0]
+        sql, params = counter_batch(since, window_ms)
+        sets, _ = db.result_sets(cursor, sql, *params)
+        rows: list[tuple] = []
+        for sql, params in followed_batches(followed):
+            rows += db.query(cursor, sql, *params)
+    finally:
+        cursor.close()
+    (bound,), groups, items = sets[0][0], sets[1], sets[2]
+    ended = [Ended(q, outcome, bucket, int(n), int(n_past), int(ms), int(ms_past))
+             for q, outcome, bucket, _, _, n, n_past, ms, ms_past in groups if outcome is not None]
+    leaving = [AttemptKey(q, enqueued, started)
+               for q, outcome, _, enqueued, started, *_ in groups if outcome is None and started is not None]
+    return CounterReading(
+        since, bound, ended, leaving, {q: (int(n), int(n_past)) for q, n, n_past in items},
+        [AttemptRow(AttemptKey(q, enqueued, started), outcome, None if ms is None else int(ms))
+         for q, enqueued, started, outcome, ms in rows])
+
+
 class SqlStore:
     """:class:`Store` on one connection, opened by ``connect`` when first needed and again
     after the server dropped it. One request at a time uses it (a lock): a dashboard's
@@ -490,3 +665,10 @@ class SqlStore:
         with self._connection() as conn:
             result = db.call(conn, procedure(action, queue), **params)
         return dict(zip(result.columns[0], result.result_sets[0][0], strict=True))
+
+    # -- /metrics' counters ------------------------------------------------------------------
+
+    def counter_reading(self, since: datetime | None, window_ms: int,
+                        followed: Sequence[AttemptKey]) -> CounterReading:
+        with self._connection() as conn:
+            return counter_reading(conn, since, window_ms, followed)

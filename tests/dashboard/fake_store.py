@@ -7,12 +7,24 @@ database/security has them)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from relq import db, status
-from relq.dashboard.store import ACTIONS, LISTED, Column, Filter
+from relq.dashboard.store import (
+    ACTIONS,
+    COUNTED,
+    LISTED,
+    AttemptKey,
+    AttemptRow,
+    Column,
+    CounterReading,
+    Ended,
+    Filter,
+    bucket_of,
+)
 from tests.results import ITEM_COLUMNS
 
 T0 = datetime(2026, 11, 26, 9, 0, 0)
@@ -37,7 +49,8 @@ QUEUES = ("Notification", "SyncQueue")
 def role_grants(role: str) -> set[tuple[str, str]]:
     """What database/security grants the role (the objects the dashboard asks about)."""
     if role == "QueueMonitor":
-        return {("dbo.QueueHealth_V", "SELECT"), ("dbo.QueueThroughput_V", "SELECT")}
+        return {("dbo.QueueHealth_V", "SELECT"), ("dbo.QueueThroughput_V", "SELECT"),
+                ("dbo.QueueAttemptOutcome_V", "SELECT"), ("dbo.QueueItemKey_V", "SELECT")}
     if role == "QueueAdmin":
         grants = {("dbo.QueueAttempt_V", "SELECT")}
         for q in QUEUES:
@@ -63,6 +76,12 @@ class FakeStore:
     changed_behind: set[datetime] = field(default_factory=set)  # keys another user changes before an act
     down: Exception | None = None  # raised by every read: the server is gone
     clock: int = 0
+    # /metrics' counters: the server's clock for their reads, the rows no read sees yet (their
+    # transaction has not committed: (queue, EnqueuedAt) of an item, (queue, EnqueuedAt,
+    # StartedAt) of an attempt), and each read's (since, window_ms, followed).
+    server_now: datetime = NOW
+    uncommitted: set[tuple[Any, ...]] = field(default_factory=set)
+    counter_reads: list[tuple[datetime | None, int, tuple[AttemptKey, ...]]] = field(default_factory=list)
 
     @classmethod
     def with_roles(cls, *roles: str) -> FakeStore:
@@ -280,3 +299,67 @@ class FakeStore:
             row["ScheduledFor"] = scheduled_for
         row["UpdatedAt"] += timedelta(seconds=1)
         return {k: row[k] for k in ITEM_COLUMNS}
+
+    # -- /metrics' counters: dbo.QueueAttemptOutcome_V and dbo.QueueItemKey_V, as SqlStore's read
+    # aggregates them (relq.dashboard.store.COUNTER_BATCH) --------------------------------------
+
+    def start(self, queue: str, key: datetime, started: datetime, committed: bool = True) -> AttemptKey:
+        """An attempt of the item ``key`` that starts (is claimed) at ``started``."""
+        self.attempts_by_key.setdefault((queue, key), []).insert(
+            0, {"StartedAt": started, "AttemptNum": 1, "Step": None, "LockedBy": "host/1", "Outcome": None,
+                "Duration": None, "Response": "", "Error": ""})
+        if not committed:
+            self.uncommitted.add((queue, key, started))
+        return AttemptKey(queue, key, started)
+
+    def end(self, attempt: AttemptKey, outcome: str, duration_ms: int | None) -> None:
+        row = next(a for a in self.attempts_by_key[(attempt.queue, attempt.enqueued_at)]
+                   if a["StartedAt"] == attempt.started_at)
+        row.update(Outcome=outcome, Duration=duration_ms)
+
+    def purge_attempt(self, attempt: AttemptKey) -> None:
+        rows = self.attempts_by_key[(attempt.queue, attempt.enqueued_at)]
+        rows[:] = [a for a in rows if a["StartedAt"] != attempt.started_at]
+
+    def _attempt_rows(self) -> list[AttemptRow]:
+        return [AttemptRow(AttemptKey(queue, key, a["StartedAt"]), a["Outcome"], a["Duration"])
+                for (queue, key), rows in self.attempts_by_key.items() for a in rows
+                if (queue, key, a["StartedAt"]) not in self.uncommitted]
+
+    def counter_reading(self, since: datetime | None, window_ms: int,
+                        followed: Sequence[AttemptKey]) -> CounterReading:
+        if self.down:
+            raise self.down
+        self._require("dbo.QueueAttemptOutcome_V", "SELECT")
+        self._require("dbo.QueueItemKey_V", "SELECT")
+        self.counter_reads.append((since, window_ms, tuple(followed)))
+        start = self.server_now - timedelta(milliseconds=window_ms)
+        since = start if since is None else since
+        bound = max(start, since)
+        rows = self._attempt_rows()
+        groups: dict[tuple[str, str, int | None], list[int]] = {}
+        leaving = []
+        for r in rows:
+            if r.key.started_at < since:
+                continue
+            if r.outcome is None:
+                if r.key.started_at < bound:
+                    leaving.append(r.key)
+            elif r.outcome in COUNTED:
+                bucket = None if r.duration_ms is None else bucket_of(r.duration_ms)
+                group = groups.setdefault((r.key.queue, r.outcome, bucket), [0, 0, 0, 0])
+                past = r.key.started_at >= bound
+                group[0] += 1
+                group[1] += past
+                group[2] += r.duration_ms or 0
+                group[3] += (r.duration_ms or 0) if past else 0
+        enqueued = {}
+        for queue, items in self.items_by_queue.items():
+            keys = [r["EnqueuedAt"] for r in items
+                    if r["EnqueuedAt"] >= since and (queue, r["EnqueuedAt"]) not in self.uncommitted]
+            if keys:
+                enqueued[queue] = (len(keys), sum(k >= bound for k in keys))
+        asked = {k.started_at for k in followed}
+        ended = [Ended(*key, *figures) for key, figures in groups.items()]
+        again = [r for r in rows if r.key.started_at in asked]
+        return CounterReading(since, bound, ended, leaving, enqueued, again)

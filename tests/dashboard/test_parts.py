@@ -1,6 +1,7 @@
 """The dashboard's parts on their own: the SQL the store sends (keyset paging, the health
-index's filter, LIKE escaping, permission checks, control calls), the metrics' series,
-what is masked or never read, the chart, and the warning for an address others can reach."""
+index's filter, LIKE escaping, permission checks, control calls), what is masked or never
+read, the chart, and the warning for an address others can reach. The metrics' are in
+test_metrics.py."""
 
 from __future__ import annotations
 
@@ -8,11 +9,9 @@ import logging
 from datetime import datetime
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from relq.dashboard import access, privacy
 from relq.dashboard.chart import History
-from relq.dashboard.metrics import exposition
 from relq.dashboard.serve import exposure_warning
 from relq.dashboard.store import Column, Filter, SqlStore, list_sql, procedure
 from relq.status import QueueHealth
@@ -48,16 +47,6 @@ def test_a_list_of_an_unfinished_state_states_the_health_index_filter_literally(
         assert " IN (" not in sql and params == [state]
     unfiltered, _ = list_sql("SyncQueue", Filter(), 10)
     assert "WHERE" not in unfiltered
-
-
-def test_metrics_have_a_series_per_unfinished_state_and_none_for_a_finished_one() -> None:
-    queues = [QueueHealth("Q", items={"Pending": 2, "Processing": 0, "Error": 1, "Paused": 0},
-                          completed_per_min=4.0, failed_per_min=0.2)]
-    families = {f.name: f for f in text_string_to_metric_families(exposition(queues).decode())}
-    items = {s.labels["status"]: s.value for s in families["relq_queue_items"].samples}
-    assert items == {"Pending": 2, "Processing": 0, "Error": 1, "Paused": 0}
-    assert "Unfinished" in families["relq_queue_items"].documentation
-    assert [s.value for s in families["relq_queue_failed_per_minute"].samples] == [0.2]
 
 
 def test_error_text_is_matched_literally() -> None:

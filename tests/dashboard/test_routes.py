@@ -8,7 +8,6 @@ import re
 from datetime import datetime, timedelta
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from relq.dashboard.app import Settings, create_app
@@ -267,30 +266,6 @@ def test_retry_every_failed_item_of_a_type_one_by_one_with_their_tokens(admin: F
 
 
 # -- metrics -------------------------------------------------------------------------------
-
-
-def test_metrics_parse_as_prometheus_text_with_the_views_figures(admin: FakeStore) -> None:
-    admin.add("Notification", 3, "Pending")
-    admin.add("Notification", 1, "Failed")
-    admin.add("SyncQueue", 15, "Completed", type="CustomerSync")
-    response = client(admin).get("/metrics")
-    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for family in text_string_to_metric_families(response.text) for s in family.samples}
-    assert samples[("relq_queue_items", (("queue", "Notification"), ("status", "Pending")))] == 3
-    assert samples[("relq_queue_items", (("queue", "Notification"), ("status", "Paused")))] == 0
-    # No series for a finished state, not even a zero: QueueHealth_V does not count them.
-    states = {dict(labels)["status"] for name, labels in samples if name == "relq_queue_items"}
-    assert states == {"Pending", "Processing", "Error", "Paused"}
-    assert samples[("relq_queue_failed_per_minute", (("queue", "Notification"),))] == pytest.approx(1 / 15)
-    assert samples[("relq_queue_oldest_due_seconds", (("queue", "Notification"),))] == 3600 - 1
-    assert samples[("relq_queue_oldest_due_seconds", (("queue", "SyncQueue"),))] == 0
-    assert samples[("relq_queue_past_lease_items", (("queue", "SyncQueue"),))] == 0
-    assert samples[("relq_queue_completed_per_minute", (("queue", "SyncQueue"),))] == 1
-    p95 = "relq_queue_attempt_duration_seconds", (("quantile", "0.95"), ("queue", "SyncQueue"))
-    assert samples[p95] == 0.9
-    assert ("relq_queue_attempt_duration_seconds", (("quantile", "0.95"), ("queue", "Notification"))) \
-        not in samples
 
 
 def test_metrics_without_queue_monitor_are_refused_in_one_line() -> None:
