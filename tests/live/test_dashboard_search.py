@@ -263,7 +263,9 @@ def test_each_list_seeks_the_index_meant_for_it_and_reads_about_a_page(dbo, queu
 @pytest.mark.parametrize(("queue", "where"), [(q, w) for q, w, *_ in LISTS] + [
     ("SyncQueue", Filter(status="Completed")), ("Notification", Filter(status="Failed"))])
 def test_a_count_reads_no_more_than_its_cap_and_one(dbo, queue, where) -> None:
-    """However many items the list holds (19,600 Completed ones here), its count stops."""
+    """However many items the list holds (19,600 Completed ones here), its count stops: it
+    reads 1,001 of them, or a few more where it reads the queue by key and passes over the
+    items of other states (2 in 100 of the history)."""
     for a in plan_reads(dbo, *count_sql(queue, where, 1000)):
         measure = a.executions if a.physical_op in plans.LOOKUPS else a.rows_read
-        assert measure is not None and measure <= 1001 + 16, a
+        assert measure is not None and measure <= 1100, a
