@@ -490,6 +490,12 @@ def health_readers(conn: Any) -> dict[str, Callable[[], Any]]:
     from relq.dashboard.store import SqlStore
 
     store = SqlStore(lambda: conn)  # never closed here: the connection is the caller's
+    counters = metrics.Counters()
+
+    def scrape() -> bytes:  # what the /metrics route runs: the health, the counters' reads, the text
+        queues = store.health()
+        counters.scrape(store)
+        return metrics.exposition(queues, counters.totals())
 
     def select(sql: str) -> Callable[[], Any]:
         def run() -> list[tuple]:
@@ -502,7 +508,7 @@ def health_readers(conn: Any) -> dict[str, Callable[[], Any]]:
 
     return {HEALTH_VIEW.rstrip(";"): select(HEALTH_VIEW),
             THROUGHPUT_VIEW.rstrip(";"): select(THROUGHPUT_VIEW),
-            "/metrics (SqlStore.health, exposition)": lambda: metrics.exposition(store.health())}
+            "/metrics (SqlStore.health, Counters.scrape, exposition)": scrape}
 
 
 def healthcost(runner: Loads, conn_str: str) -> CostResult:
