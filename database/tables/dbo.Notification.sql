@@ -162,7 +162,7 @@ GO
    Write cost: one entry of at most about 420 bytes per item with a DedupKey,
    written by its Add_ and removed by its purge; neither key changes, so a
    claim, a report or a control writes nothing to it.
-   Databases deployed before get it from V0011. */
+   Databases deployed before get it from V0013. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -180,7 +180,7 @@ GO
    search is. Write cost: one entry of at most about 220 bytes per item with a
    GroupKey, written by its Add_ and removed by its purge; nothing else writes to
    it.
-   Databases deployed before get it from V0011. */
+   Databases deployed before get it from V0014. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -206,7 +206,7 @@ GO
    Retry takes it back or a purge removes it; what happens to an item before it
    finishes (its enqueue, claims, leases, reports of an Error) writes nothing
    to it.
-   Databases deployed before get it from V0011. */
+   Databases deployed before get it from V0015. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes

@@ -26,7 +26,7 @@ GO
    queue keeps. Write cost: one entry of at most about 530 bytes per e-mail,
    written with it by the enqueue and removed by the purge; EmailTo and
    EnqueuedAt never change, so recording the delivery's Response and Error
-   writes nothing to it. Databases deployed before get it from V0012. */
+   writes nothing to it. Databases deployed before get it from V0016. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes

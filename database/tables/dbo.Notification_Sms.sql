@@ -24,7 +24,7 @@ GO
    one entry of at most about 40 bytes per SMS, written with it by the enqueue
    and removed by the purge; PhoneNumber and EnqueuedAt never change, so
    recording the delivery's Response and Error writes nothing to it. Databases
-   deployed before get it from V0013. */
+   deployed before get it from V0017. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes

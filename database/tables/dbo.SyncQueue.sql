@@ -148,7 +148,7 @@ GO
    an entity. Write cost: one entry of at most about 420 bytes per item, written
    by its Add_ and removed by its purge; EntityKey and EnqueuedAt never change,
    so a claim, a report or a control writes nothing to it.
-   Databases deployed before get it from V0010. */
+   Databases deployed before get it from V0009. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -187,7 +187,7 @@ GO
    search is. Write cost: one entry of at most about 220 bytes per item with a
    GroupKey, written by its Add_ and removed by its purge; nothing else writes to
    it.
-   Databases deployed before get it from V0010. */
+   Databases deployed before get it from V0011. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -213,7 +213,7 @@ GO
    Retry takes it back or a purge removes it; what happens to an item before it
    finishes (its enqueue, claims, leases, reports of an Error) writes nothing
    to it.
-   Databases deployed before get it from V0010. */
+   Databases deployed before get it from V0012. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes

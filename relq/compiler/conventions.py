@@ -316,6 +316,25 @@ def _rerunnable(ctx: FileContext) -> Iterator[Finding]:
                 yield _finding(line(seg), "sp_addmessage needs @replace = 'replace' to run twice")
 
 
+@check("one-build", "a migration that builds an index online builds only that one")
+def _one_build(ctx: FileContext) -> Iterator[Finding]:
+    """A migration runs in one transaction, and an online build's last shared lock lasts
+    until it commits: a second build in the same file makes the table's writers wait for
+    it from the end of the first (docs/operations.md, "One migration for the build"). The
+    online and offline branches of one build name the same index and count once. The
+    first migrations, from before online builds, are released and never change."""
+    if ctx.source.folder != "migrations" or "ONLINE" not in flat(ctx.tree).upper():
+        return
+    seen: dict[str, tuple[str, int]] = {}
+    for seg, _ in ctx.creates("create_index_statement"):
+        name = seg.get_child("index_reference").raw.strip("[]")
+        seen.setdefault(name.casefold(), (name, line(seg)))
+    for name, at in list(seen.values())[1:]:
+        yield _finding(at, f"a second index build in one migration ({name}): give it a migration of "
+                           "its own, so that its lock does not hold the first one's table until the "
+                           "file commits")
+
+
 # -- documentation ---------------------------------------------------------------
 @check("header-comment", "each object has a header comment naming its parameters")
 def _header_comment(ctx: FileContext) -> Iterator[Finding]:

@@ -23,6 +23,7 @@ ROLE = "database/security/JobWorker.sql"
 MSG = "database/messages/59001.InsideTransaction.sql"
 TEST = "tests_tsqlt/Next_Job_trxTests.class.sql"
 FN_TESTS = "tests_tsqlt/JobIsKnown_fnTests.class.sql"
+MIGRATION = "database/migrations/V0001__job_indexes.sql"
 LONG = "Next_Job_trx_with_a_very_long_name_x"  # 36 characters
 
 
@@ -437,6 +438,21 @@ CASES = [
          [(NEXT, "UpdatedAt = SYSUTCDATETIME(),", "UpdatedAt = GETDATE(), -- relq:allow utc-time")],
          [(NEXT, "GETDATE()", "utc-time", "GETDATE"),
           (NEXT, "GETDATE()", "allow", "must say why")]),
+    Case("two index builds in one migration",
+         [],
+         [(MIGRATION, "CREATE NONCLUSTERED INDEX IX_Job_Second", "one-build", "(IX_Job_Second)")],
+         writes=[(MIGRATION, HEADER + """/* V0001__job_indexes: two builds. */
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_Job_First' AND object_id = OBJECT_ID(N'dbo.Job'))
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Job_First ON dbo.Job (UpdatedAt) WITH (ONLINE = ON);
+    END;
+GO
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'IX_Job_Second' AND object_id = OBJECT_ID(N'dbo.Job'))
+    BEGIN
+        CREATE NONCLUSTERED INDEX IX_Job_Second ON dbo.Job (UpdatedAt) WITH (ONLINE = ON);
+    END;
+GO
+""")]),
     Case("an allow that silences nothing",
          [(NEXT, "UpdatedAt = SYSUTCDATETIME(),",
            "UpdatedAt = SYSUTCDATETIME(), -- relq:allow utc-time because it is already UTC")],

@@ -1,7 +1,7 @@
 SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
-/* V0013__notification_sms_search_index: IX_Notification_Sms_SearchPhoneNumber, as
+/* V0017__notification_sms_search_phonenumber: IX_Notification_Sms_SearchPhoneNumber, as
    dbo.Notification_Sms.sql now creates it (its comment gives its purpose and write
    cost): the dashboard finds the notifications sent to a phone number, of every
    state, newest first, one seek a page. Its build reads the whole table once and

@@ -1,7 +1,7 @@
 SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
-/* V0012__notification_email_search_index: IX_Notification_Email_SearchEmailTo, as
+/* V0016__notification_email_search_emailto: IX_Notification_Email_SearchEmailTo, as
    dbo.Notification_Email.sql now creates it (its comment gives its purpose and
    write cost): the dashboard finds the notifications sent to an e-mail address, of
    every state, newest first, one seek a page. Its build reads the whole table once
