@@ -7,7 +7,9 @@ the item controls through the _trx procedures; /metrics for Prometheus. It reads
 acts only through views and procedures, so a QueueMonitor login may look and a
 QueueAdmin login may act (docs/dashboard.md).
 
-- store.py: the database side (views, procedures, permissions), one connection;
+- store.py: the database side (views, procedures, permissions), one connection, replaced when
+  the server ends it (a read made again once on the new one, an action never);
+- outage.py: what the pages show while the database is away (the last good read, stale);
 - access.py: what each page needs, and which role grants it;
 - privacy.py: columns never read (one-time codes) and shown masked (addresses);
 - app.py: the Starlette application; web.py: what every page shares (settings, checks,

@@ -17,9 +17,9 @@ from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from relq.dashboard import bulk, deadletters, item, items, overview
+from relq.dashboard import bulk, deadletters, item, items, outage, overview
 from relq.dashboard.chart import History
-from relq.dashboard.store import Store
+from relq.dashboard.store import Store, outage_of
 from relq.dashboard.web import HERE, Dashboard, Problem, Settings, unavailable
 from relq.errors import RelqError
 
@@ -36,7 +36,9 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
             status_code, line = exc.status, exc.line
         elif isinstance(exc, HTTPException):
             status_code, line = exc.status_code, exc.detail
-        else:  # a RelqError: the server refused or went away
+        elif outage_of(exc):  # the database is away: the page says so, and when it last answered
+            return outage.problem(dash, request, exc)
+        else:  # a RelqError: the server refused
             status_code, line = 503, unavailable(exc)
         return dash.page(request, "problem.html", status_code=status_code, line=line)
 

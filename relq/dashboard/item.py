@@ -3,6 +3,7 @@ with actions allowed, ``POST`` to one of its controls (dbo.<Action>_<Queue>_trx)
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -11,10 +12,10 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from relq import db
-from relq.dashboard import access, privacy
-from relq.dashboard.store import ACTIONS, Column
+from relq.dashboard import access, outage, privacy
+from relq.dashboard.store import ACTIONS, CallLost, Column, Unreachable, outage_of
 from relq.dashboard.web import Dashboard, Problem, Settings, client, iso, log, parse_time
-from relq.errors import Msg
+from relq.errors import Msg, RelqError
 
 # The controls an item in each state can take (dbo.Move_<Queue>_utx's rules).
 OFFERED = {
@@ -38,7 +39,8 @@ REFUSALS = {
 
 
 def routes(dash: Dashboard) -> list[Route]:
-    def item(request: Request, message: str | None = None, status_code: int = 200) -> Response:
+    def item(request: Request, message: str | None = None, status_code: int = 200,
+             alert: str | None = None) -> Response:
         queue = dash.known(request.path_params["queue"]).queue
         dash.require(access.browse(queue))
         key = parse_time(request.path_params["key"], "the item's key")
@@ -55,7 +57,7 @@ def routes(dash: Dashboard) -> list[Route]:
         return dash.page(request, "item.html", status_code=status_code, queue=queue, key=key,
                          fields=[(c, _shown(c, found.get(c.name), dash.settings)) for c in columns],
                          item=found, attempts=dash.store.attempts(queue, key), message=message,
-                         offered=offered, act_problem=cannot_act)
+                         offered=offered, act_problem=cannot_act, alert=alert)
 
     async def control(request: Request) -> Response:
         form = await request.form()
@@ -66,8 +68,13 @@ def routes(dash: Dashboard) -> list[Route]:
         queue, action = request.path_params["queue"], request.path_params["action"]
         if action not in ACTIONS:
             raise Problem(404, f"no control {action!r} (controls: {', '.join(ACTIONS)})")
-        dash.known(queue)
-        dash.require(access.act(queue))
+        try:
+            dash.known(queue)
+            dash.require(access.act(queue))
+        except RelqError as exc:
+            if not outage_of(exc):
+                raise
+            return not_run(request, action, queue, request.path_params["key"], exc)
         key = parse_time(request.path_params["key"], "the item's key")
         token = parse_time(str(form.get("token", "")), "the item's token")
         when = str(form.get("scheduled_for", "")).strip()
@@ -76,6 +83,10 @@ def routes(dash: Dashboard) -> list[Route]:
             return item(request, "Reschedule: give the new due time (UTC).", 400)
         try:
             after = dash.store.act(queue, action, key, token, scheduled_for)
+        except Unreachable as exc:
+            return not_run(request, action, queue, iso(key), exc)
+        except CallLost as exc:
+            return lost(request, action, queue, key, exc)
         except db.SqlError as exc:
             log.info("dashboard: %s %s %s by %s: refused, %s", action, queue, iso(key), client(request), exc)
             reason = REFUSALS.get(exc.number or 0, str(exc))
@@ -84,6 +95,29 @@ def routes(dash: Dashboard) -> list[Route]:
                  after.get("Status"))
         url = request.url_for("item", queue=queue, key=iso(key)).include_query_params(done=action)
         return RedirectResponse(str(url), status_code=303)
+
+    # -- an action the database's absence stopped (outage.py): whether it ran, said plainly --
+
+    def not_run(request: Request, action: str, queue: str, key: str, exc: RelqError) -> Response:
+        log.warning("dashboard: %s %s %s by %s: did not run, the database is away (%s)", action, queue, key,
+                    client(request), exc)
+        return outage.problem(dash, request, exc, f"{action} did not run: the dashboard cannot reach the "
+                                                  "database, so nothing was sent. Try again once it answers.")
+
+    def lost(request: Request, action: str, queue: str, key: datetime, exc: CallLost) -> Response:
+        log.warning("dashboard: %s %s %s by %s: may or may not have run, %s", action, queue, iso(key),
+                    client(request), exc)
+        said = (f"{action} may or may not have run: the connection to the database broke before its answer "
+                "came, and a change commits before its answer is sent.")
+        try:  # read on a new connection: the item as it is now says what happened
+            return item(request, status_code=503, alert=f"{said} Here is the item as it is now: look at its "
+                                                        "status and attempts before you act again.")
+        except RelqError as again:
+            if not outage_of(again):
+                raise
+            return outage.problem(dash, request, again, f"{said} The item cannot be read now either: "
+                                                        "look at it once the database answers, before you "
+                                                        "act again.")
 
     return [
         Route("/queues/{queue}/items/{key}", item, name="item"),

@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from relq.dashboard import access, metrics
+from relq.dashboard import access, metrics, outage
 from relq.dashboard.web import Dashboard, unavailable
 from relq.errors import RelqError
 
@@ -16,10 +16,10 @@ def routes(dash: Dashboard) -> list[Route]:
     counters = metrics.Counters()  # /metrics' counters: this application's, from its first scrape on
 
     def overview(request: Request) -> Response:
-        return dash.page(request, "overview.html", queues=dash.health())
+        return outage.overview(dash, request, "overview.html")
 
     def overview_part(request: Request) -> Response:
-        return dash.page(request, "_overview.html", queues=dash.health())
+        return outage.overview(dash, request, "_overview.html")
 
     def metrics_text(request: Request) -> Response:
         try:

@@ -16,7 +16,10 @@ not such a seek."""
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
@@ -24,6 +27,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from relq import db, status
+from relq.errors import RelqError
 
 # The controls a page offers, each a procedure dbo.<Action>_<Queue>_trx that takes the
 # item's key and token (and Retry, Resume, Reschedule a due time).
@@ -552,27 +556,186 @@ def counter_reading(conn: Any, since: datetime | None, window_ms: int,
          for q, enqueued, started, outcome, ms in rows])
 
 
+# -- through an outage: the connection replaced, a read made again, an action made once ----
+# A connection is gone when the link to the server failed (SQLSTATE class 08: 08S01
+# "Communication link failure", ODBC's error codes,
+# https://learn.microsoft.com/sql/odbc/reference/appendixes/appendix-a-odbc-error-codes;
+# 08S02, Microsoft's driver's "SMux Provider: Physical connection is not usable", as its
+# users meet it after a failover, https://github.com/microsoft/msphpsql/issues/762), when
+# Microsoft's driver found it broken and could not restore it (IMC01-IMC06, "Connection
+# Resiliency in the Windows ODBC Driver", https://learn.microsoft.com/sql/connect/odbc/windows/
+# connection-resiliency-in-the-windows-odbc-driver), or when the session ended: error 0 (what
+# the first call after a restart meets, "Unknown error" or "A severe error occurred"), 596
+# (killed), an error with neither state nor number (pyodbc's closed connection); relq.db's
+# SqlError.broken names those. Microsoft's advice for such a failure: "Do not directly retry a
+# SQL SELECT statement that failed with a transient error. Instead, establish a fresh
+# connection, and then retry the SELECT"; an UPDATE is made again only where the retry logic
+# "ensure[s] that either the entire database transaction finished or that the entire
+# transaction is rolled back" (https://learn.microsoft.com/azure/azure-sql/database/
+# troubleshoot-common-connectivity-issues, "Principles for retry"). A control procedure commits
+# before its answer travels back, and a link that fails after the commit loses the answer, not
+# the change: ODBC's own commit call says "it cannot be determined whether the requested COMMIT
+# or ROLLBACK occurred before the failure" (SQLSTATE 08007, and "Suspended State": "it was
+# possible that the transaction had been successfully committed on the server, but the driver
+# on the client had not been notified (for example, because a network error occurred)",
+# https://learn.microsoft.com/sql/odbc/reference/syntax/sqlendtran-function). So a read whose
+# connection was gone is made once more at once, on a new connection; an action is never made
+# again by the dashboard: the page says it may or may not have run and shows the item as it is.
+# A timeout (HYT00, HYT01) ends the connection too (relq.db calls it broken), but the server
+# was there: the read is not made again, so a page blocked behind someone's transaction waits
+# once, not twice. A connect that fails is not tried again for RECONNECT_PAUSE_S (Microsoft's
+# advice is to wait 5 seconds before a retry, same page, "Interval increase between retries"):
+# the pages asked meanwhile fail at once, and the log has one line per connect tried.
+
+RECONNECT_PAUSE_S = 5.0
+log = logging.getLogger("relq.dashboard")
+
+
+class Unreachable(RelqError):
+    """No connection could be opened: nothing was sent. Its text is the connect's own line
+    (server and login, never the password), for the log, not for a page. ``tried``: a connect
+    was tried now (not refused for RECONNECT_PAUSE_S after one that failed); ``first``: no
+    connection was ever opened before (a dashboard starting: its caller says so, in one line)."""
+
+    def __init__(self, line: str, *, tried: bool = True, first: bool = False) -> None:
+        super().__init__(line)
+        self.line, self.tried, self.first = line, tried, first
+
+
+class CallLost(RelqError):
+    """A control procedure's connection broke before its answer came: the call may have
+    committed, or not."""
+
+    def __init__(self, error: db.SqlError) -> None:
+        super().__init__(f"the connection broke before the answer came ({error})")
+        self.error = error
+
+
+def gone(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection it came on is done for."""
+    return isinstance(exc, db.SqlError) and (exc.broken or (exc.sqlstate or "").startswith("IMC"))
+
+
+def outage_of(exc: BaseException) -> str | None:
+    """What a failure says of the database: ``unreachable`` (no connection could be opened),
+    ``lost`` (an action's connection broke before its answer), ``timeout`` (a read was stopped,
+    the server being there), ``broken`` (a connection was gone); None: the server answered."""
+    if isinstance(exc, Unreachable):
+        return "unreachable"
+    if isinstance(exc, CallLost):
+        return "lost"
+    if isinstance(exc, db.SqlError) and gone(exc):
+        return "timeout" if exc.sqlstate in ("HYT00", "HYT01") else "broken"
+    return None
+
+
+# The methods of the contract that change items: made once, never again (through_outages).
+CHANGES = ("act", "purge_item")
+
+
+def contract() -> list[str]:
+    """The methods of the :class:`Store` contract: each a read, but those in CHANGES."""
+    return [name for name, value in vars(Store).items() if callable(value) and not name.startswith("_")]
+
+
+def through_outages(cls: type) -> type:
+    """``cls`` (a Store) with each read made again once when its connection was gone, and
+    each change (CHANGES) made once, its lost connection a :class:`CallLost`; every failure that says the
+    database is away logs one line. A read's method must open a new connection when called
+    after its connection broke (as SqlStore's does)."""
+    for name in contract():
+        method = getattr(cls, name, None)
+        if method is not None:
+            setattr(cls, name, _act_once(method) if name in CHANGES else _read_again(method))
+    return cls
+
+
+def _read_again(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def read(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except RelqError as exc:
+            if outage_of(exc) != "broken":
+                _note(exc)
+                raise
+            log.warning("dashboard: the connection to the database broke (%s): reading again on a new "
+                        "connection", exc)
+        try:
+            return method(self, *args, **kwargs)
+        except RelqError as exc:
+            _note(exc, again=True)
+            raise
+
+    return read
+
+
+def _act_once(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def act(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except db.SqlError as exc:
+            if gone(exc):  # the caller logs it, with who did what
+                raise CallLost(exc) from exc
+            raise
+
+    return act
+
+
+def _note(exc: RelqError, again: bool = False) -> None:
+    """The log line of a read's failure that says the database is away: none for a refusal, nor
+    for a connect not tried (RECONNECT_PAUSE_S), nor for a dashboard's first connect."""
+    kind = outage_of(exc)
+    where = " on the new connection too" if again else ""
+    if isinstance(exc, Unreachable):
+        if exc.tried and not exc.first:
+            log.warning("dashboard: cannot reach the database: %s", exc)
+    elif kind == "timeout":
+        log.warning("dashboard: a read was stopped after waiting too long%s (%s): the next one opens a new "
+                    "connection", where, exc)
+    elif kind == "broken":
+        log.warning("dashboard: the connection to the database broke%s (%s)", where, exc)
+
+
+@through_outages
 class SqlStore:
     """:class:`Store` on one connection, opened by ``connect`` when first needed and again
-    after the server dropped it. One request at a time uses it (a lock): a dashboard's
-    load is a few people and a scraper."""
+    after the server dropped it; a read whose connection was gone is made again on a new one,
+    an action never (:func:`through_outages`). One request at a time uses it (a lock): a
+    dashboard's load is a few people and a scraper. ``clock``: seconds, for RECONNECT_PAUSE_S."""
 
-    def __init__(self, connect: Callable[[], Any]) -> None:
+    def __init__(self, connect: Callable[[], Any], clock: Callable[[], float] = time.monotonic) -> None:
         self._connect = connect
         self._conn: Any = None
         self._lock = threading.Lock()
+        self._clock = clock
+        self._opened = False  # a connection was opened once
+        self._refused: tuple[float, str] | None = None  # when a connect last failed, and its line
+        self._login: str | None = None  # ORIGINAL_LOGIN(), once read (login)
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
         with self._lock:
             if self._conn is None:
-                self._conn = self._connect()
+                self._conn = self._open()
             try:
                 yield self._conn
             except db.SqlError as exc:
-                if exc.broken:  # gone, or timed out: open a new one next time
+                if gone(exc):  # gone, or timed out: open a new one next time
                     self._drop()
                 raise
+
+    def _open(self) -> Any:
+        if self._refused is not None and self._clock() - self._refused[0] < RECONNECT_PAUSE_S:
+            raise Unreachable(self._refused[1], tried=False)
+        try:
+            conn = self._connect()
+        except RelqError as exc:
+            self._refused = (self._clock(), str(exc))
+            raise Unreachable(str(exc), first=not self._opened) from exc
+        self._opened, self._refused = True, None
+        return conn
 
     def _drop(self) -> None:
         with suppress(Exception):  # closing a connection the server dropped may fail too

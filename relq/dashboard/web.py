@@ -21,7 +21,8 @@ from starlette.templating import Jinja2Templates
 from relq import db
 from relq.dashboard import access
 from relq.dashboard.chart import History
-from relq.dashboard.store import Store
+from relq.dashboard.outage import Watch
+from relq.dashboard.store import Store, Unreachable
 from relq.errors import RelqError
 from relq.status import UNFINISHED, QueueHealth, age
 
@@ -59,6 +60,7 @@ class Dashboard:
         self.store = store
         self.settings = settings
         self.history = history
+        self.watch = Watch()  # the last good read, for the pages of an outage (outage.py)
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters.update(when=_when, age=age, ms=_ms, rate=_rate, short=_short)
         self.templates.env.globals.update(settings=settings, UNFINISHED=UNFINISHED,
@@ -76,6 +78,7 @@ class Dashboard:
         self.require(access.look())
         queues = self.store.health()
         self.history.add(self.settings.clock(), queues)
+        self.watch.good(self.settings.clock(), queues)
         return queues
 
     def known(self, queue: str) -> QueueHealth:
@@ -104,7 +107,8 @@ def unavailable(exc: RelqError) -> str:
     connect, which names the server and login, only that it failed (the log has the line)."""
     if isinstance(exc, db.SqlError):
         return str(exc)
-    log.warning("dashboard: %s", exc)
+    if not isinstance(exc, Unreachable):  # the store logs a connect that failed, once per try
+        log.warning("dashboard: %s", exc)
     return "cannot reach the database: the dashboard's log says why"
 
 

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from relq import db, status
+from relq.dashboard import store as dashboard_store
 from relq.dashboard.store import (
     ACTIONS,
     COUNTED,
@@ -363,3 +364,102 @@ class FakeStore:
         ended = [Ended(*key, *figures) for key, figures in groups.items()]
         again = [r for r in rows if r.key.started_at in asked]
         return CounterReading(since, bound, ended, leaving, enqueued, again)
+
+
+# -- an outage: a FakeStore behind a server that restarts, goes down and comes back --------------
+# FlakyStore keeps the Store contract as FakeStore does, on a "connection" to a FakeServer, through
+# relq.dashboard.store.through_outages (as SqlStore does): a read whose connection the server
+# dropped is made again on a new one, an action is made once. SqlStore's own connection handling
+# (replacing the connection, the pause after a failed connect) is tested against pyodbc-like
+# connections in tests/dashboard/test_outage.py.
+
+CANNOT_CONNECT = ("cannot reach SQL Server (server=db7.internal, uid=relq_ops): Unable to connect: Adaptive "
+                  "Server is unavailable or does not exist; check that the server runs")
+
+
+def restarted() -> db.SqlError:
+    """What the first call on a connection from before a restart meets (FreeTDS's error 0)."""
+    return db.SqlError([db.ServerMessage(0, "Unknown error", "HY000")])
+
+
+def link_failed() -> db.SqlError:
+    """What a call meets when the link fails under it (SQLSTATE 08S01)."""
+    return db.SqlError([db.ServerMessage(10054, "TCP Provider: Error code 0x2746", "08S01")])
+
+
+class FakeServer:
+    """The server behind a FlakyStore. ``connects``: connections asked for (those refused too);
+    ``lose_next_call``: the next control call's link fails "before" the server runs it, or
+    "after" it committed, so that its answer is lost."""
+
+    def __init__(self) -> None:
+        self.up = True
+        self.generation = 0  # a connection opened in another generation is gone
+        self.error = restarted
+        self.connects = 0
+        self.lose_next_call: str | None = None
+
+    def restart(self, error: Any = restarted) -> None:
+        """Every connection open until now is gone; new ones may be opened."""
+        self.generation += 1
+        self.error = error
+
+    def go_down(self) -> None:
+        """Every connection is gone, and no new one can be opened until come_back."""
+        self.restart(link_failed)
+        self.up = False
+
+    def come_back(self) -> None:
+        self.up = True
+
+
+class FlakyStore:
+    """``inner``'s Store contract on one connection to ``server``; anything else (add, acted,
+    items_by_queue, ...) is ``inner``'s."""
+
+    def __init__(self, inner: FakeStore, server: FakeServer | None = None) -> None:
+        self.inner = inner
+        self.server = server or FakeServer()
+        self.connection: int | None = None  # the generation it was opened in
+        self.opened = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def use(self) -> None:
+        """Open the connection if there is none; fail as a call on it would if the server dropped it."""
+        if self.connection is None:
+            self.server.connects += 1
+            if not self.server.up:
+                raise dashboard_store.Unreachable(CANNOT_CONNECT, first=not self.opened)
+            self.connection, self.opened = self.server.generation, True
+        elif self.connection != self.server.generation:
+            self.connection = None
+            raise self.server.error()
+
+    def act(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        self.use()
+        lose, self.server.lose_next_call = self.server.lose_next_call, None
+        if lose == "before":  # the link fails while the call travels: the server never runs it
+            self.server.restart(link_failed)
+            self.use()
+        done = self.inner.act(*args, **kwargs)
+        if lose == "after":  # the procedure committed; its answer is lost on the way
+            self.server.restart(link_failed)
+            self.use()
+        return done
+
+
+def _on_the_server(name: str) -> Any:
+    def read(self: FlakyStore, *args: Any, **kwargs: Any) -> Any:
+        self.use()
+        return getattr(self.inner, name)(*args, **kwargs)
+
+    read.__name__ = name
+    return read
+
+
+for _read in dashboard_store.contract():
+    if _read != "act":
+        setattr(FlakyStore, _read, _on_the_server(_read))
+dashboard_store.through_outages(FlakyStore)
