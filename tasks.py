@@ -229,21 +229,26 @@ def status(c, conn=None, watch=None, json=False):
         raise _fail(exc, "status") from None
 
 
-@command("dashboard", numbers=("port", "refresh"), help={
+@command("dashboard", numbers=("port", "refresh"), iterable=["trusted_proxy"], help={
     "host": "the address to listen on (default 127.0.0.1; anything else is reachable by others: a warning)",
     "port": "the port (default 8350)",
     "allow-actions": "offer Retry, Cancel, Pause, Resume and Reschedule (the login needs QueueAdmin)",
     "show-personal-data": "show notification addresses and user names unmasked",
     "refresh": "seconds between the overview's live refreshes (default 5)",
+    "trusted-proxy": "TEXT, repeatable or comma-separated: a proxy's IP address or network whose "
+                     "X-Forwarded-For is believed (default none: ignored from everyone)",
+    "user-header": "the header a trusted proxy names its authenticated user in, for the audit lines "
+                   "(X-Forwarded-User)",
     "conn": CONN_HELP,
 })
 def dashboard(c, host="127.0.0.1", port=None, allow_actions=False, show_personal_data=False, refresh=None,
-              conn=None):
+              conn=None, trusted_proxy=None, user_header=None):
     """A web page over the queues: health, items, attempts, controls, and /metrics for Prometheus."""
     from relq import db
     from relq.errors import RelqError
 
     try:
+        from relq.dashboard import guard
         from relq.dashboard.app import Settings
         from relq.dashboard.serve import run
     except ImportError as exc:
@@ -254,7 +259,13 @@ def dashboard(c, host="127.0.0.1", port=None, allow_actions=False, show_personal
         raise Exit(f"dashboard: --port must be 1-65535, not {port}", code=2)
     if refresh < 1:
         raise Exit("dashboard: --refresh must be at least 1 (seconds)", code=2)
-    settings = Settings(allow_actions=allow_actions, show_personal_data=show_personal_data, refresh_s=refresh)
+    try:
+        proxies = guard.trusted_proxies(trusted_proxy or ())
+        header = guard.user_header(user_header, proxies)
+    except guard.Refused as exc:
+        raise Exit(f"dashboard: {exc}", code=2) from None
+    settings = Settings(allow_actions=allow_actions, show_personal_data=show_personal_data, refresh_s=refresh,
+                        trusted_proxies=proxies, user_header=header)
     try:
         run(db.resolve_target(conn, c.config), host=host, port=port, settings=settings)
     except RelqError as exc:

@@ -15,5 +15,7 @@ QueueAdmin login may act (docs/dashboard.md).
 - app.py: the Starlette application; web.py: what every page shares (settings, checks,
   formats); a module per page area: overview.py (with /metrics), items.py, item.py, bulk.py;
 - chart.py: the throughput chart; metrics.py: the /metrics exposition;
+- guard.py: the security headers on every answer, and the proxies whose forwarded headers
+  (and user header) are believed;
 - serve.py: runs it with uvicorn.
 """

@@ -19,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 
 from relq.dashboard import bulk, deadletters, item, items, outage, overview
 from relq.dashboard.chart import History
+from relq.dashboard.guard import Guarded
 from relq.dashboard.store import Store, outage_of
 from relq.dashboard.web import HERE, Dashboard, Problem, Settings, unavailable
 from relq.errors import RelqError
@@ -49,4 +50,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
     middleware = []
     if settings.allowed_hosts is not None:
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts))
-    return Starlette(routes=routes, exception_handlers=handlers, middleware=middleware)
+    # guard.py: the security headers on every answer; forwarded headers and the user header
+    # believed only from the proxies the operator names
+    return Guarded(routes=routes, exception_handlers=handlers, middleware=middleware,
+                   proxies=settings.trusted_proxies, header=settings.user_header, login=dash.login)

@@ -40,7 +40,9 @@ REFUSALS = {
 
 def routes(dash: Dashboard) -> list[Route]:
     def item(request: Request, message: str | None = None, status_code: int = 200,
-             alert: str | None = None) -> Response:
+             alert: str | None = None, refusal: str | None = None) -> Response:
+        """The item's page; ``message``: what was done (the green box), ``refusal``: what was
+        not done, and why (a box of its own, role=alert: a stale token, any 4xx of an action)."""
         queue = dash.known(request.path_params["queue"]).queue
         dash.require(access.browse(queue))
         key = parse_time(request.path_params["key"], "the item's key")
@@ -57,7 +59,7 @@ def routes(dash: Dashboard) -> list[Route]:
         return dash.page(request, "item.html", status_code=status_code, queue=queue, key=key,
                          fields=[(c, _shown(c, found.get(c.name), dash.settings)) for c in columns],
                          item=found, attempts=dash.store.attempts(queue, key), message=message,
-                         offered=offered, act_problem=cannot_act, alert=alert)
+                         offered=offered, act_problem=cannot_act, alert=alert, refusal=refusal)
 
     async def control(request: Request) -> Response:
         form = await request.form()
@@ -80,7 +82,7 @@ def routes(dash: Dashboard) -> list[Route]:
         when = str(form.get("scheduled_for", "")).strip()
         scheduled_for = parse_time(when, "the new due time") if when else None
         if action == "Reschedule" and scheduled_for is None:
-            return item(request, "Reschedule: give the new due time (UTC).", 400)
+            return item(request, refusal="Reschedule: give the new due time (UTC).", status_code=400)
         try:
             after = dash.store.act(queue, action, key, token, scheduled_for)
         except Unreachable as exc:
@@ -90,7 +92,8 @@ def routes(dash: Dashboard) -> list[Route]:
         except db.SqlError as exc:
             log.info("dashboard: %s %s %s by %s: refused, %s", action, queue, iso(key), client(request), exc)
             reason = REFUSALS.get(exc.number or 0, str(exc))
-            return item(request, f"{action} refused: {reason}.", 409 if exc.number == Msg.StaleToken else 400)
+            return item(request, refusal=f"{action} refused: {reason}.",
+                        status_code=409 if exc.number == Msg.StaleToken else 400)
         log.info("dashboard: %s %s %s by %s: done, now %s", action, queue, iso(key), client(request),
                  after.get("Status"))
         url = request.url_for("item", queue=queue, key=iso(key)).include_query_params(done=action)

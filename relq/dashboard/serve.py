@@ -58,6 +58,15 @@ def connect(conn_str: str) -> Any:
     return conn
 
 
+def server_options(host: str, port: int) -> dict[str, Any]:
+    """uvicorn's settings for the dashboard. ``proxy_headers=False``: uvicorn would otherwise
+    believe X-Forwarded-For and X-Forwarded-Proto from 127.0.0.1 and ::1 (or from
+    $FORWARDED_ALLOW_IPS: https://www.uvicorn.org/settings/), so that anyone on the machine
+    could name any address; the application believes them from Settings.trusted_proxies alone
+    (guard.py)."""
+    return {"host": host, "port": port, "log_level": "warning", "proxy_headers": False}
+
+
 def run(target: db.Target, host: str = "127.0.0.1", port: int = 8350,
         settings: Settings | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
@@ -71,7 +80,10 @@ def run(target: db.Target, host: str = "127.0.0.1", port: int = 8350,
         log.warning(warning)
     log.info("dashboard: http://%s:%d/ over %s%s", host if ":" not in host else f"[{host}]", port,
              db.describe(target.conn_str), ", actions allowed" if settings.allow_actions else ", read only")
+    if settings.trusted_proxies:
+        log.info("dashboard: forwarded headers believed from %s only%s", ", ".join(settings.trusted_proxies),
+                 f"; the acting user from their {settings.user_header}" if settings.user_header else "")
     try:
-        uvicorn.run(create_app(store, settings), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(store, settings), **server_options(host, port))
     finally:
         store.close()

@@ -158,6 +158,11 @@ class Store(Protocol):
 
     def health(self) -> list[status.QueueHealth]: ...
 
+    def login(self) -> str | None:
+        """The login the dashboard's connection acts as, for the audit lines (guard.py, web.client):
+        ORIGINAL_LOGIN(), read once."""
+        ...
+
     def columns(self, queue: str) -> list[Column]:
         """The worker view's columns, in its order."""
         ...
@@ -713,6 +718,7 @@ class SqlStore:
         self._opened = False  # a connection was opened once
         self._refused: tuple[float, str] | None = None  # when a connect last failed, and its line
         self._login: str | None = None  # ORIGINAL_LOGIN(), once read (login)
+        self._login: str | None = None  # ORIGINAL_LOGIN(), once read (login)
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
@@ -794,6 +800,16 @@ class SqlStore:
     def health(self) -> list[status.QueueHealth]:
         with self._connection() as conn:
             return status.read(conn)
+
+    def login(self) -> str | None:
+        # ORIGINAL_LOGIN(), not SUSER_SNAME(): the login that opened the session, even inside an
+        # EXECUTE AS context switch, where SUSER_SNAME() names the impersonated one; "useful in
+        # auditing the identity of the original connecting context"
+        # (https://learn.microsoft.com/sql/t-sql/functions/original-login-transact-sql). Every
+        # connection opens with the same connection string, so one read serves them all.
+        if self._login is None:
+            self._login = self._rows("SELECT ORIGINAL_LOGIN() AS Login;")[0]["Login"]
+        return self._login
 
     def columns(self, queue: str) -> list[Column]:
         rows = self._rows("SELECT c.name AS name, TYPE_NAME(c.user_type_id) AS type FROM sys.columns AS c "

@@ -6,7 +6,9 @@ from a URL and shown."""
 from __future__ import annotations
 
 import hmac
+import json
 import logging
+import re
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
 from relq import db
-from relq.dashboard import access
+from relq.dashboard import access, guard
 from relq.dashboard.chart import History
 from relq.dashboard.outage import Watch
 from relq.dashboard.store import Store, Unreachable
@@ -41,6 +43,11 @@ class Settings:
     # its own names, so that a web page whose name an attacker points at 127.0.0.1 (DNS
     # rebinding) cannot read the dashboard, nor the CSRF token in its forms.
     allowed_hosts: list[str] | None = None
+    # The proxies whose X-Forwarded-For and X-Forwarded-Proto are believed, as networks
+    # (guard.trusted_proxies); none: those headers are ignored from everyone, loopback included.
+    trusted_proxies: tuple[str, ...] = ()
+    # The header a trusted proxy names its authenticated user in (X-Forwarded-User); None: none.
+    user_header: str | None = None
 
 
 class Problem(Exception):
@@ -89,6 +96,14 @@ class Dashboard:
         names = ", ".join(q.queue for q in queues) or "none"
         raise Problem(404, f"no queue {queue!r} in dbo.QueueHealth_V (queues: {names})")
 
+    def login(self) -> str | None:
+        """The database login the dashboard acts as (the store reads it once); None while it
+        cannot be read."""
+        try:
+            return self.store.login()
+        except RelqError:
+            return None
+
     def act_problem(self, queue: str) -> str | None:
         """Why this login cannot control the queue's items; None when it can (or actions are off)."""
         return access.missing(self.store, access.act(queue)) if self.settings.allow_actions else None
@@ -113,7 +128,29 @@ def unavailable(exc: RelqError) -> str:
 
 
 def client(request: Request) -> str:
-    return request.client.host if request.client else "?"
+    """Who acted, as an audit line and a bulk job's page say it: the user a trusted proxy named
+    (guard.py), else the database login the dashboard acts as, then the client's address: the
+    socket's, or the one a trusted proxy gave (``via`` that proxy), never a forwarded header from
+    anyone else. ``user alice at 203.0.113.7 via 10.0.0.2``, ``login relq_ops at 127.0.0.1``; the
+    address alone when the login cannot be read (the database is away). Names are quoted when
+    they hold anything but letters, digits and ``._@\\/+:-``, so that a line cannot be forged."""
+    address = request.client.host if request.client else "?"
+    arrival = request.scope.get(guard.ARRIVAL)
+    if arrival is None:  # not through guard.Proxies (a bare application)
+        return _name(address)
+    via = f" via {_name(arrival.proxy)}" if arrival.proxy and arrival.proxy != address else ""
+    if arrival.user:
+        return f"user {_name(arrival.user)} at {_name(address)}{via}"
+    login = arrival.login()
+    return f"login {_name(login)} at {_name(address)}{via}" if login else f"{_name(address)}{via}"
+
+
+def _name(text: str) -> str:
+    text = text[:128]
+    return text if _PLAIN.fullmatch(text) else json.dumps(text)
+
+
+_PLAIN = re.compile(r"[\w.@\\/+:-]{1,128}", re.ASCII)
 
 
 def parse_time(text: str, what: str) -> datetime:

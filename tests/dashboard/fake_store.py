@@ -83,6 +83,9 @@ class FakeStore:
     server_now: datetime = NOW
     uncommitted: set[tuple[Any, ...]] = field(default_factory=set)
     counter_reads: list[tuple[datetime | None, int, tuple[AttemptKey, ...]]] = field(default_factory=list)
+    # ORIGINAL_LOGIN(), for the audit lines (web.client); None: a login the store cannot name, so
+    # that a line names the address alone
+    login_name: str | None = None
 
     @classmethod
     def with_roles(cls, *roles: str) -> FakeStore:
@@ -205,6 +208,11 @@ class FakeStore:
     def _require(self, obj: str, permission: str) -> None:
         if (obj, permission) not in self.granted:
             raise refused(229, f"The {permission} permission was denied on the object '{obj}'")
+
+    def login(self) -> str | None:
+        if self.down:
+            raise self.down
+        return self.login_name
 
     def health(self) -> list[status.QueueHealth]:
         self._require("dbo.QueueHealth_V", "SELECT")
