@@ -718,7 +718,6 @@ class SqlStore:
         self._opened = False  # a connection was opened once
         self._refused: tuple[float, str] | None = None  # when a connect last failed, and its line
         self._login: str | None = None  # ORIGINAL_LOGIN(), once read (login)
-        self._login: str | None = None  # ORIGINAL_LOGIN(), once read (login)
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
