@@ -3,8 +3,9 @@
 Each page area is a module with a ``routes(dash)`` function over the shared
 :class:`~relq.dashboard.web.Dashboard`: overview.py (``/``, its live part, ``/metrics``),
 items.py (a queue's items), item.py (an item and its controls), bulk.py (actions on many
-items). A form carries the dashboard's CSRF token and, for an item, its token
-(``UpdatedAt``); the database refuses a stale one (735705)."""
+items), stuck.py (the items in Processing and who holds them). A form carries the
+dashboard's CSRF token and, for an item, its token (``UpdatedAt``); the database refuses a
+stale one (735705)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from relq.dashboard import bulk, deadletters, item, items, outage, overview
+from relq.dashboard import bulk, deadletters, item, items, outage, overview, stuck
 from relq.dashboard.chart import History
 from relq.dashboard.guard import Guarded
 from relq.dashboard.store import Store, outage_of
@@ -44,7 +45,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
         return dash.page(request, "problem.html", status_code=status_code, line=line)
 
     routes = [*overview.routes(dash), *items.routes(dash), *item.routes(dash), *bulk.routes(dash),
-              *deadletters.routes(dash),
+              *deadletters.routes(dash), *stuck.routes(dash),
               Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")]
     handlers = {Problem: problem, RelqError: problem, HTTPException: problem}
     middleware = []

@@ -196,6 +196,19 @@ class Store(Protocol):
         attempts of ``followed``."""
         ...
 
+    # -- stuck work (relq/dashboard/stuck.py): processing_sql, holders_sql --
+
+    def processing(self, queue: str, after: LeasePlace | None, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` items in Processing (the HELD columns, and ReadAt: the database's
+        clock), in lease order (LeaseUntil, then the key; an item without a lease first), past
+        the item at ``after`` (None: from the first)."""
+        ...
+
+    def holders(self, queue: str, cap: int) -> list[dict[str, Any]]:
+        """Who holds the first ``cap`` items in Processing in lease order: a row per LockedBy
+        (the HOLDER columns, and ReadAt), the oldest lease first."""
+        ...
+
 
 def view(queue: str) -> str:
     return f"dbo.Worker_{_name(queue)}_V"
@@ -391,6 +404,69 @@ def reading_note(where: Filter) -> str | None:
         return ("Text in Error is looked for in each item read in order until a page is full: a "
                 "rare text reads much of the queue.")
     return None
+
+
+# -- stuck work (relq/dashboard/stuck.py) ----------------------------------------------------
+# The items in Processing and who holds them, from the worker view (what QueueAdmin reads), each
+# read one bounded read of the queue's lease index, IX_<Queue>_Lease: keyed LeaseUntil (then the
+# clustered key, EnqueuedAt, as every nonclustered index is), including LockedBy, filtered to
+# [Status] = 'Processing'. Each read states that filter word for word, as the item lists state
+# the health index's (UNFINISHED_FILTER), and reads in the index's order, LeaseUntil then
+# EnqueuedAt, so that the first rows are the items longest past their lease and TOP stops the
+# read after them: no sort, and nothing but the items in flight read (as many as there are
+# workers' slots times their batch). The first page reads from the index's first entry (an
+# ordered scan that TOP stops); a page past a row seeks to it.
+# The columns the index lacks (Type, StartedAt, ...) are looked up for the rows read only. Both
+# reads carry OPTION (RECOMPILE): under the database option PARAMETERIZATION FORCED a literal
+# becomes a parameter, and a predicate on a parameter cannot match a filtered index; a statement
+# with the RECOMPILE hint is one that forced parameterization leaves alone ("Forced
+# Parameterization",
+# https://learn.microsoft.com/previous-versions/sql/sql-server-2008-r2/ms175037(v=sql.105)),
+# at the cost of a compile of a small query per page. "Past its lease" is QueueHealth_V's:
+# LeaseUntil < SYSUTCDATETIME(); each read returns its SYSUTCDATETIME() as ReadAt, so that how
+# long past is the database's figure, not the web server's clock's.
+
+HELD = ("EnqueuedAt", "Type", "AttemptNum", "Step", "StartedAt", "LockedBy", "LeaseUntil")
+HOLDER = ("LockedBy", "Items", "PastLease", "HeldSince", "OldestLease")
+LEASE_FILTER = "[Status] = 'Processing'"  # IX_<Queue>_Lease's filter, word for word
+
+
+@dataclass(frozen=True)
+class LeasePlace:
+    """A row's place in the lease order: its LeaseUntil (None: it has none) and its key."""
+
+    lease_until: datetime | None
+    key: datetime
+
+
+def processing_sql(queue: str, after: LeasePlace | None, limit: int) -> tuple[str, list[Any]]:
+    """The read of a page of a queue's items in Processing, in lease order, and its parameters."""
+    clauses, params = [LEASE_FILTER], []
+    if after is not None and after.lease_until is not None:
+        # (LeaseUntil, EnqueuedAt) past the row's, as two ranges of the index's key (LeaseUntil,
+        # then EnqueuedAt, which a non-unique index carries as a key column): the row's lease and
+        # a later key, then a later lease. The values are the plan's own (RECOMPILE), so the seek
+        # starts at the row even where a batch claim gave hundreds of items one LeaseUntil.
+        clauses.append(f"((LeaseUntil = {KEY} AND EnqueuedAt > {KEY}) OR LeaseUntil > {KEY})")
+        params += [after.lease_until, after.key, after.lease_until]
+    elif after is not None:  # past a row without a lease: the rest of those, then every leased one
+        clauses.append(f"(LeaseUntil IS NOT NULL OR EnqueuedAt > {KEY})")
+        params.append(after.key)
+    columns = ", ".join(f"[{c}]" for c in HELD)
+    return (f"SELECT TOP ({int(limit)}) {columns}, SYSUTCDATETIME() AS ReadAt FROM {view(queue)} "
+            f"WHERE {' AND '.join(clauses)} ORDER BY LeaseUntil ASC, EnqueuedAt ASC OPTION (RECOMPILE);",
+            params)
+
+
+def holders_sql(queue: str, cap: int) -> tuple[str, list[Any]]:
+    """Who holds what: the first ``cap`` items in Processing in lease order (the same read as the
+    first page's), counted per LockedBy, the oldest lease first."""
+    return (f"WITH Held AS (SELECT TOP ({int(cap)}) LockedBy, LeaseUntil, StartedAt FROM {view(queue)} "
+            f"WHERE {LEASE_FILTER} ORDER BY LeaseUntil ASC, EnqueuedAt ASC) "
+            "SELECT LockedBy, COUNT(*) AS Items, COUNT(CASE WHEN LeaseUntil < SYSUTCDATETIME() THEN 1 END) "
+            "AS PastLease, MIN(StartedAt) AS HeldSince, MIN(LeaseUntil) AS OldestLease, "
+            "SYSUTCDATETIME() AS ReadAt FROM Held GROUP BY LockedBy "
+            "ORDER BY MIN(LeaseUntil) ASC, LockedBy ASC OPTION (RECOMPILE);", [])
 
 
 # -- /metrics' counters (relq.dashboard.metrics keeps them) --------------------------------
@@ -850,3 +926,13 @@ class SqlStore:
                         followed: Sequence[AttemptKey]) -> CounterReading:
         with self._connection() as conn:
             return counter_reading(conn, since, window_ms, followed)
+
+    # -- stuck work (relq.dashboard.stuck) ----------------------------------------------------
+
+    def processing(self, queue: str, after: LeasePlace | None, limit: int) -> list[dict[str, Any]]:
+        sql, params = processing_sql(queue, after, limit)
+        return self._rows(sql, *params)
+
+    def holders(self, queue: str, cap: int) -> list[dict[str, Any]]:
+        sql, params = holders_sql(queue, cap)
+        return self._rows(sql, *params)

@@ -223,7 +223,9 @@ class FakeStore:
                 due = [r["ScheduledFor"] for r in of_state
                        if state in ("Pending", "Error") and r["ScheduledFor"] <= NOW]
                 oldest = int((NOW - min(due)).total_seconds()) if due else None
-                health_rows.append((queue, state, len(of_state), oldest, 0))
+                past_lease = sum(r.get("LeaseUntil") is not None and r["LeaseUntil"] < NOW for r in of_state
+                                 if state == "Processing")
+                health_rows.append((queue, state, len(of_state), oldest, past_lease))
             done = sum(r["Status"] == "Completed" for r in rows)
             failed = sum(r["Status"] == "Failed" for r in rows)
             throughput_rows.append((queue, done / 15, failed / 15, 0.0, 120 if done else None,
@@ -373,6 +375,65 @@ class FakeStore:
         again = [r for r in rows if r.key.started_at in asked]
         return CounterReading(since, bound, ended, leaving, enqueued, again)
 
+    # -- stuck work (relq/dashboard/stuck.py): dbo.Worker_<Queue>_V's items in Processing in lease
+    # order, and who holds them, as store.processing_sql and store.holders_sql read them (a lease
+    # past when it is before NOW, their SYSUTCDATETIME()), but sorted and counted here
+    # in Python, so that the two can differ; ``stuck_reads``: each read's (method, queue, argument)
+    stuck_reads: list[tuple[str, str, Any]] = field(default_factory=list)
+
+    def hold(self, queue: str, locked_by: str | None, leases: list[timedelta | None],
+             **columns: Any) -> list[datetime]:
+        """Items in Processing held by ``locked_by``, one per lease (its end, from NOW;
+        None: no lease), each claimed 5 minutes before its lease ends (or before now)."""
+        keys = []
+        for lease in leases:
+            until = None if lease is None else NOW + lease
+            started = (until or NOW) - timedelta(minutes=5)
+            keys += self.add(queue, 1, "Processing", LockedBy=locked_by, LeaseUntil=until, StartedAt=started,
+                             **columns)
+        return keys
+
+    @staticmethod
+    def _lease_place(lease: datetime | None, key: datetime) -> tuple[bool, datetime, datetime]:
+        return (lease is not None, lease or T0, key)  # no lease first, as ORDER BY ... ASC puts NULL
+
+    def _held(self, queue: str) -> list[dict[str, Any]]:
+        held = [r for r in self.items_by_queue.get(queue, []) if r["Status"] == "Processing"]
+        return sorted(held, key=lambda r: self._lease_place(r.get("LeaseUntil"), r["EnqueuedAt"]))
+
+    def processing(self, queue: str, after: Any, limit: int) -> list[dict[str, Any]]:
+        """``after``: a relq.dashboard.store.LeasePlace, or None."""
+        from relq.dashboard.store import HELD
+
+        if self.down:
+            raise self.down
+        self._require(f"dbo.Worker_{queue}_V", "SELECT")
+        self.stuck_reads.append(("processing", queue, after))
+        rows = self._held(queue)
+        if after is not None:
+            at = self._lease_place(after.lease_until, after.key)
+            rows = [r for r in rows if self._lease_place(r.get("LeaseUntil"), r["EnqueuedAt"]) > at]
+        return [{**{c: r.get(c) for c in HELD}, "ReadAt": NOW} for r in rows[:limit]]
+
+    def holders(self, queue: str, cap: int) -> list[dict[str, Any]]:
+        if self.down:
+            raise self.down
+        self._require(f"dbo.Worker_{queue}_V", "SELECT")
+        self.stuck_reads.append(("holders", queue, cap))
+        by_worker: dict[str | None, list[dict[str, Any]]] = {}
+        for r in self._held(queue)[:cap]:
+            by_worker.setdefault(r.get("LockedBy"), []).append(r)
+        out = []
+        for worker, rows in by_worker.items():
+            leases = [r["LeaseUntil"] for r in rows if r.get("LeaseUntil") is not None]
+            starts = [r["StartedAt"] for r in rows if r.get("StartedAt") is not None]
+            out.append({"LockedBy": worker, "Items": len(rows),
+                        "PastLease": sum(lease < NOW for lease in leases),
+                        "HeldSince": min(starts, default=None), "OldestLease": min(leases, default=None),
+                        "ReadAt": NOW})
+        # the oldest lease first (a worker with an item without a lease before all), then the name
+        return sorted(out, key=lambda h: (h["OldestLease"] is not None, h["OldestLease"] or T0,
+                                          h["LockedBy"] or ""))
 
 # -- an outage: a FakeStore behind a server that restarts, goes down and comes back --------------
 # FlakyStore keeps the Store contract as FakeStore does, on a "connection" to a FakeServer, through
