@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from relq.dashboard import access, bulk, privacy
+from relq.dashboard import access, privacy
 from relq.dashboard.store import (
     LISTED,
     SEARCHES,
@@ -86,7 +86,7 @@ def routes(dash: Dashboard) -> list[Route]:
                          searches=[s for s in KEY_SEARCHES if s in offered],
                          recipient_offered=any(s.field in ("email_to", "phone_number") for s in offered),
                          recipient=recipient, shown_recipient=shown_recipient, statuses=list(STATES),
-                         retried=bulk.result(request), act_problem=dash.act_problem(queue),
+                         act_problem=dash.act_problem(queue),
                          **pager(request, page))
 
     return [Route("/queues/{queue}", items, name="items")]
@@ -204,7 +204,7 @@ def _place(where: Filter) -> dict[str, str | None]:
 
 def query(request: Request, **changes: str | None) -> str:
     """This list's URL with ``changes`` to its query (None drops a parameter)."""
-    params = {k: v for k, v in request.query_params.items() if k not in bulk.RESULT}
+    params = dict(request.query_params.items())
     params.update(changes)
     kept = {k: v for k, v in params.items() if v}
     return f"{request.url.path}?{urlencode(kept)}" if kept else request.url.path

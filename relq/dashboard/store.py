@@ -17,6 +17,7 @@ not such a seek."""
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import threading
 import time
@@ -189,6 +190,13 @@ class Store(Protocol):
         Status, ScheduledFor). Raises db.SqlError with the procedure's number."""
         ...
 
+    def purge_item(self, queue: str, key: datetime, token: datetime) -> bool:
+        """Remove one finished item whose token is still ``token`` (relq.dashboard.bulk), through
+        dbo.Purge_<queue>_trx's exact mode with that one key; whether it did. False: the item is
+        gone, changed, not finished, or another session held it (the purge passes over a row
+        held, READPAST). Raises db.SqlError with the procedure's number."""
+        ...
+
     def counter_reading(self, since: datetime | None, window_ms: int,
                         followed: Sequence[AttemptKey]) -> CounterReading:
         """What /metrics' counters read at a scrape (:func:`counter_batch`): the attempts that
@@ -218,6 +226,11 @@ def procedure(action: str, queue: str) -> str:
     if action not in ACTIONS:
         raise ValueError(f"not a control: {action!r}")
     return f"dbo.{action}_{_name(queue)}_trx"
+
+
+def purge_procedure(queue: str) -> str:
+    """The queue's purge, whose exact mode removes a finished item by key and token (bulk.py)."""
+    return f"dbo.Purge_{_name(queue)}_trx"
 
 
 def _name(queue: str) -> str:
@@ -919,6 +932,16 @@ class SqlStore:
         with self._connection() as conn:
             result = db.call(conn, procedure(action, queue), **params)
         return dict(zip(result.columns[0], result.result_sets[0][0], strict=True))
+
+    # -- bulk actions (relq.dashboard.bulk) ---------------------------------------------------
+
+    def purge_item(self, queue: str, key: datetime, token: datetime) -> bool:
+        # The exact mode: the item only if it is still finished and its UpdatedAt still the one
+        # listed, passing over a row another session holds; in a transaction of its own.
+        listed = json.dumps([{"EnqueuedAt": db.sql_value(key), "UpdatedAt": db.sql_value(token)}])
+        with self._connection() as conn:
+            result = db.call(conn, purge_procedure(queue), Keys=listed, BatchSize=1)
+        return int(result.result_sets[0][0][0]) > 0
 
     # -- /metrics' counters ------------------------------------------------------------------
 

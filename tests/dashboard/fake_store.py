@@ -57,6 +57,7 @@ def role_grants(role: str) -> set[tuple[str, str]]:
         for q in QUEUES:
             grants |= {(f"dbo.Worker_{q}_V", "SELECT")}
             grants |= {(f"dbo.{a}_{q}_trx", "EXECUTE") for a in ACTIONS}
+            grants |= {(f"dbo.Purge_{q}_trx", "EXECUTE")}  # QUEUE.grants.sql.tmpl
         return grants
     raise ValueError(role)
 
@@ -83,6 +84,10 @@ class FakeStore:
     server_now: datetime = NOW
     uncommitted: set[tuple[Any, ...]] = field(default_factory=set)
     counter_reads: list[tuple[datetime | None, int, tuple[AttemptKey, ...]]] = field(default_factory=list)
+    # bulk actions: the purges asked (queue, key, token), and the keys another session holds
+    # locked (an operator's Retry_ under way, a purge): the exact mode's READPAST passes over them
+    purged: list[tuple[str, datetime, datetime]] = field(default_factory=list)
+    held: set[datetime] = field(default_factory=set)
     # ORIGINAL_LOGIN(), for the audit lines (web.client); None: a login the store cannot name, so
     # that a line names the address alone
     login_name: str | None = None
@@ -310,6 +315,23 @@ class FakeStore:
             row["ScheduledFor"] = scheduled_for
         row["UpdatedAt"] += timedelta(seconds=1)
         return {k: row[k] for k in ITEM_COLUMNS}
+
+    # -- bulk actions: dbo.Purge_<Queue>_trx's exact mode with one key, as relq.dashboard.store's
+    # SqlStore.purge_item calls it: removed only if finished, its token the one given, not held
+
+    def purge_item(self, queue: str, key: datetime, token: datetime) -> bool:
+        self._require(f"dbo.Purge_{queue}_trx", "EXECUTE")
+        self.purged.append((queue, key, token))
+        row = self._find(queue, key)
+        if row is None:
+            return False
+        if key in self.changed_behind:
+            row["UpdatedAt"] += timedelta(seconds=1)
+        if token != row["UpdatedAt"] or row["Status"] not in status.FINISHED or key in self.held:
+            return False
+        self.items_by_queue[queue].remove(row)
+        self.attempts_by_key.pop((queue, key), None)
+        return True
 
     # -- /metrics' counters: dbo.QueueAttemptOutcome_V and dbo.QueueItemKey_V, as SqlStore's read
     # aggregates them (relq.dashboard.store.COUNTER_BATCH) --------------------------------------

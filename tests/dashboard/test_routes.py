@@ -247,26 +247,6 @@ def test_actions_without_queue_admin_say_which_role_is_missing() -> None:
     assert "<button" not in page.text
 
 
-def test_retry_every_failed_item_of_a_type_one_by_one_with_their_tokens(admin: FakeStore, caplog) -> None:
-    keys = admin.add("SyncQueue", 3, "Failed", type="CustomerSync")
-    other = admin.add("SyncQueue", 1, "Failed", type="InventorySync")
-    admin.changed_behind.add(keys[1])
-    app = client(admin, allow_actions=True)
-    page = app.get("/queues/SyncQueue?status=Failed&type=CustomerSync")
-    assert "Retry every Failed item of type" in page.text
-    with caplog.at_level(logging.INFO, logger="relq.dashboard"):
-        done = app.post("/queues/SyncQueue/retry-failed",
-                        data={"csrf": csrf(page.text), "type": "CustomerSync"})
-    assert done.status_code == 303
-    assert [admin._find("SyncQueue", k)["Status"] for k in keys + other] == ["Pending", "Failed", "Pending",
-                                                                             "Failed"]
-    assert {a[1] for a in admin.acted} == {"Retry"} and len(admin.acted) == 3
-    [line] = [r.getMessage() for r in caplog.records]
-    assert "2 retried, 1 changed since read, 0 refused" in line
-    result = app.get(done.headers["location"])
-    assert "Retried 2 Failed items; 1 changed since you looked" in result.text
-
-
 # -- metrics -------------------------------------------------------------------------------
 
 
