@@ -10,6 +10,8 @@ GO
    @Response: the attempt's response; NULL keeps the recorded one.
    @Error: the attempt's error; NULL keeps the recorded one.
    @ScheduledFor: for an Error outcome, when to try again; NULL: after the backoff.
+     For a release (Pending: a worker shutting down, or a handler's snooze), when it
+     is due again; NULL: as it was.
    @EmailResponse, @EmailError: the Email channel's own result, when given.
    @SmsResponse, @SmsError: the Sms channel's own result, when given.
    Returns 0 with the updated item from dbo.Worker_Notification_V (its new UpdatedAt

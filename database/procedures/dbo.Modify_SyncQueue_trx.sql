@@ -10,6 +10,8 @@ GO
    @Response: the attempt's response; NULL keeps the recorded one.
    @Error: the attempt's error; NULL keeps the recorded one.
    @ScheduledFor: for an Error outcome, when to try again; NULL: after the backoff.
+     For a release (Pending: a worker shutting down, or a handler's snooze), when it
+     is due again; NULL: as it was.
    Returns 0 with the updated item from dbo.Worker_SyncQueue_V (its new UpdatedAt
    is the next token, LeaseUntil its lease while in Processing); 1 on error:
    735701 inside a transaction, and the errors of dbo.Modify_SyncQueue_utx. */

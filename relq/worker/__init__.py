@@ -9,7 +9,7 @@ through its procedures (claim, keep the lease, report), with a clean shutdown.
         return "synced"
 """
 
-from relq.worker.handlers import Handlers, Item, NextStep, Permanent
+from relq.worker.handlers import Cancel, Handlers, Item, NextStep, Permanent, Snooze
 from relq.worker.runtime import Settings, Worker
 
-__all__ = ["Handlers", "Item", "NextStep", "Permanent", "Settings", "Worker"]
+__all__ = ["Cancel", "Handlers", "Item", "NextStep", "Permanent", "Settings", "Snooze", "Worker"]

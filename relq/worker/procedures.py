@@ -69,10 +69,12 @@ class Procedures(Protocol):
     def extend(self, claim: Claim) -> Claim: ...
 
     def report(self, claim: Claim, status: str, *, step: str | None = None,
-               response: str | None = None, error: str | None = None) -> tuple[Claim, str]:
+               response: str | None = None, error: str | None = None,
+               scheduled_for: datetime | None = None) -> tuple[Claim, str]:
         """The outcome. Returns the claim with the item's new token (and lease, after a
         step advance) and the status the item took: an Error on its last attempt is
-        Failed. Raises Lost."""
+        Failed. ``scheduled_for`` (UTC): when a released (Pending) or Error item is due
+        again. Raises Lost."""
         ...
 
     def close(self) -> None:
@@ -119,10 +121,11 @@ class SqlProcedures:
         return claim.renewed(token, lease_until)
 
     def report(self, claim: Claim, status: str, *, step: str | None = None,
-               response: str | None = None, error: str | None = None) -> tuple[Claim, str]:
+               response: str | None = None, error: str | None = None,
+               scheduled_for: datetime | None = None) -> tuple[Claim, str]:
         result = self._result(claim, f"dbo.Modify_{self.queue}_trx", EnqueuedAt=claim.key,
                               UpdatedAt=claim.token, Status=status, Step=step, Response=response,
-                              Error=error)
+                              Error=error, ScheduledFor=scheduled_for)
         row = dict(zip(result.columns[0], result.result_sets[0][0], strict=True))
         return claim.renewed(row["UpdatedAt"], row["LeaseUntil"] or claim.lease_until), row["Status"]
 

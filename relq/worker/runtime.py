@@ -26,12 +26,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from relq import db
 from relq.errors import Msg
-from relq.worker.handlers import Handlers, Item, NextStep, Permanent
+from relq.worker.handlers import MAX_SNOOZE_S, Cancel, Handlers, Item, NextStep, Permanent, Snooze
 from relq.worker.idle import IDLE_CLAIMS_PER_S, IDLE_CLAIMS_PER_S_LATER, POLL_CAP_S, POLL_S, IdleGate
 from relq.worker.procedures import FATAL, Claim, Lost, Procedures, retryable
 from relq.worker.stats import Stats
@@ -82,13 +82,28 @@ class IdleBackoff:
         self._next = self.first
 
 
+@dataclass(frozen=True)
+class Report:
+    """What a handler's run comes to, as Modify_ takes it: the status, the step reached, the
+    response and error to record, and for a snooze how long until the item is due again."""
+
+    status: str
+    step: str | None = None
+    response: str | None = None
+    error: str | None = None
+    snooze_s: float | None = None
+
+
 class Held:
     """The claims one slot holds, kept alive from a thread of their own: each lease is
     renewed at a third of its length, whether its item runs now or waits its turn in
     the batch. Every call on the slot's connection goes through here, one at a time
     (a pyodbc connection serves one thread at a time), and always with the item's
     latest token (a renewal moves it). Lease lengths are the server's (LeaseUntil
-    less the token of the same change), so a skewed local clock does not matter.
+    less the token of the same change), and so is a snooze's due time (the token, the
+    server's clock at its change, plus the time since it came back), so a skewed local
+    clock does not matter. A renewal refused because the item is no longer this
+    attempt's is recorded in ``lost``, which the item's handler reads as Item.lost.
     ``connect`` opens a new connection when the slot's breaks (``procedures`` is then
     the new one, for the slot to keep)."""
 
@@ -98,6 +113,7 @@ class Held:
         self.connect = connect
         self.lost: dict[datetime, str] = {}  # key -> why: taken away while held
         self._claims = {c.key: c for c in claims}
+        self._seen = dict.fromkeys(self._claims, time.monotonic())  # key -> when its token came back
         self._started: set[datetime] = set()  # keys whose handler has begun: only their own report ends them
         self._closed = False
         self._lock = threading.Lock()
@@ -135,7 +151,7 @@ class Held:
             claim = self._held(key)
             item = self._call(lambda p: p.read(claim))
             self._started.add(key)
-            return item
+            return replace(item, watch=lambda: self.lost.get(key))
 
     def release_unstarted(self, key: datetime, why: str) -> None:
         """Give an item whose handler has not begun back to the queue (Pending). Lost when it
@@ -151,18 +167,23 @@ class Held:
             finally:  # reported or not (its lease then brings it back), no longer renewed here
                 del self._claims[key]
 
-    def report(self, key: datetime, status: str, **outcome: str | None) -> tuple[Claim, str]:
+    def report(self, key: datetime, report: Report) -> tuple[Claim, str]:
         """Report on the item; it stays held only after a step advance, or when the
         report failed for another reason than Lost (so that it can be tried again)."""
         with self._lock:
             claim = self._held(key)
+            due = None
+            if report.snooze_s is not None:  # by the server's clock: its token, and the time since
+                due = claim.token + timedelta(seconds=report.snooze_s + time.monotonic() - self._seen[key])
             try:
-                new, final = self._call(lambda p: p.report(claim, status, **outcome))
+                new, final = self._call(lambda p: p.report(
+                    claim, report.status, step=report.step, response=report.response, error=report.error,
+                    scheduled_for=due))
             except Lost:
                 del self._claims[key]
                 raise
-            if status == "Processing":
-                self._claims[key] = new
+            if report.status == "Processing":
+                self._keep(new)
             else:
                 del self._claims[key]
             return new, final
@@ -200,6 +221,11 @@ class Held:
                         self.procedures = new
         raise AssertionError("unreachable: the last try returns or raises")
 
+    def _keep(self, claim: Claim) -> None:
+        """The item's latest token (the caller holds the lock)."""
+        self._claims[claim.key] = claim
+        self._seen[claim.key] = time.monotonic()
+
     def _held(self, key: datetime) -> Claim:
         claim = None if self._closed else self._claims.get(key)
         if claim is None:
@@ -219,7 +245,7 @@ class Held:
                     if claim is None or self._closed:
                         continue
                     try:
-                        self._claims[key] = self._call(lambda p, c=claim: p.extend(c))
+                        self._keep(self._call(lambda p, c=claim: p.extend(c)))
                     except Lost as exc:
                         del self._claims[key]
                         self.lost[key] = str(exc)
@@ -389,10 +415,10 @@ class Worker:
             return False
         started = time.monotonic()
         while True:
-            status, step, response, error = self._run_handler(item)
+            report = self._run_handler(item)
             elapsed = time.monotonic() - started
             try:
-                claim, final = held.report(claim.key, status, step=step, response=response, error=error)
+                claim, final = held.report(claim.key, report)
             except Lost as exc:
                 self._outcome(claim, item, "lost", elapsed, str(exc))
                 return True
@@ -402,17 +428,17 @@ class Worker:
                     self._outcome(claim, item, "lost", elapsed, f"the report failed: {_text(exc)}")
                     return False
                 # refused for good (a response too long for its column, say): an Error says so
+                report = Report("Error", error=f"the report failed: {_text(exc)}")
                 try:
-                    claim, final = held.report(claim.key, "Error", error=f"the report failed: {_text(exc)}")
+                    claim, final = held.report(claim.key, report)
                 except Exception as again:
                     held.drop(claim.key)  # its lease brings it back
                     self._outcome(claim, item, "lost", elapsed, f"the report failed: {_text(again)}")
                     return not retryable(again)
-                status = "Error"
-            if status != "Processing":
-                self._outcome(claim, item, final, elapsed, error)
+            if report.status != "Processing":
+                self._outcome(claim, item, "Snoozed" if final == "Pending" else final, elapsed, report.error)
                 return True
-            item = replace(item, step=step)
+            item = replace(item, step=report.step)
 
     def _leave(self, held: Held, rest: list[Claim]) -> None:
         """The connection stays away: the rest of the batch goes back with this slot's next
@@ -423,8 +449,8 @@ class Worker:
                 held.drop(claim.key)
                 self._outcome(claim, None, "lost", 0.0, "left unread: the connection failed")
 
-    def _run_handler(self, item: Item) -> tuple[str, str | None, str | None, str | None]:
-        """(status, step, response, error) from the handler of the item's step."""
+    def _run_handler(self, item: Item) -> Report:
+        """What the handler of the item's step comes to."""
         handler = self.handlers.find(item.queue, item.type, item.step)
         try:
             if handler is None:
@@ -432,16 +458,25 @@ class Worker:
                                   f"step {item.step or '(first)'}")
             result = handler(item)
         except Permanent as exc:
-            return "Failed", None, None, _text(exc)
+            return Report("Failed", error=_text(exc))
         except Exception as exc:
-            return "Error", None, None, _text(exc)
+            return Report("Error", error=_text(exc))
         if isinstance(result, NextStep):
             if not 0 < len(result.step) <= MAX_STEP:
-                return "Error", None, None, f"the handler's next step must be 1 to {MAX_STEP} characters"
-            return "Processing", result.step, result.response, None
+                return Report("Error", error=f"the handler's next step must be 1 to {MAX_STEP} characters")
+            return Report("Processing", step=result.step, response=result.response)
+        if isinstance(result, Snooze):
+            seconds = result.seconds
+            if not (isinstance(seconds, int | float) and 0 < seconds <= MAX_SNOOZE_S):
+                return Report("Error", error=f"the handler's snooze must be more than 0 and at most "
+                                             f"{MAX_SNOOZE_S} seconds, not {seconds!r}")
+            response = result.response or f"snoozed for {seconds:g} s"
+            return Report("Pending", response=response, snooze_s=seconds)
+        if isinstance(result, Cancel):
+            return Report("Cancelled", response=result.reason or "cancelled by its handler")
         if result is not None and not isinstance(result, str):
-            return "Error", None, None, f"the handler returned a {type(result).__name__}, not a str"
-        return "Completed", None, result, None
+            return Report("Error", error=f"the handler returned a {type(result).__name__}, not a str")
+        return Report("Completed", response=result)
 
     def _release(self, held: Held, key: datetime, why: str) -> None:
         """Release an item whose handler has not begun; one that has begun is left to it."""
@@ -473,7 +508,8 @@ class Worker:
     def _outcome(self, claim: Claim, item: Item | None, outcome: str, elapsed: float,
                  error: str | None) -> None:
         """Count it and log one line: never the item's fields, which may hold secrets."""
-        counter = {"Completed": "completed", "Error": "retried", "Failed": "failed"}.get(outcome, "lost")
+        counter = {"Completed": "completed", "Error": "retried", "Failed": "failed", "Snoozed": "snoozed",
+                   "Cancelled": "cancelled"}.get(outcome, "lost")
         self.stats.add(counter)
         if outcome in ("Completed", "Error", "Failed"):
             self.stats.timed(elapsed)
@@ -482,7 +518,7 @@ class Worker:
                 "outcome": outcome, "ms": round(elapsed * 1000)}
         if error:
             line["error"] = error
-        (log.info if outcome == "Completed" else log.warning)(json.dumps(line))
+        (log.info if outcome in ("Completed", "Snoozed", "Cancelled") else log.warning)(json.dumps(line))
 
 
 def _close(procedures: Procedures) -> None:

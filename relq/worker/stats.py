@@ -7,7 +7,7 @@ import math
 import threading
 from collections import Counter
 
-COUNTS = ("claimed", "completed", "retried", "failed", "released", "lost")
+COUNTS = ("claimed", "completed", "retried", "failed", "snoozed", "cancelled", "released", "lost")
 
 
 class Stats:

@@ -173,7 +173,7 @@ class MemoryQueue:
             return claim.renewed(row.token, row.lease_until)
 
     def report(self, claim: Claim, status: str, *, step: str | None = None, response: str | None = None,
-               error: str | None = None) -> tuple[Claim, str]:
+               error: str | None = None, scheduled_for: datetime | None = None) -> tuple[Claim, str]:
         with self.changed:
             row = self._held(claim)
             if row.status != "Processing":
@@ -182,8 +182,9 @@ class MemoryQueue:
                 status = "Failed"
             if status == "Error":
                 row.due = _now() + timedelta(seconds=self.backoff_s)
-            if status == "Pending":
+            if status == "Pending":  # a release: the attempt given back, due again as it was or then
                 row.attempt -= 1
+                row.due = scheduled_for or row.due
             row.status = status
             row.step = step or row.step
             row.fields["Response"] = response if response is not None else row.fields.get("Response")

@@ -50,3 +50,15 @@ def test_a_report_refused_because_another_attempt_owns_the_item_is_lost(monkeypa
     with pytest.raises(Lost) as lost:
         SqlProcedures(FakeConnection(RefusingCursor(message)), "SyncQueue").report(CLAIM, "Completed")
     assert lost.value.number == Msg.TakenOver
+
+
+def test_a_report_sends_when_a_released_item_is_due_again() -> None:
+    due, token = datetime(2024, 1, 1, 0, 5), datetime(2024, 1, 1, 0, 0, 1)
+    item = (["EnqueuedAt", "UpdatedAt", "LeaseUntil", "Status"], [(KEY, token, None, "Pending")])
+    cursor = FakeCursor([item, (["return_code"], [(0,)])])
+    claim, status = SqlProcedures(FakeConnection(cursor), "SyncQueue").report(
+        CLAIM, "Pending", response="snoozed for 300 s", scheduled_for=due)
+    sql, params = cursor.executed
+    assert "EXEC @rc = dbo.Modify_SyncQueue_trx" in sql and "@ScheduledFor = ?" in sql
+    assert params[-1] == "2024-01-01T00:05:00.000000"  # the last parameter, as relq sends a datetime
+    assert (claim.token, status) == (token, "Pending")

@@ -8,13 +8,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import pytest
 
 from relq import db
 from relq.worker import runtime
-from relq.worker.handlers import Handlers, Item, NextStep, Permanent
-from relq.worker.runtime import IdleBackoff, Settings, Worker
+from relq.worker.handlers import MAX_SNOOZE_S, Cancel, Handlers, Item, NextStep, Permanent, Snooze
+from relq.worker.procedures import Claim
+from relq.worker.runtime import Held, IdleBackoff, Report, Settings, Worker
 from relq.worker.stats import Stats
 from tests.worker.memory_queue import MemoryQueue, deadlock, link_failure
 
@@ -442,3 +444,84 @@ def test_a_release_at_shutdown_on_a_broken_connection_is_left_to_the_lease_not_r
     assert statuses[keys[0]] == "Completed"  # reported on a new connection
     assert [statuses[k] for k in keys[1:]] == ["Processing"] * 2  # their leases bring them back
     assert result[0].summary()["released"] == 0
+
+
+def test_a_snoozed_item_comes_back_when_due_without_spending_an_attempt() -> None:
+    queue, handlers, seen = MemoryQueue(max_attempts=1), Handlers(), []
+
+    @handlers.register("Notification", "ResetPassword")
+    def later(item: Item) -> Snooze | None:
+        seen.append((item.attempt, runtime.time.monotonic()))
+        return Snooze(0.3) if len(seen) == 1 else None
+
+    key = queue.add()
+    summary = drain(queue, handlers, concurrency=1)
+
+    # With one attempt allowed, a spent attempt would have failed the item instead.
+    assert [attempt for attempt, _ in seen] == [1, 1]
+    assert seen[1][1] - seen[0][1] >= 0.3  # not claimed again before it was due
+    assert queue.rows[key].history == ["Processing", "Pending", "Processing", "Completed"]
+    assert queue.rows[key].fields["Response"] == "snoozed for 0.3 s"  # the completion kept it
+    assert (summary["snoozed"], summary["completed"], summary["retried"]) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("seconds", [0, -1, MAX_SNOOZE_S + 1, "5", float("nan")])
+def test_a_snooze_out_of_range_is_an_error_that_says_so(seconds) -> None:
+    queue, handlers = MemoryQueue(max_attempts=1), Handlers()
+    handlers.register("Notification", "ResetPassword")(lambda item: Snooze(seconds))
+    key = queue.add()
+    drain(queue, handlers)
+    assert queue.rows[key].history == ["Processing", "Failed"]
+    assert queue.rows[key].fields["Error"].startswith("the handler's snooze must be more than 0 and at most")
+
+
+def test_a_snooze_is_due_by_the_servers_clock_not_the_workers() -> None:
+    class Recording:
+        queue = "SyncQueue"
+
+        def __init__(self) -> None:
+            self.due = None
+
+        def report(self, claim, status, **outcome):
+            self.due = outcome["scheduled_for"]
+            return claim, status
+
+    server_now = datetime(2020, 6, 1, 12, 0)  # years away from this machine's clock
+    procedures = Recording()
+    before = runtime.time.monotonic()  # the token came back with the claim, just now
+    held = Held(procedures, [Claim(datetime(2020, 6, 1, 11, 0), server_now, server_now, 1)])
+    held.report(datetime(2020, 6, 1, 11, 0), Report("Pending", snooze_s=30))
+    waited = runtime.time.monotonic() - before
+    assert timedelta(seconds=30) <= procedures.due - server_now <= timedelta(seconds=30 + waited)
+
+
+def test_a_cancel_ends_the_item_cancelled_with_its_reason() -> None:
+    queue, handlers = MemoryQueue(), Handlers()
+    handlers.register("Notification", "ResetPassword")(lambda item: Cancel("the account was closed"))
+    handlers.register("Notification", "Welcome")(lambda item: Cancel())
+    closed, welcome = queue.add(), queue.add("Welcome")
+    summary = drain(queue, handlers, concurrency=1)
+    assert queue.rows[closed].history == queue.rows[welcome].history == ["Processing", "Cancelled"]
+    assert queue.rows[closed].fields["Response"] == "the account was closed"
+    assert queue.rows[welcome].fields["Response"] == "cancelled by its handler"
+    assert (summary["cancelled"], summary["completed"], summary["lost"]) == (2, 0, 0)
+
+
+def test_a_running_handler_learns_from_the_lease_renewals_that_its_item_was_taken_over() -> None:
+    queue, handlers, told = MemoryQueue(lease_s=1.5), Handlers(), []  # renewed every 0.5 s
+
+    @handlers.register("Notification", "ResetPassword")
+    def long_job(item: Item) -> str:
+        assert item.lost is None
+        queue.take_over(item.key, by="other/1")
+        until(lambda: item.lost is not None)
+        told.append(item.lost)
+        return "stopped early"
+
+    key = queue.add()
+    worker, thread, _ = start(queue, handlers, concurrency=1)
+    until(lambda: worker.stats.summary()["lost"] == 1)
+    worker.stop()
+    thread.join(TIMEOUT_S)
+    assert len(told) == 1 and "735710" in told[0]
+    assert queue.rows[key].history == ["Processing"]  # the other worker's now: nothing reported
