@@ -47,6 +47,10 @@ class QueueHealth:
     p50_ms: int | None = None
     p95_ms: int | None = None
     paused: bool = False  # the queue itself is paused: its claims take nothing
+    group_limit: int = 1  # at most this many items of one GroupKey in Processing
+    # Every job type: whether claims take nothing of it (it or its queue is paused).
+    type_paused: dict[str, bool] = field(default_factory=dict)
+    type_limits: dict[str, int] = field(default_factory=dict)  # the limited types' limits
     # What is set on the queue or its types: pauses (who, when, why) and limits.
     controls: list[dict[str, Any]] = field(default_factory=list)
 
@@ -70,7 +74,11 @@ def summarize(health: Iterable[tuple], throughput: Iterable[tuple],
     for control in control_rows:
         q = queues.setdefault(control.queue, QueueHealth(control.queue))
         if control.type is None:
-            q.paused = control.is_paused
+            q.paused, q.group_limit = control.is_paused, control.group_limit or 1
+        else:
+            q.type_paused[control.type] = control.claims_paused
+            if control.type_limit is not None:
+                q.type_limits[control.type] = control.type_limit
         if control.notable:
             q.controls.append(_control(control))
     return [queues[name] for name in sorted(queues)]
