@@ -222,11 +222,95 @@ def status(c, conn=None, watch=None, json=False):
             elif watch is not None and watch > 0:
                 health.watch(connection, watch, Console())
             else:
-                Console().print(health.table(health.read(connection)))
+                Console().print(health.view(health.read(connection)))
         finally:
             connection.close()
     except RelqError as exc:
         raise _fail(exc, "status") from None
+
+
+CONTROL_TARGET = "the queue, or queue.Type for one job type (e.g. SyncQueue or SyncQueue.CustomerSync)"
+
+
+def _control(task_name: str, conn: str | None, config, act) -> None:
+    """Connect (the target printed masked), run ``act(connection)``, print its line; a user's
+    problem (no server, an unknown queue, a refused value) ends in one line."""
+    from relq import db
+    from relq.errors import RelqError
+
+    try:
+        target = db.resolve_target(conn, config)
+        print(f"{task_name}: {target}", file=sys.stderr)
+        connection = db.connect(target.conn_str)
+        try:
+            print(act(connection))
+        finally:
+            connection.close()
+    except RelqError as exc:
+        raise _fail(exc, task_name) from None
+
+
+@command("pause", help={
+    "target": CONTROL_TARGET,
+    "reason": "why, 1 to 400 characters: shown with the pause in status, the dashboard and /metrics' labels",
+    "by": "who pauses it (default: the login)",
+    "conn": CONN_HELP,
+})
+def pause(c, target=None, reason=None, by=None, conn=None):
+    """Pause a queue or a job type: claims take nothing of it until resumed; running items finish."""
+    from relq import controls
+    from relq.errors import RelqError
+
+    _required("pause", "target", target, CONTROL_TARGET)
+    try:
+        queue, type_ = controls.split_target(target)
+        why = controls.check_reason(reason)
+    except RelqError as exc:
+        raise Exit(f"pause: {exc}", code=2) from None
+    _control("pause", conn, c.config,
+             lambda cn: controls.done_line("pause", target, controls.pause(cn, queue, type_, why, by)))
+
+
+@command("resume", help={"target": CONTROL_TARGET, "by": "who resumes it (default: the login)",
+                         "conn": CONN_HELP})
+def resume(c, target=None, by=None, conn=None):
+    """Resume a paused queue or job type: the next claim takes its items again."""
+    from relq import controls
+    from relq.errors import RelqError
+
+    _required("resume", "target", target, CONTROL_TARGET)
+    try:
+        queue, type_ = controls.split_target(target)
+    except RelqError as exc:
+        raise Exit(f"resume: {exc}", code=2) from None
+    _control("resume", conn, c.config,
+             lambda cn: controls.done_line("resume", target, controls.resume(cn, queue, type_, by)))
+
+
+@command("limit", numbers=("to",), help={
+    "target": "queue.Type: at most --to of the type in Processing at once; a queue alone: at most --to "
+              "items of one group (GroupKey) at once, in enqueue order",
+    "to": "the limit, 1 to 32767",
+    "none": "remove the limit (a type: none; a queue's groups: 1, one at a time)",
+    "by": "who sets it (default: the login)",
+    "conn": CONN_HELP,
+})
+def limit(c, target=None, to=None, none=False, by=None, conn=None):
+    """Limit how many items of a job type, or of one group, are in Processing at once."""
+    from relq import controls
+    from relq.errors import RelqError
+
+    _required("limit", "target", target, "queue.Type, or a queue for its groups' limit")
+    to = number("limit", "to", to)
+    if (to is None) == (not none):
+        raise Exit("limit: give either --to N (1 to 32767) or --none", code=2)
+    try:
+        queue, type_ = controls.split_target(target)
+        value = controls.check_limit(to)
+    except RelqError as exc:
+        raise Exit(f"limit: {exc}", code=2) from None
+    _control("limit", conn, c.config,
+             lambda cn: controls.done_line("limit", target, controls.limit(cn, queue, type_, value, by)))
 
 
 @command("dashboard", numbers=("port", "refresh"), iterable=["trusted_proxy"], help={
@@ -519,5 +603,6 @@ def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=Non
 tsqlt = Collection("tsqlt", install=tsqlt_install)
 pipeline = Collection("pipeline", enqueue=pipeline_enqueue, archive=pipeline_archive, report=pipeline_report,
                       demo=pipeline_demo)
-ns = Collection(build, lint, fix, render_queues, new_queue, deploy, register_messages, status, dashboard,
+ns = Collection(build, lint, fix, render_queues, new_queue, deploy, register_messages, status, pause, resume,
+                limit, dashboard,
                 worker, test, bench, tsqlt, pipeline)

@@ -24,6 +24,33 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    -- No pause and no limit, whatever the database holds; the tests of them add their rows.
+    -- Its key applied again, so that the lock a limited claim takes is a key's.
+    EXEC tSQLt.FakeTable @TableName = N'dbo.QueueControl', @Defaults = 1;
+    EXEC tSQLt.ApplyConstraint @TableName = N'dbo.QueueControl', @ConstraintName = N'PK_QueueControl';
+END;
+GO
+-- One row of dbo.QueueControl: the queue's ([Type] '') or a type's.
+CREATE PROCEDURE Next_Notification_utxTests.SetControl
+    @Type VARCHAR(50) = '',
+    @IsPaused BIT = 0,
+    @TypeLimit SMALLINT = NULL,
+    @GroupLimit SMALLINT = NULL
+AS
+BEGIN
+    DELETE FROM dbo.QueueControl
+    WHERE [Queue] = N'Notification' AND [Type] = @Type;
+    INSERT INTO dbo.QueueControl ([Queue], [Type], IsPaused, PausedBy, PausedAt, PauseReason, TypeLimit, GroupLimit)
+    VALUES (
+        N'Notification',
+        @Type,
+        @IsPaused,
+        CASE WHEN @IsPaused = 1 THEN N'ann' END,
+        CASE WHEN @IsPaused = 1 THEN CAST('2024-01-01' AS DATETIME2(7)) END,
+        CASE WHEN @IsPaused = 1 THEN N'the relay is down' END,
+        @TypeLimit,
+        @GroupLimit
+    );
 END;
 GO
 -- The job types, faked with the two the tests use, for the tests of @Type
@@ -1815,5 +1842,230 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @RowLockedBy, @Message = N'the item''s LockedBy';
     EXEC tSQLt.AssertEqualsString
         @Expected = @Expected, @Actual = @AttemptLockedBy, @Message = N'the attempt''s LockedBy';
+END;
+GO
+-- Pause and limits (dbo.QueueControl): items 1 to 3 of ResetPassword, 11 and 12 of
+-- AddTestJobA; a paused type's items, its expired lease included, stay where they are.
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims only the other type's items when a type is paused]
+AS
+BEGIN
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    DECLARE @LockedBy NVARCHAR(128);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.FakeTypes;
+    EXEC Next_Notification_utxTests.SetControl @Type = 'ResetPassword', @IsPaused = 1;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @Priority = 9;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02';
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:03',
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = N'worker-dead',
+        @LeaseUntil = @Expired;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:11', @Type = 'AddTestJobA';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:12', @Type = 'AddTestJobA';
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '11,12', @Actual = @Seconds, @Message = N'claimed keys';
+    SELECT @LockedBy = q.LockedBy
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:03';
+    EXEC tSQLt.AssertEqualsString
+        @Expected = N'worker-dead', @Actual = @LockedBy, @Message = N'the paused type''s expired lease is not taken';
+END;
+GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims nothing when the queue is paused]
+AS
+BEGIN
+    DECLARE @Claimed NVARCHAR(MAX);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.FakeTypes;
+    EXEC Next_Notification_utxTests.SetControl @IsPaused = 1;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:11', @Type = 'AddTestJobA';
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'any type';
+    EXEC dbo.Next_Notification_utx
+        @LockedBy = N'worker-1', @BatchSize = 10, @Type = 'AddTestJobA', @Claimed = @Claimed OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'one type';
+END;
+GO
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims the type's items again when it is resumed]
+AS
+BEGIN
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.FakeTypes;
+    EXEC Next_Notification_utxTests.SetControl @Type = 'ResetPassword', @IsPaused = 1;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @Claimed = @Claimed OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'while paused';
+
+    -- Resumed as dbo.Resume_Queue_trx leaves the row: IsPaused 0, the last pause kept.
+    UPDATE dbo.QueueControl
+    SET
+        IsPaused = 0,
+        ResumedBy = N'bob',
+        ResumedAt = '2024-01-02'
+    WHERE [Queue] = N'Notification' AND [Type] = 'ResetPassword';
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @Claimed = @Claimed OUTPUT;
+
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '1', @Actual = @Seconds, @Message = N'claimed keys once resumed';
+END;
+GO
+-- Limit 3, one item of the type in Processing under a live lease: two slots are free.
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims at most the free slots of a type when it has a limit]
+AS
+BEGIN
+    DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.FakeTypes;
+    EXEC Next_Notification_utxTests.SetControl @Type = 'ResetPassword', @TypeLimit = 3;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01',
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = N'worker-9',
+        @LeaseUntil = @Later;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:03';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:04';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:05';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:11', @Type = 'AddTestJobA';
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '2,3,11', @Actual = @Seconds, @Message = N'the first claim';
+
+    -- All three slots taken: nothing more of the type, with or without @Type.
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-2', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'at the limit';
+    EXEC dbo.Next_Notification_utx
+        @LockedBy = N'worker-2', @BatchSize = 10, @Type = 'ResetPassword', @Claimed = @Claimed OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'at the limit, by type';
+
+    -- One finishes: one slot.
+    UPDATE dbo.Notification
+    SET
+        [Status] = 'Completed',
+        LeaseUntil = NULL
+    WHERE EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-2', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '4', @Actual = @Seconds, @Message = N'after one finished';
+END;
+GO
+-- Limit 2: item 1 holds a slot under a live lease; item 2's lease ran out, so it holds
+-- none, and the claim that takes it again takes the one free slot.
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx takes a free slot for an item again when its lease expired]
+AS
+BEGIN
+    DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.FakeTypes;
+    EXEC Next_Notification_utxTests.SetControl @Type = 'ResetPassword', @TypeLimit = 2;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01',
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = N'worker-9',
+        @LeaseUntil = @Later;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:02',
+        @Status = 'Processing',
+        @AttemptNum = 1,
+        @LockedBy = N'worker-dead',
+        @LeaseUntil = @Expired;
+    EXEC Next_Notification_utxTests.AddAttempt
+        @EnqueuedAt = '2024-01-01T00:00:02', @StartedAt = '2024-01-01T00:00:02', @AttemptNum = 1,
+        @LockedBy = N'worker-dead';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:03';
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '2', @Actual = @Seconds, @Message = N'claimed keys';
+END;
+GO
+-- The claim of a limited type holds an update lock on the type's row of dbo.QueueControl
+-- until its transaction ends, so that a concurrent claim of the type waits to count; a
+-- claim of unlimited types holds none. NoTransaction: the rows are committed first, so
+-- that the only locks on them in the claim's transaction are the claim's own.
+--[@tSQLt:NoTransaction]('Next_Notification_utxTests.RollbackLeftOpen')
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx holds an update lock on the limited type's row when it claims]
+AS
+BEGIN
+    DECLARE @Unlimited INT;
+    DECLARE @Limited INT;
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.FakeTypes;
+    EXEC Next_Notification_utxTests.SetControl @Type = 'AddTestJobA', @TypeLimit = 1;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01';
+
+    BEGIN TRANSACTION;
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @Type = 'ResetPassword';
+    SELECT @Unlimited = COUNT(*)
+    FROM sys.dm_tran_locks AS l
+    INNER JOIN sys.partitions AS p ON l.resource_associated_entity_id = p.hobt_id
+    WHERE
+        l.request_session_id = @@SPID
+        AND l.resource_type = 'KEY'
+        AND p.object_id = OBJECT_ID(N'dbo.QueueControl');
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @Type = 'AddTestJobA';
+    SELECT @Limited = COUNT(*)
+    FROM sys.dm_tran_locks AS l
+    INNER JOIN sys.partitions AS p ON l.resource_associated_entity_id = p.hobt_id
+    WHERE
+        l.request_session_id = @@SPID
+        AND l.resource_type = 'KEY'
+        AND l.request_mode IN ('U', 'RangeS-U')
+        AND p.object_id = OBJECT_ID(N'dbo.QueueControl');
+    ROLLBACK TRANSACTION;
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Unlimited, @Message = N'an unlimited type''s claim';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Limited, @Message = N'the limited type''s claim';
+END;
+GO
+-- Group limit 2: the first two items of a group run at once, the third waits for one.
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx claims the first two of a group in order when the group limit is 2]
+AS
+BEGIN
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Seconds VARCHAR(400);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.SetControl @GroupLimit = 2;
+    -- The later items are the more urgent, which must not matter.
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:01', @GroupKey = N'g';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02', @GroupKey = N'g', @Priority = 5;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:03', @GroupKey = N'g', @Priority = 9;
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:04', @GroupKey = N'g', @Priority = 9;
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '2,1', @Actual = @Seconds, @Message = N'the first claim';
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-2', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'two running';
+
+    UPDATE dbo.Notification
+    SET
+        [Status] = 'Completed',
+        LeaseUntil = NULL
+    WHERE EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-2', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+    EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
+    EXEC tSQLt.AssertEqualsString @Expected = '3', @Actual = @Seconds, @Message = N'after the first finished';
 END;
 GO

@@ -27,9 +27,54 @@ GO
    Error and resumed after the limit came down, waits until it is cancelled or
    the limit raised),
    and the later due items of a group whose earlier item is unfinished.
-   An item of an ordered group (GroupKey) is claimed only when no unfinished item
-   of its group was enqueued before it, so a group's items run one at a time, in
-   order, even within one batch. A claim sets Processing, AttemptNum + 1,
+   An item of an ordered group (GroupKey) is claimed only when fewer than the
+   queue's group limit (dbo.QueueControl's GroupLimit, default 1) of the unfinished
+   items of its group were enqueued before it: with 1, a group's items run one at a
+   time, in order, even within one batch; with N, at most N at once, the earliest
+   first. That needs no lock of its own: whether an item may be claimed depends only
+   on how many earlier items of its group are unfinished, which a claim does not
+   change (Pending and Processing are both unfinished) and which only falls (an item
+   enqueued later has a larger key, a group's items being committed in key order),
+   so an item that was claimable stays so. Of the k-th item of a group in
+   Processing, counted in key order, the k - 1 before it are unfinished now, hence
+   were when it was claimed: k - 1 < N, so never N + 1. Except after a Retry_: it
+   makes a finished earlier item unfinished again; from then on it counts against
+   the items after it, but those already running go on, and it may itself be
+   claimed while they run (a retry is an operator's step out of order).
+   Pause and limits (dbo.QueueControl, set by dbo.Pause_Queue_trx,
+   dbo.Resume_Queue_trx and dbo.Limit_Queue_trx without a deploy): the claim first
+   lists the types it may take, the queue's (or @Type) less the paused ones, and
+   none while the queue is paused; every read below, the abandoned items' included,
+   takes only those types, so a claim still reads by seeks (one a type, as before).
+   The rows are read without a lock: a pause applies to the claims that begin after
+   it commits, and items already in Processing finish normally. A type with a limit
+   (TypeLimit N) has at most N items in Processing whose lease has not run out,
+   across all claims: the claim locks the type's row WITH (UPDLOCK, HOLDLOCK,
+   ROWLOCK), held until the transaction ends (the table hints page below: UPDLOCK
+   takes update locks held until the transaction completes; HOLDLOCK scans with
+   SERIALIZABLE's semantics, by locks, not row versions, also under
+   READ_COMMITTED_SNAPSHOT), so the claims of one
+   limited type run their counting and claiming one at a time (an update lock is
+   incompatible with another update lock: "Lock compatibility" in
+   https://learn.microsoft.com/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide).
+   Under the lock it counts the type's items in Processing with a live lease and
+   takes at most the slots left. The claim before it committed its items before it
+   let the lock go, so the count sees them: under locking READ COMMITTED as any
+   committed row, under READ_COMMITTED_SNAPSHOT because a statement reads the data
+   committed before it began (same guide, "Behavior in summary"); a report that
+   ends an item but has not committed yet still counts, which errs on the safe side.
+   Limited types are locked one after another in key order, before any item, so
+   two claims cannot wait for each other's type; unlimited types take no lock, and
+   their claims never wait for one. An item whose lease ran out holds no slot; the
+   claim that takes it again takes one. What a limit cannot stop: a worker that
+   renews a lease after it ran out (Extend_, a step's report) before anyone took the
+   item over holds a slot again that the claims had counted free, so renew well
+   before the lease ends, as relq's worker does; a limit set or lowered applies to
+   the claims that begin after it commits (items above it finish); and a slot that
+   restarts claims its own items in Processing again, counted as new.
+   Cost: one seek of the table a limited type, plus the type's live items
+   (IX_Notification_Lease, the items in flight) counted while the lock is held.
+   A claim sets Processing, AttemptNum + 1,
    StartedAt now, LockedBy, LeaseUntil now + 'notification.leaseSeconds' (default
    300) and a new token, and writes the attempt's row in dbo.NotificationAttempt.
    The candidates are read first, holding no lock, then claimed in one UPDATE
@@ -96,6 +141,7 @@ BEGIN
     DECLARE @Candidates TABLE (
         EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY NONCLUSTERED WITH (IGNORE_DUP_KEY = ON),
         UpdatedAt DATETIME2(7) NOT NULL,
+        [Type] VARCHAR(50) NOT NULL,
         ClaimOrder BIGINT NOT NULL,
         INDEX IX_Candidates_Order CLUSTERED (ClaimOrder)
     );
@@ -103,6 +149,17 @@ BEGIN
     DECLARE @Exhausted TABLE (
         EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY WITH (IGNORE_DUP_KEY = ON)
     );
+    -- The types this claim may take (dbo.QueueControl): the queue's, or @Type, less the
+    -- paused ones and those at their limit; Free: the slots a limited type has left.
+    DECLARE @Claimable TABLE (
+        [Type] VARCHAR(50) NOT NULL PRIMARY KEY,
+        TypeLimit SMALLINT NULL,
+        Free INT NULL
+    );
+    DECLARE @GroupLimit INT; -- how many items of one GroupKey may be in Processing
+    DECLARE @Limited VARCHAR(50); -- the limited type whose row is locked now, in key order
+    DECLARE @Limit SMALLINT;
+    DECLARE @Live INT;
     DECLARE @Want INT = @BatchSize + 16;
     DECLARE @Have INT = 0; -- due candidates read so far
     DECLARE @Level SMALLINT; -- the Priority whose bands are read now, from the highest down
@@ -145,6 +202,70 @@ BEGIN
             GOTO EXIT_ERROR;
         END;
 
+    -- 0. What may be claimed: the types that are not paused, nor the queue; read without a
+    -- lock (a pause or a limit counts from the claims that begin after it commits).
+    INSERT INTO @Claimable ([Type], TypeLimit)
+    SELECT
+        t.[Type],
+        c.TypeLimit
+    FROM dbo.NotificationType AS t
+    LEFT JOIN dbo.QueueControl AS c ON c.[Queue] = N'Notification' AND t.[Type] = c.[Type]
+    WHERE
+        (@Type IS NULL OR t.[Type] = @Type)
+        AND (c.IsPaused IS NULL OR c.IsPaused = 0)
+        AND NOT EXISTS (
+            SELECT 1 FROM dbo.QueueControl AS p
+            WHERE p.[Queue] = N'Notification' AND p.[Type] = '' AND p.IsPaused = 1
+        );
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    SELECT @GroupLimit = MAX(c.GroupLimit)
+    FROM dbo.QueueControl AS c
+    WHERE c.[Queue] = N'Notification' AND c.[Type] = '';
+    SET @GroupLimit = ISNULL(@GroupLimit, 1);
+
+    -- A limited type's slots: its row locked (UPDLOCK, HOLDLOCK) to the end of the
+    -- transaction, one type after another in key order, then its live Processing items
+    -- counted; the limit and the pause read again under the lock. A type whose limit was
+    -- removed meanwhile (NULL) is unlimited; one paused meanwhile has no slot.
+    SELECT @Limited = MIN(k.[Type])
+    FROM @Claimable AS k
+    WHERE k.TypeLimit IS NOT NULL;
+    WHILE (@Limited IS NOT NULL)
+        BEGIN
+            SET @Limit = NULL;
+            SELECT @Limit = CASE WHEN c.IsPaused = 1 THEN 0 ELSE c.TypeLimit END
+            FROM dbo.QueueControl AS c WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
+            WHERE c.[Queue] = N'Notification' AND c.[Type] = @Limited;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            SELECT @Live = COUNT(*)
+            FROM dbo.Notification AS n
+            WHERE n.[Status] = 'Processing' AND n.LeaseUntil >= @Now AND n.[Type] = @Limited;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            UPDATE @Claimable
+            SET
+                TypeLimit = @Limit,
+                Free = CASE WHEN @Limit IS NULL THEN NULL WHEN @Limit > @Live THEN @Limit - @Live ELSE 0 END
+            WHERE [Type] = @Limited;
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            SELECT @Limited = MIN(k.[Type])
+            FROM @Claimable AS k
+            WHERE k.TypeLimit IS NOT NULL AND k.[Type] > @Limited;
+        END;
+    DELETE FROM @Claimable
+    WHERE Free = 0;
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+
     -- 1. The candidates, read without keeping a lock: READPAST skips the rows
     -- other transactions are writing, and nothing is held while a group check
     -- waits for a write to an earlier item of its group to commit. So a claim
@@ -152,17 +273,21 @@ BEGIN
     -- table lock. A few more than asked for, since other claims read the same
     -- rows. First the abandoned items (dead workers', and the caller's own after
     -- a restart), then the due ones, most urgent first, of a group the next only.
-    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder)
+    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, [Type], ClaimOrder)
     SELECT TOP (@Want)
         n.EnqueuedAt,
         n.UpdatedAt,
+        n.[Type],
         ROW_NUMBER() OVER (ORDER BY n.LeaseUntil ASC) AS ClaimOrder
     FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
     WHERE
         n.[Status] = 'Processing'
         AND (n.LeaseUntil < @Now OR n.LockedBy = @LockedBy)
         AND n.AttemptNum < @MaxAttempts
-        AND (@Type IS NULL OR n.[Type] = @Type)
+        AND EXISTS (
+            SELECT 1 FROM @Claimable AS k
+            WHERE k.[Type] = n.[Type]
+        )
     ORDER BY n.LeaseUntil ASC;
     SELECT
         @RowCnt = @@ROWCOUNT,
@@ -174,14 +299,13 @@ BEGIN
     -- read. A level's bands are its (Type, Priority) ranges of IX_Notification_Due: each read
     -- is a seek whose range ends at ScheduledFor <= @Now. The first level: one seek a type.
     SELECT @Level = MAX(b.[Priority])
-    FROM dbo.NotificationType AS t
+    FROM @Claimable AS t
     CROSS APPLY (
         SELECT TOP (1) n.[Priority]
         FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
         WHERE n.[Status] IN ('Pending', 'Error') AND n.[Type] = t.[Type]
         ORDER BY n.[Priority] DESC
-    ) AS b
-    WHERE @Type IS NULL OR t.[Type] = @Type;
+    ) AS b;
     SELECT @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     WHILE (@Level IS NOT NULL AND @Have < @Want)
@@ -192,7 +316,7 @@ BEGIN
             -- the index alone; the UPDATE checks them again under its lock.
             INSERT INTO @Exhausted (EnqueuedAt)
             SELECT f.EnqueuedAt
-            FROM dbo.NotificationType AS t
+            FROM @Claimable AS t
             CROSS APPLY (
                 SELECT TOP (@Want)
                     n.EnqueuedAt,
@@ -207,20 +331,26 @@ BEGIN
                     AND (n.AttemptNum < @MaxAttempts OR n.[Status] = 'Error')
                     AND (
                         n.GroupKey IS NULL
-                        -- No READPAST here: an earlier item being written must be waited for, not
-                        -- skipped (READCOMMITTEDLOCK: waited for under READ_COMMITTED_SNAPSHOT too).
-                        OR NOT EXISTS (
-                            SELECT 1 FROM dbo.Notification AS e WITH (READCOMMITTEDLOCK)
-                            WHERE
-                                e.GroupKey = n.GroupKey
-                                AND e.GroupKey IS NOT NULL
-                                AND e.EnqueuedAt < n.EnqueuedAt
-                                AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
-                        )
+                        -- Fewer than @GroupLimit earlier unfinished items of its group (with 1:
+                        -- none). No READPAST here: an earlier item being written must be waited
+                        -- for, not skipped (READCOMMITTEDLOCK: waited for under
+                        -- READ_COMMITTED_SNAPSHOT too).
+                        OR (
+                            SELECT COUNT(*)
+                            FROM (
+                                SELECT TOP (@GroupLimit) e.EnqueuedAt
+                                FROM dbo.Notification AS e WITH (READCOMMITTEDLOCK)
+                                WHERE
+                                    e.GroupKey = n.GroupKey
+                                    AND e.GroupKey IS NOT NULL
+                                    AND e.EnqueuedAt < n.EnqueuedAt
+                                    AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+                            ) AS g
+                        ) < @GroupLimit
                     )
                 ORDER BY n.ScheduledFor ASC, n.EnqueuedAt ASC
             ) AS f
-            WHERE (@Type IS NULL OR t.[Type] = @Type) AND f.[Status] = 'Error' AND f.AttemptNum >= @MaxAttempts;
+            WHERE f.[Status] = 'Error' AND f.AttemptNum >= @MaxAttempts;
             SELECT
                 @RowCnt = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
@@ -232,12 +362,13 @@ BEGIN
             IF (@Base < @Want) SET @Base = @Want;
 
             -- The level's due items with attempts left, of every band merged, in claim order.
-            INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, ClaimOrder)
+            INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, [Type], ClaimOrder)
             SELECT TOP (@Want - @Have)
                 d.EnqueuedAt,
                 d.UpdatedAt,
+                t.[Type],
                 @Base + ROW_NUMBER() OVER (ORDER BY d.ScheduledFor ASC, d.EnqueuedAt ASC) AS ClaimOrder
-            FROM dbo.NotificationType AS t
+            FROM @Claimable AS t
             CROSS APPLY (
                 SELECT TOP (@Want - @Have)
                     n.EnqueuedAt,
@@ -252,20 +383,25 @@ BEGIN
                     AND n.AttemptNum < @MaxAttempts
                     AND (
                         n.GroupKey IS NULL
-                        -- No READPAST here: an earlier item being written must be waited for, not
-                        -- skipped (READCOMMITTEDLOCK: waited for under READ_COMMITTED_SNAPSHOT too).
-                        OR NOT EXISTS (
-                            SELECT 1 FROM dbo.Notification AS e WITH (READCOMMITTEDLOCK)
-                            WHERE
-                                e.GroupKey = n.GroupKey
-                                AND e.GroupKey IS NOT NULL
-                                AND e.EnqueuedAt < n.EnqueuedAt
-                                AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
-                        )
+                        -- Fewer than @GroupLimit earlier unfinished items of its group (with 1:
+                        -- none). No READPAST here: an earlier item being written must be waited
+                        -- for, not skipped (READCOMMITTEDLOCK: waited for under
+                        -- READ_COMMITTED_SNAPSHOT too).
+                        OR (
+                            SELECT COUNT(*)
+                            FROM (
+                                SELECT TOP (@GroupLimit) e.EnqueuedAt
+                                FROM dbo.Notification AS e WITH (READCOMMITTEDLOCK)
+                                WHERE
+                                    e.GroupKey = n.GroupKey
+                                    AND e.GroupKey IS NOT NULL
+                                    AND e.EnqueuedAt < n.EnqueuedAt
+                                    AND e.[Status] IN ('Pending', 'Processing', 'Error', 'Paused')
+                            ) AS g
+                        ) < @GroupLimit
                     )
                 ORDER BY n.ScheduledFor ASC, n.EnqueuedAt ASC
             ) AS d
-            WHERE @Type IS NULL OR t.[Type] = @Type
             ORDER BY d.ScheduledFor ASC, d.EnqueuedAt ASC;
             SELECT
                 @RowCnt = @@ROWCOUNT,
@@ -275,7 +411,7 @@ BEGIN
 
             -- The next lower level with waiting items: one seek a type.
             SELECT @Next = MAX(b.[Priority])
-            FROM dbo.NotificationType AS t
+            FROM @Claimable AS t
             CROSS APPLY (
                 SELECT TOP (1) n.[Priority]
                 FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
@@ -284,12 +420,26 @@ BEGIN
                     AND n.[Type] = t.[Type]
                     AND n.[Priority] < @Level
                 ORDER BY n.[Priority] DESC
-            ) AS b
-            WHERE @Type IS NULL OR t.[Type] = @Type;
+            ) AS b;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             SET @Level = @Next;
         END;
+
+    -- A limited type's candidates beyond its free slots, in claim order, are not claimed.
+    DELETE c
+    FROM @Candidates AS c
+    INNER JOIN @Claimable AS k ON c.[Type] = k.[Type]
+    WHERE
+        k.Free IS NOT NULL
+        AND k.Free < (
+            SELECT COUNT(*) FROM @Candidates AS o
+            WHERE o.[Type] = c.[Type] AND o.ClaimOrder <= c.ClaimOrder
+        );
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
 
     -- 2. The claim, in one statement: the first @BatchSize candidates nobody took
     -- meanwhile. READPAST skips those another claim is taking, an unchanged token

@@ -16,6 +16,12 @@ GO
 GRANT EXECUTE ON OBJECT::dbo.Purge_TransportMessage_trx TO QueueAdmin;
 -- Every relational queue's attempt history, to see why an item failed before acting on it.
 GRANT SELECT ON OBJECT::dbo.QueueAttempt_V TO QueueAdmin;
+-- Pause and resume a queue or a job type, and set their limits (dbo.QueueControl), and
+-- see them: the operating controls, changed without a deploy.
+GRANT EXECUTE ON OBJECT::dbo.Pause_Queue_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Resume_Queue_trx TO QueueAdmin;
+GRANT EXECUTE ON OBJECT::dbo.Limit_Queue_trx TO QueueAdmin;
+GRANT SELECT ON OBJECT::dbo.QueueControl_V TO QueueAdmin;
 GO
 -- The enqueue, a Pending report and a retry declare a dbo.ItemKeyList inside
 -- (dbo.Lock_ItemKeys_utx's argument). Ownership chaining carries DML and EXEC, and

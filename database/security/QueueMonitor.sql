@@ -17,3 +17,6 @@ GRANT SELECT ON OBJECT::dbo.QueueThroughput_V TO QueueMonitor;
 GRANT SELECT ON OBJECT::dbo.QueueAttemptOutcome_V TO QueueMonitor;
 GRANT SELECT ON OBJECT::dbo.QueueItemKey_V TO QueueMonitor;
 GO
+-- Which queues and types are paused, by whom and why, and their limits (no item's data).
+GRANT SELECT ON OBJECT::dbo.QueueControl_V TO QueueMonitor;
+GO

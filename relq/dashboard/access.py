@@ -18,7 +18,8 @@ class Need:
 
 def look() -> Need:
     return Need("QueueMonitor", "the queues' health",
-                (("dbo.QueueHealth_V", "SELECT"), ("dbo.QueueThroughput_V", "SELECT")))
+                (("dbo.QueueHealth_V", "SELECT"), ("dbo.QueueThroughput_V", "SELECT"),
+                 ("dbo.QueueControl_V", "SELECT")))
 
 
 def scrape() -> Need:
@@ -34,6 +35,12 @@ def browse(queue: str) -> Need:
 def act(queue: str) -> Need:
     return Need("QueueAdmin", f"controlling {queue}'s items",
                 tuple((procedure(action, queue), "EXECUTE") for action in ACTIONS))
+
+
+def pause() -> Need:
+    """Pausing and resuming a queue or a job type (the overview's controls)."""
+    return Need("QueueAdmin", "pausing and resuming queues",
+                (("dbo.Pause_Queue_trx", "EXECUTE"), ("dbo.Resume_Queue_trx", "EXECUTE")))
 
 
 def missing(store: Store, need: Need) -> str | None:

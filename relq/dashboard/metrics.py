@@ -3,7 +3,10 @@
 Gauges, read from the health view at each scrape (as the overview reads it):
 relq_queue_items (a series per queue and unfinished state: Pending, Processing, Error,
 Paused; none for a finished state, which QueueHealth_V does not count),
-relq_queue_oldest_due_seconds and relq_queue_past_lease_items.
+relq_queue_oldest_due_seconds and relq_queue_past_lease_items; and from
+dbo.QueueControl_V, relq_queue_paused (1 while claims take nothing: a series per queue with
+type "", and per job type, 1 also when its queue is paused), relq_queue_type_limit (a series
+per limited type) and relq_queue_group_limit (per queue; 1 unless set).
 
 Counters, kept by this process: relq_queue_enqueued_total, and the attempts that ended
 Completed, Failed or in Error (to be retried), relq_queue_completed_total,
@@ -203,12 +206,28 @@ class _Snapshot(Collector):
         past_lease = GaugeMetricFamily(
             "relq_queue_past_lease_items", "Processing items whose lease ran out: their worker is gone.",
             labels=["queue"])
+        paused = GaugeMetricFamily(
+            "relq_queue_paused",
+            "1 while claims take nothing of the queue (type \"\") or job type (dbo.Pause_Queue_trx; a type "
+            "is 1 also while its queue is paused), else 0.", labels=["queue", "type"])
+        type_limit = GaugeMetricFamily(
+            "relq_queue_type_limit", "At most this many items of the job type in Processing at once "
+            "(dbo.Limit_Queue_trx); no series for a type without a limit.", labels=["queue", "type"])
+        group_limit = GaugeMetricFamily(
+            "relq_queue_group_limit", "At most this many items of one GroupKey in Processing at once, "
+            "the earliest first (1: one at a time, in order).", labels=["queue"])
         for q in self.queues:
             for state, count in sorted(q.items.items()):
                 items.add_metric([q.queue, state], count)
             oldest.add_metric([q.queue], q.oldest_due_s or 0)
             past_lease.add_metric([q.queue], q.past_lease)
-        yield from (items, oldest, past_lease)
+            paused.add_metric([q.queue, ""], int(q.paused))
+            for type_, stopped in sorted(q.type_paused.items()):
+                paused.add_metric([q.queue, type_], int(stopped))
+            for type_, limit in sorted(q.type_limits.items()):
+                type_limit.add_metric([q.queue, type_], limit)
+            group_limit.add_metric([q.queue], q.group_limit)
+        yield from (items, oldest, past_lease, paused, type_limit, group_limit)
 
     def _counters(self, totals: Mapping[str, QueueTotals]) -> Iterator[Metric]:
         names = sorted({q.queue for q in self.queues} | set(totals))

@@ -79,16 +79,20 @@ def utc(at: float, now: float) -> str:
     return when.strftime("%H:%M:%S UTC" if when.date() == today.date() else "%Y-%m-%d %H:%M:%S UTC")
 
 
-def overview(dash: Dashboard, request: Request, template: str) -> Response:
+def overview(dash: Dashboard, request: Request, template: str, status_code: int = 200,
+             **context: Any) -> Response:
     """The overview (``template``: the page or its live part): the health views as read now;
-    when the database is away, as last read, with the outage (503, and HEADER)."""
+    when the database is away, as last read, with the outage (503, and HEADER). ``context``:
+    more for the page (the queue controls' message or refusal)."""
     try:
-        return dash.page(request, template, queues=dash.health(), outage=None)
+        return dash.page(request, template, status_code=status_code, queues=dash.health(), outage=None,
+                         **context)
     except RelqError as exc:
         if outage_of(exc) is None:
             raise
         seen = dash.watch.failed(dash.settings.clock(), exc)
-        response = dash.page(request, template, status_code=503, queues=dash.watch.queues, outage=seen)
+        response = dash.page(request, template, status_code=503, queues=dash.watch.queues, outage=seen,
+                             **context)
     response.headers[HEADER] = seen.kind
     return response
 

@@ -27,12 +27,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from relq import db, status
+from relq import controls, db, status
 from relq.errors import RelqError
 
 # The controls a page offers, each a procedure dbo.<Action>_<Queue>_trx that takes the
 # item's key and token (and Retry, Resume, Reschedule a due time).
 ACTIONS = ("Retry", "Cancel", "Pause", "Resume", "Reschedule")
+QUEUE_ACTIONS = ("Pause", "Resume")  # of a whole queue or job type (dbo.Pause_Queue_trx, ...)
 # The columns of an item list: every worker view has them.
 LISTED = ("EnqueuedAt", "Type", "Status", "AttemptNum", "ScheduledFor", "UpdatedAt", "Error")
 ATTEMPT = ("StartedAt", "AttemptNum", "Step", "LockedBy", "Outcome", "Duration", "Response", "Error")
@@ -188,6 +189,13 @@ class Store(Protocol):
             scheduled_for: datetime | None = None) -> dict[str, Any]:
         """Call dbo.<action>_<queue>_trx; the item as it returns it (EnqueuedAt, UpdatedAt,
         Status, ScheduledFor). Raises db.SqlError with the procedure's number."""
+        ...
+
+    def control(self, action: str, queue: str, type_: str | None, reason: str | None,
+                by: str | None) -> dict[str, Any]:
+        """Pause (``reason`` given) or Resume the queue (``type_`` None) or one job type, through
+        dbo.Pause_Queue_trx or dbo.Resume_Queue_trx, ``by`` the person (None: the login); the
+        control's row as the procedure returns it. Raises db.SqlError with its number."""
         ...
 
     def purge_item(self, queue: str, key: datetime, token: datetime) -> bool:
@@ -724,7 +732,7 @@ def outage_of(exc: BaseException) -> str | None:
 
 
 # The methods of the contract that change items: made once, never again (through_outages).
-CHANGES = ("act", "purge_item")
+CHANGES = ("act", "control", "purge_item")
 
 
 def contract() -> list[str]:
@@ -932,6 +940,15 @@ class SqlStore:
         with self._connection() as conn:
             result = db.call(conn, procedure(action, queue), **params)
         return dict(zip(result.columns[0], result.result_sets[0][0], strict=True))
+
+    def control(self, action: str, queue: str, type_: str | None, reason: str | None,
+                by: str | None) -> dict[str, Any]:
+        if action not in QUEUE_ACTIONS:
+            raise ValueError(f"not a queue control: {action!r}")
+        with self._connection() as conn:
+            if action == "Pause":
+                return controls.pause(conn, queue, type_, reason or "", by)
+            return controls.resume(conn, queue, type_, by)
 
     # -- bulk actions (relq.dashboard.bulk) ---------------------------------------------------
 

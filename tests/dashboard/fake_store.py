@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from relq import db, status
+from relq.controls import Control
 from relq.dashboard import store as dashboard_store
 from relq.dashboard.store import (
     ACTIONS,
@@ -51,9 +52,12 @@ def role_grants(role: str) -> set[tuple[str, str]]:
     """What database/security grants the role (the objects the dashboard asks about)."""
     if role == "QueueMonitor":
         return {("dbo.QueueHealth_V", "SELECT"), ("dbo.QueueThroughput_V", "SELECT"),
-                ("dbo.QueueAttemptOutcome_V", "SELECT"), ("dbo.QueueItemKey_V", "SELECT")}
+                ("dbo.QueueAttemptOutcome_V", "SELECT"), ("dbo.QueueItemKey_V", "SELECT"),
+                ("dbo.QueueControl_V", "SELECT")}
     if role == "QueueAdmin":
-        grants = {("dbo.QueueAttempt_V", "SELECT")}
+        grants = {("dbo.QueueAttempt_V", "SELECT"), ("dbo.QueueControl_V", "SELECT"),
+                  ("dbo.Pause_Queue_trx", "EXECUTE"), ("dbo.Resume_Queue_trx", "EXECUTE"),
+                  ("dbo.Limit_Queue_trx", "EXECUTE")}
         for q in QUEUES:
             grants |= {(f"dbo.Worker_{q}_V", "SELECT")}
             grants |= {(f"dbo.{a}_{q}_trx", "EXECUTE") for a in ACTIONS}
@@ -91,6 +95,13 @@ class FakeStore:
     # ORIGINAL_LOGIN(), for the audit lines (web.client); None: a login the store cannot name, so
     # that a line names the address alone
     login_name: str | None = None
+    # dbo.QueueControl: (queue, type or None) -> (who, when, why) of a pause; the controls asked
+    # (action, queue, type, reason, by); the job types of each queue (dbo.<Queue>Type)
+    paused: dict[tuple[str, str | None], tuple[str, datetime, str]] = field(default_factory=dict)
+    controlled: list[tuple[str, str, str | None, str | None, str | None]] = field(default_factory=list)
+    types_by_queue: dict[str, tuple[str, ...]] = field(
+        default_factory=lambda: {"Notification": ("ResetPassword",),
+                                 "SyncQueue": ("CustomerSync", "InventorySync")})
 
     @classmethod
     def with_roles(cls, *roles: str) -> FakeStore:
@@ -235,7 +246,36 @@ class FakeStore:
             failed = sum(r["Status"] == "Failed" for r in rows)
             throughput_rows.append((queue, done / 15, failed / 15, 0.0, 120 if done else None,
                                     900 if done else None))
-        return status.summarize(health_rows, throughput_rows)
+        return status.summarize(health_rows, throughput_rows, self._controls())
+
+    def _controls(self) -> list[Control]:
+        """dbo.QueueControl_V's rows: each queue, and each of its types."""
+        found = []
+        for queue in self.items_by_queue:
+            queue_paused = (queue, None) in self.paused
+            for type_ in (None, *self.types_by_queue.get(queue, ())):
+                pause = self.paused.get((queue, type_))
+                who, when, why = pause or (None, None, None)
+                found.append(Control(queue, type_, pause is not None, pause is not None or queue_paused,
+                                     who, when, why, group_limit=1 if type_ is None else None))
+        return found
+
+    def control(self, action: str, queue: str, type_: str | None, reason: str | None,
+                by: str | None) -> dict[str, Any]:
+        self._require(f"dbo.{action}_Queue_trx", "EXECUTE")
+        self.controlled.append((action, queue, type_, reason, by))
+        known = queue in self.items_by_queue and (type_ is None or type_ in self.types_by_queue[queue])
+        if not known:
+            raise refused(735717, f"dbo.{action}_Queue_trx: {queue}.{type_} is not a relational queue or "
+                                  "one of its job types (dbo.QueueControl_V lists them)")
+        if action == "Pause":
+            if not (reason or "").strip():
+                raise refused(735718, f"dbo.Pause_Queue_trx: {queue}: a pause needs its reason in 1 to 400 "
+                                      "characters, and who acts in 1 to 128")
+            self.paused[(queue, type_)] = (by or self.login_name or "login", NOW, reason or "")
+            return {"Queue": queue, "Type": type_ or "", "IsPaused": True}
+        self.paused.pop((queue, type_), None)
+        return {"Queue": queue, "Type": type_ or "", "IsPaused": False}
 
     def columns(self, queue: str) -> list[Column]:
         return list(JOB_COLUMNS if queue == "SyncQueue" else COLUMNS)

@@ -134,3 +134,31 @@ def test_with_javascript_off_everything_but_the_live_refresh_works(chromium, ser
         screenshot(chromium, tmp_path, "dashboard-no-javascript")
     finally:
         chromium.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
+
+
+def test_a_paused_queue_shows_on_the_overview_and_a_type_is_paused_by_a_click(chromium, served,
+                                                                             tmp_path: Path) -> None:
+    url, store = served
+    wait = WebDriverWait(chromium, WAIT_S)
+    store.paused[("Notification", None)] = ("ann", NOW, "SMTP relay maintenance until 11:00")
+
+    chromium.get(url + "/")
+    tag = chromium.find_element(By.CSS_SELECTOR, "tr[data-queue='Notification'] .paused-tag")
+    assert tag.text == "paused" and tag.is_displayed()
+    queue = chromium.find_element(By.CSS_SELECTOR, "tr[data-target='Notification']")
+    assert "ann" in queue.text and "SMTP relay maintenance until 11:00" in queue.text
+    assert "paused with its queue" in chromium.find_element(
+        By.CSS_SELECTOR, "tr[data-target='Notification.ResetPassword']").text
+    row = chromium.find_element(By.CSS_SELECTOR, "tr[data-target='SyncQueue.CustomerSync']")
+    row.find_element(By.NAME, "reason").send_keys("the CRM's API quota is spent")
+    row.find_element(By.CSS_SELECTOR, "button.pause").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "p.message"))
+    message = chromium.find_element(By.CSS_SELECTOR, "p.message").text
+    assert message == "Pause of SyncQueue.CustomerSync: done."
+    row = chromium.find_element(By.CSS_SELECTOR, "tr[data-target='SyncQueue.CustomerSync']")
+    assert "the CRM's API quota is spent" in row.text and row.find_elements(By.CSS_SELECTOR, "button.resume")
+    tag = chromium.find_element(By.CSS_SELECTOR, "tr[data-queue='SyncQueue'] .paused-tag")
+    assert tag.text == "1 type paused"
+    assert store.controlled == [("Pause", "SyncQueue", "CustomerSync", "the CRM's API quota is spent", None)]
+    assert horizontal_overflow(chromium) == []
+    screenshot(chromium, tmp_path, "dashboard-paused")

@@ -114,7 +114,9 @@ def test_the_exposition_follows_prometheus_naming_rules() -> None:
     assert lint(text) == []
     kinds = {f.name: f.type for f in text_string_to_metric_families(text)}
     assert kinds == {"relq_queue_items": "gauge", "relq_queue_oldest_due_seconds": "gauge",
-                     "relq_queue_past_lease_items": "gauge", "relq_queue_enqueued": "counter",
+                     "relq_queue_past_lease_items": "gauge", "relq_queue_paused": "gauge",
+                     "relq_queue_type_limit": "gauge", "relq_queue_group_limit": "gauge",
+                     "relq_queue_enqueued": "counter",
                      "relq_queue_completed": "counter", "relq_queue_failed": "counter",
                      "relq_queue_retried": "counter", "relq_queue_attempt_duration_seconds": "histogram"}
     assert not any("per_minute" in name or "quantile" in name for name, _ in samples(text))
@@ -159,7 +161,8 @@ def test_the_gauges_have_a_series_per_unfinished_state_and_none_for_a_finished_o
     assert items == {"Pending": 2, "Processing": 0, "Error": 1, "Paused": 0}
     assert "Unfinished" in family["relq_queue_items"].documentation
     # Without totals (before a scrape counted anything) no counter is given at all.
-    assert set(family) == {"relq_queue_items", "relq_queue_oldest_due_seconds", "relq_queue_past_lease_items"}
+    assert set(family) == {"relq_queue_items", "relq_queue_oldest_due_seconds", "relq_queue_past_lease_items",
+                           "relq_queue_paused", "relq_queue_type_limit", "relq_queue_group_limit"}
 
 
 def test_the_histogram_is_cumulative_in_seconds_from_5_ms_to_5_min() -> None:
@@ -614,7 +617,8 @@ def test_metrics_count_what_happened_between_two_scrapes(store: FakeStore) -> No
 
 def test_metrics_need_the_counters_views_of_queue_monitor() -> None:
     store = FakeStore.with_roles()
-    store.granted |= {("dbo.QueueHealth_V", "SELECT"), ("dbo.QueueThroughput_V", "SELECT")}
+    store.granted |= {("dbo.QueueHealth_V", "SELECT"), ("dbo.QueueThroughput_V", "SELECT"),
+                      ("dbo.QueueControl_V", "SELECT")}
     response = client(store).get("/metrics")
     assert response.status_code == 403 and response.text.count("\n") == 1
     assert "QueueMonitor" in response.text

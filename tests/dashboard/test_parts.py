@@ -177,7 +177,7 @@ def test_serving_warns_off_the_loopback_and_logs_no_password(monkeypatch, caplog
     from relq.dashboard import serve
 
     started = []
-    no_grants = FakeCursor([(["p0", "p1"], [(0, 0)])])
+    no_grants = FakeCursor([(["p0", "p1", "p2"], [(0, 0, 0)])])
     monkeypatch.setattr(db, "connect", lambda conn_str: FakeConnection(no_grants))
     monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: started.append((app, kwargs)))
     target = db.Target("SERVER=db7;DATABASE=relq;UID=ops;PWD=Sup3rSecret!x", "RELQ_MSSQL")
