@@ -26,6 +26,9 @@ class Msg(IntEnum):
     JobProcedureRefused = 735714
     MessageNotQueued = 735715
     DeadLetterGone = 735716
+    ScheduleNotFound = 735720
+    ScheduleExists = 735721
+    NotSchedulable = 735722
 
     def __str__(self) -> str:
         # The number, as Python 3.11 prints an IntEnum; 3.10 would print Msg.KeyLock.
