@@ -75,7 +75,8 @@ def test_a_cron_schedule_is_sent_with_its_first_slot_from_the_servers_now(monkey
     assert calls.made == [("dbo.Add_QueueSchedule_trx", {
         "Name": "nightly", "Queue": "SyncQueue", "Type": "CustomerSync", "Payload": '{"full": true}',
         "EntityKey": None, "Priority": None, "GroupKey": None, "CronExpr": "0 3 * * *",
-        "IntervalSeconds": None, "Misfire": "CatchUp", "CatchUpMax": 3, "NextSlotAt": datetime(2026, 11, 29, 3)})]
+        "IntervalSeconds": None, "Misfire": "CatchUp", "CatchUpMax": 3,
+        "NextSlotAt": datetime(2026, 11, 29, 3)})]
 
 
 def test_an_interval_schedule_leaves_its_first_slot_to_the_database(monkeypatch) -> None:
@@ -117,8 +118,9 @@ def test_the_list_shows_cadence_misfire_and_pause() -> None:
     assert "cron 0 3 * * *" in text and "every 5 s" in text and "catch up 4" in text
     assert "2026-11-28 09:00:00 by ops" in text
     assert '"NextSlotAt": "2026-11-29T03:00:00"' in schedules.as_json([ROW])
-    assert schedules.summary("added", ROW) == ("schedule nightly added: SyncQueue CustomerSync, cron 0 3 * * *, "
-                                               "skip, next slot 2026-11-29 03:00:00 UTC")
+    assert schedules.summary("added", ROW) == (
+        "schedule nightly added: SyncQueue CustomerSync, cron 0 3 * * *, skip, "
+        "next slot 2026-11-29 03:00:00 UTC")
 
 
 def test_cadence_text_needs_one_of_cron_or_interval() -> None:
