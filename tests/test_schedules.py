@@ -164,3 +164,25 @@ def test_a_task_masks_its_target_and_ends_a_refusal_in_one_line(monkeypatch, cap
     assert str(raised.value.message).startswith("schedule.pause: ")
     assert "there is no schedule named nope" in str(raised.value.message)
     assert "hunter2" not in capsys.readouterr().err
+
+
+def test_the_fire_and_the_refusal_are_rendered_for_every_job_queue_and_refuse_a_custom_one(tmp_path) -> None:
+    """`invoke new-queue` renders all_queues/ again: a new job queue gets its branch of the fire
+    (its typed list and Add_<Queue>_utx, no dynamic SQL) and of the refusal function."""
+    from relq.scaffold.catalogue import load
+    from relq.scaffold.queue import Queue
+    from relq.scaffold.render import render_once, templates
+    from tests.conftest import REPO
+
+    queues = load(REPO)
+    extra = Queue(name="InvoiceRun", prefix="invoicerun", alias="i", shape="job", noun="invoice run",
+                  verb=("run", "ran"), types=("MonthlyInvoice",))
+    rendered = dict(render_once(t, [*queues, extra]) for t in templates("all_queues"))
+    fire = rendered["database/procedures/dbo.Fire_QueueSchedule_trx.sql"]
+    refusal = rendered["database/functions/dbo.QueueScheduleRefusal_fn.sql"]
+    for queue in ("SyncQueue", "InvoiceRun"):
+        assert f"DECLARE @{queue}Items dbo.{queue}ItemList;" in fire
+        assert f"EXEC @RetCode = dbo.Add_{queue}_utx" in fire
+        assert f"FROM dbo.{queue}Type AS t" in refusal
+    assert "Add_Notification" not in fire and "EXEC (" not in fire and "sp_executesql" not in fire
+    assert "WHEN @Queue = N'Notification'\n            THEN N'a custom queue:" in refusal

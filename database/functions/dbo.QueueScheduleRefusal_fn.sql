@@ -24,7 +24,8 @@ BEGIN
                         SELECT 1 FROM dbo.SyncQueueType AS t
                         WHERE t.[Type] = @Type
                     )
-                    THEN N'it is not one of dbo.SyncQueueType'
+                    THEN
+                        N'it is not one of dbo.SyncQueueType'
             END
         ELSE N'no job queue of this database has that name'
     END;

@@ -142,7 +142,9 @@ BEGIN
             SET @DedupKey = N'schedule:' + @Name + N'@' + CONVERT(NVARCHAR(27), @SlotAt, 126);
             IF (@Queue = N'SyncQueue')
                 BEGIN
-                    INSERT INTO @SyncQueueItems (ItemNo, [Type], EntityKey, Payload, [Priority], GroupKey, DedupKey)
+                    INSERT INTO @SyncQueueItems (
+                        ItemNo, [Type], EntityKey, Payload, [Priority], GroupKey, DedupKey
+                    )
                     SELECT
                         0 AS ItemNo,
                         sc.[Type],
