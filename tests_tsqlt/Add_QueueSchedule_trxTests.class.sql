@@ -65,7 +65,10 @@ BEGIN
     EXEC Add_QueueSchedule_trxTests.FakeTables;
     EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735701;
 
-    EXEC dbo.Add_QueueSchedule_trx @Name = N'beat', @Queue = N'SyncQueue', @Type = 'ScheduleTestJob',
+    EXEC dbo.Add_QueueSchedule_trx
+        @Name = N'beat',
+        @Queue = N'SyncQueue',
+        @Type = 'ScheduleTestJob',
         @IntervalSeconds = 60;
 END;
 GO
@@ -150,7 +153,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Add_QueueSchedule_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Add_QueueSchedule_trxTests.[test Add_QueueSchedule_trx raises 735722 when the type is not the queue's]
+CREATE PROCEDURE Add_QueueSchedule_trxTests.[test Add_QueueSchedule_trx raises 735722 when the type is not one of the queue types]
 AS
 BEGIN
     EXEC Add_QueueSchedule_trxTests.FakeTables;

@@ -209,7 +209,7 @@ END;
 GO
 -- The enqueue fails: the schedule's move rolls back with it, so the slot stays due.
 --[@tSQLt:NoTransaction]('Fire_QueueSchedule_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Fire_QueueSchedule_trxTests.[test Fire_QueueSchedule_trx raises 735722 and moves nothing when the type is no longer the queue's]
+CREATE PROCEDURE Fire_QueueSchedule_trxTests.[test Fire_QueueSchedule_trx raises 735722 and moves nothing when the type is no longer one of the queue types]
 AS
 BEGIN
     EXEC Fire_QueueSchedule_trxTests.Arrange @Type = 'GoneJob';

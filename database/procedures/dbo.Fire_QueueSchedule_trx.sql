@@ -104,12 +104,12 @@ BEGIN
         NextSlotAt = @NextSlotAt,
         LastSlotAt = @SlotAt
     OUTPUT
-        inserted.[Queue],
-        inserted.[Type],
-        inserted.Payload,
-        inserted.EntityKey,
-        inserted.[Priority],
-        inserted.GroupKey
+        INSERTED.[Queue],
+        INSERTED.[Type],
+        INSERTED.Payload,
+        INSERTED.EntityKey,
+        INSERTED.[Priority],
+        INSERTED.GroupKey
     INTO @Schedule ([Queue], [Type], Payload, EntityKey, [Priority], GroupKey)
     FROM dbo.QueueSchedule AS s WITH (READCOMMITTEDLOCK)
     WHERE
