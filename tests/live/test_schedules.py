@@ -191,3 +191,16 @@ def test_a_custom_queue_and_a_taken_name_are_refused(dbo) -> None:
     with pytest.raises(db.SqlError) as taken:
         add(conn, f"{PREFIX}taken", every=60)
     assert taken.value.number == Msg.ScheduleExists
+
+
+def test_a_worker_fires_but_may_not_add_pause_or_remove_a_schedule(dbo, member) -> None:
+    dbo()
+    worker = member("QueueWorker")()
+    for procedure, params in (("dbo.Add_QueueSchedule_trx", {"Name": f"{PREFIX}nope", "Queue": "SyncQueue",
+                                                             "Type": JOB_TYPE, "IntervalSeconds": 60}),
+                              ("dbo.Pause_QueueSchedule_trx", {"Name": f"{PREFIX}nope"}),
+                              ("dbo.Delete_QueueSchedule_trx", {"Name": f"{PREFIX}nope"})):
+        with pytest.raises(db.SqlError) as denied:
+            db.call(worker, procedure, **params)
+        assert denied.value.number == 229, procedure  # The EXECUTE permission was denied
+    assert db.query(worker.cursor(), "SELECT COUNT(*) FROM dbo.QueueSchedule_V;")[0][0] >= 0
