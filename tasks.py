@@ -368,9 +368,11 @@ def dashboard(c, host="127.0.0.1", port=None, allow_actions=False, show_personal
     "handlers": "TEXT, repeatable: a module with install(handlers) (default: the queue's own)",
     "type": "claim only this job type (SyncQueue); without it a worker claims every type",
     "conn": CONN_HELP,
+    "no-scheduler": "do not enqueue the queue's recurring schedules (by default a worker does)",
+    "schedule-once": "enqueue the queue's due schedule slots once and exit (a SQL Server Agent job step)",
 })
 def worker(c, queue=None, concurrency=None, batch=None, wait_ms=None, grace=None, name=None, handlers=None,
-           type=None, conn=None, max_poll_ms=None):
+           type=None, conn=None, max_poll_ms=None, no_scheduler=False, schedule_once=False):
     """Run a worker on a queue until Ctrl-C or SIGTERM: one log line per item, a summary at the end."""
     from relq.worker.cli import main
 
@@ -385,9 +387,98 @@ def worker(c, queue=None, concurrency=None, batch=None, wait_ms=None, grace=None
     argv += ["--type", type] if type else []
     for module in handlers or []:
         argv += ["--handlers", module]
+    argv += ["--no-scheduler"] if no_scheduler else []
+    argv += ["--schedule-once"] if schedule_once else []
     code = main(argv, conn=conn, config=c.config)
     if code:
         raise Exit(code=code)
+
+
+def _schedules(c, conn: str | None, shown: str, action):
+    """Run ``action(connection)`` on the target; a user's problem ends in one line."""
+    from relq import db
+    from relq import schedules as admin
+    from relq.errors import RelqError
+
+    try:
+        target = db.resolve_target(conn, c.config)
+        print(f"{shown}: {target}", file=sys.stderr)  # masked
+        return admin.with_connection(target.conn_str, action)
+    except RelqError as exc:
+        raise _fail(exc, shown) from None
+
+
+@command("schedule.add", name="add", numbers=("every", "priority", "catch_up"), help={
+    "name": "the schedule's name, its key (1-128 characters)",
+    "queue": "the job queue to enqueue into, e.g. SyncQueue",
+    "type": "the job type of every job it enqueues",
+    "cron": "a cron expression in UTC: 5 fields (minute hour day-of-month month day-of-week), "
+            "or 6 with a second first",
+    "every": "or an interval in seconds (1-31622400); the first slot is now",
+    "payload": "the jobs' JSON payload",
+    "entity-key": "the jobs' EntityKey (default: the schedule's name)",
+    "priority": "the jobs' priority, higher first (default 0)",
+    "group-key": "the jobs' ordered group (default: none)",
+    "catch-up": "after a time without schedulers enqueue the latest N missed slots (1-1000); "
+                "default: only the latest one (skip)",
+    "conn": CONN_HELP,
+})
+def schedule_add(c, name=None, queue=None, type=None, cron=None, every=None, payload=None, entity_key=None,
+                 priority=None, group_key=None, catch_up=None, conn=None):
+    """Add a recurring schedule: a job enqueued at every slot of a cron expression or an interval (UTC)."""
+    from relq import schedules as admin
+    from relq.errors import RelqError
+
+    try:
+        schedule = admin.new_schedule(
+            name, queue, type, cron=cron, every=number("schedule.add", "every", every), payload=payload,
+            entity_key=entity_key, priority=number("schedule.add", "priority", priority), group_key=group_key,
+            catch_up=number("schedule.add", "catch-up", catch_up))
+    except RelqError as exc:
+        raise Exit(f"schedule.add: {exc}", code=2) from None
+    print(admin.summary("added", _schedules(c, conn, "schedule.add", lambda cn: admin.add(cn, schedule))))
+
+
+@command("schedule.list", name="list", help={"conn": CONN_HELP, "json": "print JSON for scripts"})
+def schedule_list(c, conn=None, json=False):
+    """List the recurring schedules: cadence, misfire policy, next and last slot, paused or not."""
+    from rich.console import Console
+
+    from relq import schedules as admin
+
+    rows = _schedules(c, conn, "schedule.list", admin.read)
+    if json:
+        print(admin.as_json(rows))
+    else:
+        Console().print(admin.table(rows))
+
+
+@command("schedule.pause", name="pause", help={"name": "the schedule", "conn": CONN_HELP})
+def schedule_pause(c, name=None, conn=None):
+    """Pause a schedule: no slot of it is enqueued until it is resumed."""
+    from relq import schedules as admin
+
+    _required("schedule.pause", "name", name, "the schedule to pause")
+    print(admin.summary("paused", _schedules(c, conn, "schedule.pause", lambda cn: admin.pause(cn, name))))
+
+
+@command("schedule.resume", name="resume", help={"name": "the schedule", "conn": CONN_HELP})
+def schedule_resume(c, name=None, conn=None):
+    """Resume a paused schedule from its first slot from now on (the paused time's slots are not enqueued)."""
+    from relq import schedules as admin
+
+    _required("schedule.resume", "name", name, "the schedule to resume")
+    print(admin.summary("resumed", _schedules(c, conn, "schedule.resume", lambda cn: admin.resume(cn, name))))
+
+
+@command("schedule.remove", name="remove", help={"name": "the schedule", "conn": CONN_HELP})
+def schedule_remove(c, name=None, conn=None):
+    """Remove a schedule for good; the jobs it enqueued stay."""
+    from relq import schedules as admin
+
+    _required("schedule.remove", "name", name, "the schedule to remove")
+    _schedules(c, conn, "schedule.remove", lambda cn: admin.remove(cn, name))
+    print(f"schedule {name} removed")
 
 
 @command("test", help={"pytest": "more arguments for pytest, e.g. --pytest='-k deploy -x'"})
@@ -601,8 +692,9 @@ def bench(c, scenarios=None, seconds=None, workers=None, batch=None, backlog=Non
 
 
 tsqlt = Collection("tsqlt", install=tsqlt_install)
+schedule = Collection("schedule", add=schedule_add, list=schedule_list, pause=schedule_pause,
+                      resume=schedule_resume, remove=schedule_remove)
 pipeline = Collection("pipeline", enqueue=pipeline_enqueue, archive=pipeline_archive, report=pipeline_report,
                       demo=pipeline_demo)
 ns = Collection(build, lint, fix, render_queues, new_queue, deploy, register_messages, status, pause, resume,
-                limit, dashboard,
-                worker, test, bench, tsqlt, pipeline)
+                limit, dashboard, worker, test, bench, tsqlt, pipeline, schedule)

@@ -29,6 +29,9 @@ class Msg(IntEnum):
     UnknownQueue = 735717
     ControlReason = 735718
     InvalidLimit = 735719
+    ScheduleNotFound = 735720
+    ScheduleExists = 735721
+    NotSchedulable = 735722
 
     def __str__(self) -> str:
         # The number, as Python 3.11 prints an IntEnum; 3.10 would print Msg.KeyLock.

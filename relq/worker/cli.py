@@ -29,6 +29,7 @@ from relq.worker.handlers import Handlers
 from relq.worker.idle import POLL_CAP_S, POLL_S
 from relq.worker.procedures import Procedures, SqlProcedures
 from relq.worker.runtime import Settings, Worker
+from relq.worker.scheduler import Scheduler, sql_store
 from relq.worker.stats import COUNTS, Stats
 
 DEFAULT_HANDLERS = {"Notification": ("relq.worker.notification",)}
@@ -161,8 +162,14 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
     parser.add_argument("--handlers", action="append", default=[], help="a module with install(handlers)")
     parser.add_argument("--type", default=None, help="claim only this job type (SyncQueue)")
     parser.add_argument("--conn", default=conn, help="ODBC connection string (default: RELQ_MSSQL)")
+    parser.add_argument("--no-scheduler", action="store_true",
+                        help="do not enqueue the queue's recurring schedules (docs/schedules.md)")
+    parser.add_argument("--schedule-once", action="store_true",
+                        help="enqueue the queue's due schedule slots once and exit; runs no handler")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    if args.schedule_once:
+        return schedule_once(args.queue, args.conn, config)
     try:
         check_ranges(args)
         settings = Settings(args.queue, args.name, args.concurrency, args.batch, args.wait_ms, args.grace,
@@ -171,7 +178,14 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
         connect = sql_connector(target.conn_str, settings.queue)  # refuses a queue the database lacks
         print(f"worker: {target}", file=sys.stderr)  # masked
         handlers = load_handlers(args.queue, args.handlers)
-        worker = run_worker(settings, handlers, connect)
+        scheduler = None
+        if not args.no_scheduler:  # the queue's recurring schedules, beside the slots
+            scheduler = Scheduler(settings.queue, sql_store(target.conn_str)).start()
+        try:
+            worker = run_worker(settings, handlers, connect)
+        finally:
+            if scheduler is not None:
+                scheduler.stop()
     except RelqError as exc:
         print(f"worker: {exc}", file=sys.stderr)
         return 1
@@ -179,4 +193,24 @@ def main(argv: Sequence[str] | None = None, *, conn: str | None = None,
     if worker.failure:  # a supervisor restarts a worker that failed, not one that was stopped
         print(f"worker: {worker.failure}", file=sys.stderr)
         return 1
+    return 0
+
+
+def schedule_once(queue: str, conn: str | None, config: Mapping[str, Any] | None) -> int:
+    """``--schedule-once``: one scheduler tick for ``queue`` (an Agent job step, a cron line)."""
+    try:
+        if not queue.isidentifier():
+            raise RelqError(f"queue {queue!r} does not exist: a queue's name is letters and digits")
+        target = db.resolve_target(conn, config)
+        print(f"scheduler: {target}", file=sys.stderr)  # masked
+        scheduler = Scheduler(queue, sql_store(target.conn_str))
+        try:
+            scheduler.run_once()
+        finally:
+            scheduler.stop()
+    except RelqError as exc:
+        print(f"scheduler: {exc}", file=sys.stderr)
+        return 1
+    print(f"scheduler: {queue}: {scheduler.fired} slot(s) enqueued, {scheduler.lost} fired elsewhere",
+          file=sys.stderr)
     return 0
