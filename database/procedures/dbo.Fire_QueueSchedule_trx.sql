@@ -56,6 +56,7 @@ BEGIN
     DECLARE @Enqueued NVARCHAR(MAX);
     DECLARE @EnqueuedAt DATETIME2(7);
     DECLARE @IsDuplicate BIT;
+    DECLARE @Now DATETIME2(7);
     DECLARE @RetCode INT;
     DECLARE @Schedule TABLE (
         [Queue] SYSNAME NOT NULL,
@@ -186,28 +187,32 @@ BEGIN
                     RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
                     GOTO EXIT_TRANSACTION;
                 END;
-            SET @Fired = 1;
+            SELECT
+                @Fired = 1,
+                @Now = @NextSlotAt;
         END;
-    ELSE IF
-        NOT EXISTS (
-            SELECT 1 FROM dbo.QueueSchedule AS s WITH (READCOMMITTEDLOCK)
-            WHERE s.[Name] = @Name
-        )
+    ELSE
         BEGIN
-            RAISERROR (735720, 16, 1, @Proc, @Name);
-            GOTO EXIT_TRANSACTION;
+            -- Moved on by another scheduler, or paused: where it is now, for the caller.
+            SELECT @Now = s.NextSlotAt
+            FROM dbo.QueueSchedule AS s WITH (READCOMMITTEDLOCK)
+            WHERE s.[Name] = @Name;
+            IF (@Now IS NULL)
+                BEGIN
+                    RAISERROR (735720, 16, 1, @Proc, @Name);
+                    GOTO EXIT_TRANSACTION;
+                END;
         END;
     COMMIT TRANSACTION Fire_QueueSchedule;
 
+    -- From the call's own variables: one row, even when the schedule is removed just after.
     SELECT
         @Fired AS Fired,
-        s.[Name],
+        @Name AS [Name],
         @SlotAt AS SlotAt,
-        s.NextSlotAt,
+        @Now AS NextSlotAt,
         @EnqueuedAt AS EnqueuedAt,
-        @IsDuplicate AS IsDuplicate
-    FROM dbo.QueueSchedule AS s
-    WHERE s.[Name] = @Name;
+        @IsDuplicate AS IsDuplicate;
     RETURN 0;
 
     EXIT_TRANSACTION:

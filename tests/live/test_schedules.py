@@ -7,6 +7,9 @@ member, who reaches Add_SyncQueue_utx only through the procedure (ownership chai
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
@@ -17,7 +20,7 @@ import pytest
 from relq import db, schedules
 from relq.errors import Msg
 from relq.worker.scheduler import Scheduler, SqlScheduleStore
-from tests.conftest import RCSI
+from tests.conftest import RCSI, REPO
 
 pytestmark = pytest.mark.mssql
 
@@ -205,3 +208,17 @@ def test_a_worker_fires_but_may_not_add_pause_or_remove_a_schedule(dbo, member) 
         assert denied.value.number == 229, procedure  # The EXECUTE permission was denied
     # and reads the schedules (the scheduler's read): a denied SELECT raises 229
     assert len(db.query(worker.cursor(), "SELECT COUNT(*) FROM dbo.QueueSchedule_V;")) == 1
+
+
+def test_schedule_once_from_a_shell_enqueues_the_due_slot_and_exits(dbo, mssql, live_database: str) -> None:
+    """The Agent-job step of docs/schedules.md: one tick in a process of its own, then exit 0."""
+    conn = dbo()
+    name = f"{PREFIX}agent"
+    due = add(conn, name, every=3600)["NextSlotAt"]
+    env = dict(os.environ, RELQ_MSSQL=db.with_database(mssql.conn_str, live_database), PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-m", "relq.worker", "--queue", "SyncQueue", "--schedule-once"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "SyncQueue: " in done.stderr and "slot(s) enqueued" in done.stderr
+    assert slots_enqueued(conn, name) == [due]
+    assert schedule_row(conn, name)["NextSlotAt"] == due + timedelta(hours=1)
