@@ -16,7 +16,7 @@ from rich.table import Table
 
 from relq import db
 from relq.errors import RelqError
-from relq.schedule import Cadence, check_catch_up, check_cron, check_interval, first_slot, resumed_slot
+from relq.cadence import Cadence, check_catch_up, check_cron, check_interval, first_slot, resumed_slot
 
 COLUMNS = ("Name", "Queue", "Type", "Cadence", "Misfire", "NextSlotAt", "LastSlotAt", "Paused")
 LIST_SQL = (

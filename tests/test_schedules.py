@@ -12,7 +12,7 @@ from invoke import Config, Context, Exit
 import tasks
 from relq import db, schedules
 from relq.errors import RelqError
-from relq.schedule import Cadence
+from relq.cadence import Cadence
 
 NOW = datetime(2026, 11, 28, 12, 0, 7, 250000)
 ROW = {"Name": "nightly", "Queue": "SyncQueue", "Type": "CustomerSync", "CronExpr": "0 3 * * *",

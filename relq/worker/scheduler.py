@@ -2,7 +2,7 @@
 recurring schedules (dbo.QueueSchedule), then sleeps a tick.
 
 Each tick is one indexed read of the due schedules (dbo.QueueSchedule_V, the predicate of
-IX_QueueSchedule_Due stated literally) and, for each, the fires of relq.schedule.plan, one
+IX_QueueSchedule_Due stated literally) and, for each, the fires of relq.cadence.plan, one
 dbo.Fire_QueueSchedule_trx call each. Any number of schedulers may run, in one worker or in
 many: the procedure's compare-and-set enqueues each slot once, and a scheduler that finds a
 schedule moved on (Fired = 0) leaves that schedule to the one that moved it. There is no
@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from relq import db
 from relq.errors import Msg
-from relq.schedule import Cadence, plan
+from relq.cadence import Cadence, plan
 
 log = logging.getLogger("relq.scheduler")
 

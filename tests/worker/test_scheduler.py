@@ -13,7 +13,7 @@ import pytest
 
 from relq import db
 from relq.errors import Msg
-from relq.schedule import Cadence
+from relq.cadence import Cadence
 from relq.worker import cli
 from relq.worker import scheduler as scheduler_module
 from relq.worker.scheduler import DUE_SQL, Due, Fired, Scheduler, SqlScheduleStore

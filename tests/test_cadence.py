@@ -1,4 +1,4 @@
-"""relq.schedule: slots in UTC, cron and interval, and the misfire policies (offline)."""
+"""relq.cadence: slots in UTC, cron and interval, and the misfire policies (offline)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from relq.errors import RelqError
-from relq.schedule import (
+from relq.cadence import (
     Cadence,
     Fire,
     check_catch_up,
