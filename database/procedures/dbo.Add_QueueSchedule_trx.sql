@@ -5,7 +5,7 @@ GO
    enqueued into @Queue at every slot of a cron expression or an interval, in UTC. It checks
    what T-SQL can: the queue and type (dbo.QueueScheduleRefusal_fn), the cadence, the
    interval's range, the misfire policy and the job's columns; the cron expression's syntax
-   is checked by its caller, which evaluates it (relq.schedule, `invoke schedule.add`), and
+   is checked by its caller, which evaluates it (relq.cadence, `invoke schedule.add`), and
    here only that it is not blank.
    @Name: the schedule's name, its key (1 to 128 characters, not blank).
    @Queue: a job queue of this database. @Type: one of its job types.

@@ -28,7 +28,7 @@ GO
    duplicate of it (dbo.Add_<Queue>_utx).
    @Name: the schedule. @DueAt: its NextSlotAt as the caller read it (the compare).
    @SlotAt: the slot to enqueue, from @DueAt (the due slot) on: a later one when the caller
-     skips missed slots (its misfire policy, relq.schedule); not in the future.
+     skips missed slots (its misfire policy, relq.cadence); not in the future.
    @NextSlotAt: the slot after @SlotAt, which the schedule moves to; later than @SlotAt.
    Returns 0 with one row: Fired (1: this call enqueued the slot; 0: the schedule had moved on
    or is paused), Name, SlotAt, NextSlotAt (the schedule's next slot now), EnqueuedAt (the

@@ -13,7 +13,7 @@ GO
      (Add_'s rules: Payload JSON or NULL, EntityKey required, Priority 0 by default,
      GroupKey NULL for none).
    CronExpr: a cron expression in UTC (5 fields, or 6 with seconds first), evaluated by the
-     scheduler in Python (relq.schedule); IntervalSeconds: or a fixed interval, 1 s to 366
+     scheduler in Python (relq.cadence); IntervalSeconds: or a fixed interval, 1 s to 366
      days, the slots NextSlotAt plus whole intervals. Exactly one of the two.
    Misfire: what a scheduler does with the slots that passed while none ran: 'Skip' enqueues
      the latest of them alone; 'CatchUp' the latest CatchUpMax of them (1 to 1000), one job
