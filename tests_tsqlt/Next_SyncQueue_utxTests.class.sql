@@ -1845,7 +1845,7 @@ END;
 GO
 -- Pause and limits (dbo.QueueControl): items 1 to 3 of CustomerSync, 11 and 12 of
 -- InventorySync; a paused type's items, its expired lease included, stay where they are.
-CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims only the other type's items when a type is paused]
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims only the items of the other type when a type is paused]
 AS
 BEGIN
     DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
@@ -1894,7 +1894,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'one type';
 END;
 GO
-CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the type's items again when it is resumed]
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the items of a type again when it is resumed]
 AS
 BEGIN
     DECLARE @Claimed NVARCHAR(MAX);
@@ -2003,7 +2003,7 @@ GO
 -- claim of unlimited types holds none. NoTransaction: the rows are committed first, so
 -- that the only locks on them in the claim's transaction are the claim's own.
 --[@tSQLt:NoTransaction]('Next_SyncQueue_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx holds an update lock on the limited type's row when it claims]
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx holds an update lock on the row of a limited type when it claims]
 AS
 BEGIN
     DECLARE @Unlimited INT;
