@@ -934,6 +934,24 @@ BEGIN
         EXEC tSQLt.Fail N'IX_SyncQueue_Status is not filtered to the unfinished states: ', @Filter;
 END;
 GO
+-- A limited type's claim counts its items in flight from IX_SyncQueue_Lease alone: the
+-- index carries their type (the table file, or the migration for databases deployed before).
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx has a lease index that carries the type when the table is deployed]
+AS
+BEGIN
+    DECLARE @Included INT;
+    SELECT @Included = COUNT(*)
+    FROM sys.indexes AS i
+    INNER JOIN sys.index_columns AS ic ON i.object_id = ic.object_id AND i.index_id = ic.index_id
+    INNER JOIN sys.columns AS c ON ic.object_id = c.object_id AND ic.column_id = c.column_id
+    WHERE
+        i.object_id = OBJECT_ID(N'dbo.SyncQueue')
+        AND i.name = N'IX_SyncQueue_Lease'
+        AND c.name = N'Type'
+        AND ic.is_included_column = 1;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Included, @Message = N'[Type] included in IX_SyncQueue_Lease';
+END;
+GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims only items of that type when Type is given]
 AS
 BEGIN

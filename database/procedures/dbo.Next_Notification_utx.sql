@@ -75,8 +75,8 @@ GO
    restarts claims its own items in Processing again, counted as new.
    Cost: a limited type's claims take turns for the length of their transactions;
    each holds the lock while it reads dbo.QueueControl (one seek a limited type)
-   and counts the queue's items in flight (IX_Notification_Lease, a lookup each for
-   its type), then claims.
+   and counts the type's items in flight (a range of IX_Notification_Lease, which
+   holds the items in Processing only and carries their type), then claims.
    A claim sets Processing, AttemptNum + 1,
    StartedAt now, LockedBy, LeaseUntil now + 'notification.leaseSeconds' (default
    300) and a new token, and writes the attempt's row in dbo.NotificationAttempt.
