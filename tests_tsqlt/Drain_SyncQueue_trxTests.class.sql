@@ -31,6 +31,8 @@ BEGIN
     EXEC tSQLt.ApplyConstraint @TableName = N'dbo.SyncQueueAttempt', @ConstraintName = N'PK_SyncQueueAttempt';
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueTypeProcedure';
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    -- No pause and no limit, whatever the database holds (the test of a pause adds its row).
+    EXEC tSQLt.FakeTable @TableName = N'dbo.QueueControl', @Defaults = 1;
     IF (@RealLookup = 0)
         EXEC tSQLt.FakeFunction
             @FunctionName = N'dbo.JobProcedureToRun_fn',
@@ -572,6 +574,43 @@ BEGIN
     SET @History = (SELECT COUNT(*) FROM dbo.SyncQueueAttempt);
     EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @History, @Message = N'no attempt';
+END;
+GO
+-- A paused type (dbo.Pause_Queue_trx): the drain's claim takes nothing of it, though its
+-- item is due, and the drain ends as when nothing is due.
+--[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')
+CREATE PROCEDURE Drain_SyncQueue_trxTests.[test Drain_SyncQueue_trx returns 0 and claims nothing when its type is paused]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:06';
+    DECLARE @RetCode INT;
+    DECLARE @UpdatedAt DATETIME2(7);
+    DECLARE @History INT;
+    DECLARE @Ran INT;
+    CREATE TABLE #JobLog (
+        EnqueuedAt DATETIME2(7) NOT NULL,
+        EntityKey NVARCHAR(200) COLLATE DATABASE_DEFAULT NOT NULL,
+        Payload NVARCHAR(MAX) COLLATE DATABASE_DEFAULT NULL
+    );
+    EXEC Drain_SyncQueue_trxTests.FakeQueue;
+    INSERT INTO dbo.SyncQueueTypeProcedure ([Type], JobProcedure)
+    VALUES ('CustomerSync', N'dbo.JobSucceeds');
+    INSERT INTO dbo.QueueControl ([Queue], [Type], IsPaused, PausedBy, PausedAt, PauseReason)
+    VALUES (N'SyncQueue', 'CustomerSync', 1, N'ann', '2024-01-01', N'the target system is down');
+    EXEC Drain_SyncQueue_trxTests.AddItem @EnqueuedAt = @Key;
+
+    EXEC @RetCode = dbo.Drain_SyncQueue_trx @Type = 'CustomerSync', @LockedBy = N'agent-1';
+
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @RetCode, @Message = N'return code';
+    SELECT @UpdatedAt = q.UpdatedAt
+    FROM dbo.SyncQueue AS q
+    WHERE q.EnqueuedAt = @Key;
+    SET @History = (SELECT COUNT(*) FROM dbo.SyncQueueAttempt);
+    SET @Ran = (SELECT COUNT(*) FROM #JobLog);
+    EXEC tSQLt.AssertEquals @Expected = @Token, @Actual = @UpdatedAt, @Message = N'the item is unchanged';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @History, @Message = N'no attempt';
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Ran, @Message = N'the job did not run';
 END;
 GO
 --[@tSQLt:NoTransaction]('Drain_SyncQueue_trxTests.RollbackLeftOpen')

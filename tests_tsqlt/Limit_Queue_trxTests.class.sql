@@ -43,7 +43,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Limit_Queue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Limit_Queue_trxTests.[test Limit_Queue_trx sets each queue's group limit and its first type's limit when both are called]
+CREATE PROCEDURE Limit_Queue_trxTests.[test Limit_Queue_trx sets the group limit of each queue and the limit of its first type when both are called]
 AS
 BEGIN
     DECLARE @Rows INT;
@@ -61,23 +61,31 @@ BEGIN
     SELECT @Rows = COUNT(*)
     FROM dbo.QueueControl AS c
     WHERE
-        (c.[Queue] = N'Notification' AND c.[Type] = '' AND c.IsPaused = 0 AND c.TypeLimit IS NULL
-            AND c.GroupLimit = 2 AND c.LimitSetBy = N'bob')
-        OR (c.[Queue] = N'Notification' AND c.[Type] = 'ResetPassword' AND c.IsPaused = 1
-            AND c.TypeLimit = 3 AND c.GroupLimit IS NULL AND c.LimitSetBy = N'bob')
+        (
+            c.[Queue] = N'Notification' AND c.[Type] = '' AND c.IsPaused = 0 AND c.TypeLimit IS NULL
+            AND c.GroupLimit = 2 AND c.LimitSetBy = N'bob'
+        )
+        OR (
+            c.[Queue] = N'Notification' AND c.[Type] = 'ResetPassword' AND c.IsPaused = 1
+            AND c.TypeLimit = 3 AND c.GroupLimit IS NULL AND c.LimitSetBy = N'bob'
+        )
         OR
-        (c.[Queue] = N'SyncQueue' AND c.[Type] = '' AND c.IsPaused = 0 AND c.TypeLimit IS NULL
-            AND c.GroupLimit = 2 AND c.LimitSetBy = N'bob')
-        OR (c.[Queue] = N'SyncQueue' AND c.[Type] = 'CustomerSync' AND c.IsPaused = 0
-            AND c.TypeLimit = 3 AND c.GroupLimit IS NULL AND c.LimitSetBy = N'bob');
+        (
+            c.[Queue] = N'SyncQueue' AND c.[Type] = '' AND c.IsPaused = 0 AND c.TypeLimit IS NULL
+            AND c.GroupLimit = 2 AND c.LimitSetBy = N'bob'
+        )
+        OR (
+            c.[Queue] = N'SyncQueue' AND c.[Type] = 'CustomerSync' AND c.IsPaused = 0
+            AND c.TypeLimit = 3 AND c.GroupLimit IS NULL AND c.LimitSetBy = N'bob'
+        );
     EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Rows, @Message = N'rows as set';
     SELECT @Rows = COUNT(*)
-    FROM dbo.QueueControl AS c;
+    FROM dbo.QueueControl;
     EXEC tSQLt.AssertEquals @Expected = 4, @Actual = @Rows, @Message = N'rows in all';
 END;
 GO
 --[@tSQLt:NoTransaction]('Limit_Queue_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Limit_Queue_trxTests.[test Limit_Queue_trx removes a type's limit and records the login when Limit is NULL]
+CREATE PROCEDURE Limit_Queue_trxTests.[test Limit_Queue_trx removes the limit of a type and records the login when Limit is NULL]
 AS
 BEGIN
     DECLARE @Rows INT;
@@ -113,7 +121,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 735719, @Actual = @ErrorNumber, @Message = N'a limit of 32768';
 
     SELECT @Rows = COUNT(*)
-    FROM dbo.QueueControl AS c;
+    FROM dbo.QueueControl;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows written';
 END;
 GO
@@ -132,7 +140,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 735718, @Actual = @ErrorNumber, @Message = N'a blank LimitSetBy';
 
     SELECT @Rows = COUNT(*)
-    FROM dbo.QueueControl AS c;
+    FROM dbo.QueueControl;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows written';
 END;
 GO
@@ -160,4 +168,3 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Columns;
 END;
 GO
-

@@ -27,6 +27,7 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    EXEC tSQLt.FakeTable @TableName = N'dbo.QueueControl'; -- no pause, no limit, whatever the database holds
 END;
 GO
 -- One Pending notification with every column the claim reads, due at its key unless

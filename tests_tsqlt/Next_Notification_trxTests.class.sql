@@ -25,6 +25,7 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Email', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.Notification_Sms', @Defaults = 1;
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    EXEC tSQLt.FakeTable @TableName = N'dbo.QueueControl'; -- no pause, no limit, whatever the database holds
 END;
 GO
 -- The notification types, faked with two of the tests' own (AddTestJobA and AddTestJobB),

@@ -24,6 +24,7 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueAttempt', @Defaults = 1;
     EXEC tSQLt.ApplyConstraint @TableName = N'dbo.SyncQueueAttempt', @ConstraintName = N'PK_SyncQueueAttempt';
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    EXEC tSQLt.FakeTable @TableName = N'dbo.QueueControl'; -- no pause, no limit, whatever the database holds
 END;
 GO
 -- One Pending sync job with every column the claim reads, due at its key unless

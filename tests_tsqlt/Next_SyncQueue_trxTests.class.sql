@@ -22,6 +22,7 @@ BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.SyncQueueAttempt', @Defaults = 1;
     EXEC tSQLt.ApplyConstraint @TableName = N'dbo.SyncQueueAttempt', @ConstraintName = N'PK_SyncQueueAttempt';
     EXEC tSQLt.FakeTable @TableName = N'dbo.AppSettings';
+    EXEC tSQLt.FakeTable @TableName = N'dbo.QueueControl'; -- no pause, no limit, whatever the database holds
 END;
 GO
 -- The sync job types, faked with two of the tests' own (AddTestJobA and AddTestJobB),

@@ -934,6 +934,24 @@ BEGIN
         EXEC tSQLt.Fail N'IX_SyncQueue_Status is not filtered to the unfinished states: ', @Filter;
 END;
 GO
+-- A limited type's claim counts its items in flight from IX_SyncQueue_Lease alone: the
+-- index carries their type (the table file, or the migration for databases deployed before).
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx has a lease index that carries the type when the table is deployed]
+AS
+BEGIN
+    DECLARE @Included INT;
+    SELECT @Included = COUNT(*)
+    FROM sys.indexes AS i
+    INNER JOIN sys.index_columns AS ic ON i.object_id = ic.object_id AND i.index_id = ic.index_id
+    INNER JOIN sys.columns AS c ON ic.object_id = c.object_id AND ic.column_id = c.column_id
+    WHERE
+        i.object_id = OBJECT_ID(N'dbo.SyncQueue')
+        AND i.name = N'IX_SyncQueue_Lease'
+        AND c.name = N'Type'
+        AND ic.is_included_column = 1;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Included, @Message = N'[Type] included in IX_SyncQueue_Lease';
+END;
+GO
 CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims only items of that type when Type is given]
 AS
 BEGIN
@@ -1845,7 +1863,7 @@ END;
 GO
 -- Pause and limits (dbo.QueueControl): items 1 to 3 of CustomerSync, 11 and 12 of
 -- InventorySync; a paused type's items, its expired lease included, stay where they are.
-CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims only the other type's items when a type is paused]
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims only the items of the other type when a type is paused]
 AS
 BEGIN
     DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
@@ -1894,7 +1912,7 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'one type';
 END;
 GO
-CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the type's items again when it is resumed]
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx claims the items of a type again when it is resumed]
 AS
 BEGIN
     DECLARE @Claimed NVARCHAR(MAX);
@@ -2003,7 +2021,7 @@ GO
 -- claim of unlimited types holds none. NoTransaction: the rows are committed first, so
 -- that the only locks on them in the claim's transaction are the claim's own.
 --[@tSQLt:NoTransaction]('Next_SyncQueue_utxTests.RollbackLeftOpen')
-CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx holds an update lock on the limited type's row when it claims]
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx holds an update lock on the row of a limited type when it claims]
 AS
 BEGIN
     DECLARE @Unlimited INT;

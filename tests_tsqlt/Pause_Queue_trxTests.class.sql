@@ -102,7 +102,7 @@ BEGIN
         AND c.ResumedAt IS NULL;
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'the type''s row';
     SELECT @Rows = COUNT(*)
-    FROM dbo.QueueControl AS c;
+    FROM dbo.QueueControl;
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Rows, @Message = N'no row for the queue itself';
 END;
 GO
@@ -128,7 +128,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 735717, @Actual = @ErrorNumber, @Message = N'a blank type';
 
     SELECT @Rows = COUNT(*)
-    FROM dbo.QueueControl AS c;
+    FROM dbo.QueueControl;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows written';
 END;
 GO
@@ -154,7 +154,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = 735718, @Actual = @ErrorNumber, @Message = N'a blank PausedBy';
 
     SELECT @Rows = COUNT(*)
-    FROM dbo.QueueControl AS c;
+    FROM dbo.QueueControl;
     EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Rows, @Message = N'rows written';
 END;
 GO
@@ -182,4 +182,3 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Columns;
 END;
 GO
-

@@ -146,4 +146,3 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = @Expected, @Actual = @Columns;
 END;
 GO
-

@@ -45,7 +45,8 @@ GO
    dbo.Resume_Queue_trx and dbo.Limit_Queue_trx without a deploy): the claim first
    lists the types it may take, the queue's (or @Type) less the paused ones, and
    none while the queue is paused; every read below, the abandoned items' included,
-   takes only those types, so a claim still reads by seeks (one a type, as before).
+   takes only those types, so a claim reads by seeks (one a type) and never a paused
+   type's items.
    The rows are read without a lock: a pause applies to the claims that begin after
    it commits, and items already in Processing finish normally. A type with a limit
    (TypeLimit N) has at most N items in Processing whose lease has not run out,
@@ -53,8 +54,8 @@ GO
    ROWLOCK), held until the transaction ends (the table hints page below: UPDLOCK
    takes update locks held until the transaction completes; HOLDLOCK scans with
    SERIALIZABLE's semantics, by locks, not row versions, also under
-   READ_COMMITTED_SNAPSHOT), so the claims of one
-   limited type run their counting and claiming one at a time (an update lock is
+   READ_COMMITTED_SNAPSHOT), so the claims of one limited type run their counting
+   and claiming one at a time (an update lock is
    incompatible with another update lock: "Lock compatibility" in
    https://learn.microsoft.com/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide).
    Under the lock it counts the type's items in Processing with a live lease and
@@ -72,8 +73,10 @@ GO
    before the lease ends, as relq's worker does; a limit set or lowered applies to
    the claims that begin after it commits (items above it finish); and a slot that
    restarts claims its own items in Processing again, counted as new.
-   Cost: one seek of the table a limited type, plus the type's live items
-   (IX_Notification_Lease, the items in flight) counted while the lock is held.
+   Cost: a limited type's claims take turns for the length of their transactions;
+   each holds the lock while it reads dbo.QueueControl (one seek a limited type)
+   and counts the type's items in flight (a range of IX_Notification_Lease, which
+   holds the items in Processing only and carries their type), then claims.
    A claim sets Processing, AttemptNum + 1,
    StartedAt now, LockedBy, LeaseUntil now + 'notification.leaseSeconds' (default
    300) and a new token, and writes the attempt's row in dbo.NotificationAttempt.

@@ -80,7 +80,10 @@ IF
 GO
 /* The lease index: the claim finds the items in Processing whose lease expired
    (their worker died) or whose holder is the caller (it restarted). Only items
-   in flight are in it: as many as there are workers times their batch. */
+   in flight are in it: as many as there are workers times their batch. [Type] is
+   included so that a claim of a limited type counts that type's items in flight
+   from this index alone (dbo.Next_Notification_utx, dbo.QueueControl_V).
+   Databases deployed before get [Type] from V0019. */
 IF
     NOT EXISTS (
         SELECT 1 FROM sys.indexes
@@ -89,7 +92,7 @@ IF
     BEGIN
         CREATE NONCLUSTERED INDEX IX_Notification_Lease
             ON dbo.Notification (LeaseUntil)
-            INCLUDE (LockedBy, AttemptNum, GroupKey)
+            INCLUDE (LockedBy, AttemptNum, GroupKey, [Type])
             WHERE ([Status] = 'Processing');
     END;
 GO

@@ -16,7 +16,8 @@ GO
      Processing      items in Processing whose lease has not run out: the queue's, or
                      the type's (the slots a limit counts).
    Processing reads IX_<Queue>_Lease, which holds the items in Processing only (as
-   many as the workers have in hand), each branch stating its filter literally, as the
+   many as the workers have in hand) and carries their type, each branch stating its
+   filter literally, as the
    optimizer uses a filtered index only for a predicate it can prove is a subset ("Create
    filtered indexes",
    https://learn.microsoft.com/sql/relational-databases/indexes/create-filtered-indexes). */

@@ -13,7 +13,8 @@ relq/scaffold/templates, in four groups, and what they make of a queue.
   tSQLt class; and, for any queue with such a table, dbo.<Queue>_IsType_fn, which
   their CHECKs call. A subtype's columns also reach the list type, Add_, the worker
   view, the archive and the purge;
-- all_queues/: objects over every queue at once (the health views, the attempt history view);
+- all_queues/: objects over every queue at once (the health views, the attempt history view,
+  the queue controls that pause, resume and limit any queue or type, and their view);
 - custom/<Queue>/: a custom queue's own objects that share a moment with the templates
   (its enqueue, which locks, deduplicates and takes keys as every Add_ does): written by
   hand for that queue alone, with the shared moments from macros/.

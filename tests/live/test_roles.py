@@ -171,6 +171,26 @@ def test_a_monitor_reads_the_health_views_and_nothing_else(as_role) -> None:
     denied(as_role, "QueueMonitor", "EXEC dbo.Next_SyncQueue_trx;")
 
 
+def test_a_monitor_reads_the_controls_and_an_admin_pauses_and_resumes_a_type(as_role) -> None:
+    rows = as_role("QueueMonitor", "SELECT [Queue], [Type], IsPaused FROM dbo.QueueControl_V "
+                                   "WHERE [Queue] = N'SyncQueue';")
+    assert (("SyncQueue", None, False) in rows) and ("SyncQueue", "CustomerSync", False) in rows
+    denied(as_role, "QueueMonitor",
+           "EXEC dbo.Pause_Queue_trx @Queue = N'SyncQueue', @Type = 'CustomerSync', @PauseReason = N'no';",
+           "Pause_Queue_trx")
+    try:
+        paused = as_role("QueueAdmin", "EXEC dbo.Pause_Queue_trx @Queue = N'SyncQueue', "
+                                       "@Type = 'CustomerSync', @PauseReason = N'role test';")
+        # Who: ORIGINAL_LOGIN(), the login that connected, also inside EXECUTE AS USER.
+        login = as_role("QueueAdmin", "SELECT ORIGINAL_LOGIN();")[0][0]
+        assert paused[0][:4] == ("SyncQueue", "CustomerSync", True, login)
+    finally:
+        resumed = as_role("QueueAdmin", "EXEC dbo.Resume_Queue_trx @Queue = N'SyncQueue', "
+                                        "@Type = 'CustomerSync';")
+    assert resumed[0][:3] == ("SyncQueue", "CustomerSync", False)
+    denied(as_role, "QueueAdmin", "EXEC dbo.Next_SyncQueue_trx;")
+
+
 def test_an_admin_controls_items_and_may_not_claim_them(as_role) -> None:
     key = as_role("QueueProducer", ENQUEUE)[0][0]
     cancelled = as_role("QueueAdmin", f"EXEC dbo.Cancel_SyncQueue_trx @EnqueuedAt = '{key.isoformat()}';")
