@@ -26,6 +26,8 @@ class Msg(IntEnum):
     JobProcedureRefused = 735714
     MessageNotQueued = 735715
     DeadLetterGone = 735716
+    BatchNotFound = 735723
+    BatchSealed = 735724
 
     def __str__(self) -> str:
         # The number, as Python 3.11 prints an IntEnum; 3.10 would print Msg.KeyLock.
