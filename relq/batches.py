@@ -49,7 +49,8 @@ COLUMNS = ("BatchID", "Name", "State", "Total", "Completed", "PartiallyCompleted
            "Terminated", "Done", "Remaining", "CallbackQueue", "CallbackType", "OpenedAt", "SealedAt",
            "FinishedAt", "CallbackEnqueuedAt")
 # The newest first: a backward seek of the view's one table's clustered key.
-RECENT = f"SELECT TOP (?) {', '.join(f'v.[{c}]' for c in COLUMNS)} FROM dbo.QueueBatch_V AS v ORDER BY v.BatchID DESC;"
+RECENT = (f"SELECT TOP (?) {', '.join(f'v.[{c}]' for c in COLUMNS)} FROM dbo.QueueBatch_V AS v "
+          "ORDER BY v.BatchID DESC;")
 
 
 @dataclass(frozen=True)
@@ -107,8 +108,9 @@ def open_batch(conn: Any, callback_queue: str, callback_type: str, *, entity_key
     """Open a batch whose callback is a ``callback_type`` job in the job queue
     ``callback_queue``; returns its BatchID. ``payload`` (a dict, or a JSON object's text)
     is what the callback's Payload starts from; "batch" is added to it when it fires."""
-    result = db.call(conn, "dbo.Open_QueueBatch_trx", CallbackQueue=callback_queue, CallbackType=callback_type,
-                     CallbackEntityKey=entity_key, CallbackPayload=_json_text(payload), Name=name)
+    result = db.call(conn, "dbo.Open_QueueBatch_trx", CallbackQueue=callback_queue,
+                     CallbackType=callback_type, CallbackEntityKey=entity_key,
+                     CallbackPayload=_json_text(payload), Name=name)
     if result.return_code != 0 or not result.result_sets or not result.result_sets[0]:
         raise RelqError("dbo.Open_QueueBatch_trx returned no batch")
     return int(result.result_sets[0][0][0])
@@ -123,7 +125,8 @@ def items_json(jobs: Sequence[Job]) -> str:
         for n, j in enumerate(jobs, 1)])
 
 
-def add_jobs(conn: Any, queue: str, jobs: Sequence[Job], *, batch_id: int | None = None) -> list[tuple]:
+def add_jobs(conn: Any, queue: str, jobs: Sequence[Job], *,
+             batch_id: int | None = None) -> list[tuple]:
     """Enqueue ``jobs`` into the job queue ``queue`` (dbo.Add_<queue>_trx), in the open batch
     ``batch_id`` when given: one transaction per call of at most 4,000 jobs. Returns
     Add_'s rows (EnqueuedAt, Type, EntityKey, ItemNo, IsDuplicate)."""

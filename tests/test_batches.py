@@ -50,7 +50,8 @@ class Conn:
 def test_open_batch_names_its_callback_and_returns_the_key():
     cursor = Cursor([(["BatchID", "OpenedAt"], [(42, datetime(2026, 1, 1))]), (["return_code"], [(0,)])])
 
-    batch = batches.open_batch(Conn(cursor), "SyncQueue", "ImportDone", payload={"import": 7}, name="import 7")
+    batch = batches.open_batch(Conn(cursor), "SyncQueue", "ImportDone", payload={"import": 7},
+                               name="import 7")
 
     assert batch == 42
     sql, params = cursor.executed[0]
@@ -67,13 +68,14 @@ def test_open_batch_passes_a_json_text_as_it_is():
 
 
 def test_add_jobs_sends_the_items_and_the_batch():
-    cursor = Cursor([(["EnqueuedAt", "Type", "EntityKey", "ItemNo", "IsDuplicate"], [("k", "T", "C-1", 1, False)])])
+    columns = ["EnqueuedAt", "Type", "EntityKey", "ItemNo", "IsDuplicate"]
+    cursor = Cursor([(columns, [("k", "T", "C-1", 1, False)])])
     due = datetime(2026, 1, 2, 3, 4, 5)
 
-    rows = batches.add_jobs(Conn(cursor), "SyncQueue",
-                            [Job("CustomerSync", "C-1", {"n": 1}), Job("CustomerSync", "C-2", scheduled_for=due,
-                                                                       priority=5, dedup_key="d")],
-                            batch_id=9)
+    jobs = [Job("CustomerSync", "C-1", {"n": 1}),
+            Job("CustomerSync", "C-2", scheduled_for=due, priority=5, dedup_key="d")]
+
+    rows = batches.add_jobs(Conn(cursor), "SyncQueue", jobs, batch_id=9)
 
     assert rows == [("k", "T", "C-1", 1, False)]
     sql, (items, batch_id) = cursor.executed[0]

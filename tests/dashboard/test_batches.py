@@ -32,7 +32,8 @@ def row(batch_id: int, state: str, total: int, completed: int, failed: int = 0, 
         callback: bool = False) -> dict:
     done = completed + failed
     return dict(zip(COLUMNS, (
-        batch_id, name, state, total, completed, 0, failed, 0, 0, done, total - done, "SyncQueue", "ImportDone",
+        batch_id, name, state, total, completed, 0, failed, 0, 0, done, total - done,
+        "SyncQueue", "ImportDone",
         T0, T0 + timedelta(minutes=1) if state != "Open" else None,
         T0 + timedelta(minutes=2) if callback else None, T0 + timedelta(minutes=2) if callback else None),
         strict=True))
@@ -48,8 +49,8 @@ def monitor() -> FakeStore:
 
 
 def test_the_batches_are_listed_newest_first_with_their_progress(monitor: FakeStore) -> None:
-    monitor.batch_rows = [row(1, "Finished", 4, 3, 1, callback=True), row(2, "Sealed", 10, 4, 1, name="import 2"),
-                          row(3, "Open", 2, 0)]
+    monitor.batch_rows = [row(1, "Finished", 4, 3, 1, callback=True),
+                          row(2, "Sealed", 10, 4, 1, name="import 2"), row(3, "Open", 2, 0)]
 
     page = TestClient(create_app(monitor, Settings())).get("/batches")
 

@@ -77,7 +77,7 @@ def test_two_workers_finishing_a_batchs_last_two_items_together_enqueue_one_call
             start = threading.Barrier(2)
             outcomes: list[object] = []
 
-            def report(conn, key, token) -> None:
+            def report(conn, key, token, start=start, outcomes=outcomes) -> None:
                 try:
                     start.wait(timeout=30)
                     outcomes.append(db.call(conn, "dbo.Modify_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token,
@@ -85,7 +85,8 @@ def test_two_workers_finishing_a_batchs_last_two_items_together_enqueue_one_call
                 except Exception as exc:  # reported below, with the other worker's outcome
                     outcomes.append(repr(exc))
 
-            threads = [threading.Thread(target=report, args=(w, *h)) for w, h in zip(workers, held)]
+            threads = [threading.Thread(target=report, args=(w, *h))
+                       for w, h in zip(workers, held, strict=True)]
             for t in threads:
                 t.start()
             for t in threads:
@@ -97,10 +98,10 @@ def test_two_workers_finishing_a_batchs_last_two_items_together_enqueue_one_call
             [(callback_key, payload)] = callbacks
             carried = json.loads(payload)
             assert carried["round"] == n
-            assert (carried["batch"]["BatchID"], carried["batch"]["Total"], carried["batch"]["Completed"]) == (
-                batch_id, 2, 2)
-            assert view_row(producer, batch_id) == {"state": "Finished", "total": 2, "completed": 2, "remaining": 0,
-                                                    "callback_at": callback_key}
+            counted = carried["batch"]
+            assert (counted["BatchID"], counted["Total"], counted["Completed"]) == (batch_id, 2, 2)
+            assert view_row(producer, batch_id) == {"state": "Finished", "total": 2, "completed": 2,
+                                                    "remaining": 0, "callback_at": callback_key}
     finally:
         for conn in (producer, *workers):
             conn.close()
@@ -136,8 +137,8 @@ def test_sealing_a_batch_whose_items_all_finished_enqueues_its_callback(mssql, l
     conn = connect(db.with_database(mssql.conn_str, live_database))
     try:
         entity = f"sealed-late-{secrets.token_hex(4)}"
-        opened = db.call(conn, "dbo.Open_QueueBatch_trx", CallbackQueue="SyncQueue", CallbackType="InventorySync",
-                         CallbackEntityKey=entity)
+        opened = db.call(conn, "dbo.Open_QueueBatch_trx", CallbackQueue="SyncQueue",
+                         CallbackType="InventorySync", CallbackEntityKey=entity)
         batch_id = opened.result_sets[0][0][0]
         [row] = batches.add_jobs(conn, "SyncQueue", [Job("CustomerSync", f"{entity}-a")], batch_id=batch_id)
         db.call(conn, "dbo.Cancel_SyncQueue_trx", EnqueuedAt=row[0])
@@ -145,7 +146,35 @@ def test_sealing_a_batch_whose_items_all_finished_enqueues_its_callback(mssql, l
 
         sealed = db.call(conn, "dbo.Seal_QueueBatch_trx", BatchID=batch_id)
 
-        assert sealed.columns[0][:3] == ["BatchID", "Name", "State"] and sealed.result_sets[0][0][2] == "Finished"
+        assert sealed.columns[0][:3] == ["BatchID", "Name", "State"]
+        assert sealed.result_sets[0][0][2] == "Finished"
         assert len(db.query(conn.cursor(), CALLBACKS, entity)) == 1
     finally:
         conn.close()
+
+
+def test_the_roles_open_fill_seal_finish_and_watch_a_batch(member) -> None:
+    """Each step as the role that takes it: a producer opens, fills and seals; a worker's
+    report finishes the batch (declaring the batch's count list and the callback queue's item
+    list: their types' grants); a monitor reads the progress."""
+    producer, worker, monitor = member("QueueProducer")(), member("QueueWorker")(), member("QueueMonitor")()
+    entity = f"roles-{secrets.token_hex(4)}"
+    batch_id = batches.open_batch(producer, "SyncQueue", "InventorySync", entity_key=entity)
+    # the highest priority, so that the worker's claim takes it before any other test's item
+    batches.add_jobs(producer, "SyncQueue", [Job("CustomerSync", f"{entity}-a", priority=32767)],
+                     batch_id=batch_id)
+    batches.seal_batch(producer, batch_id)
+
+    for _ in range(20):  # another test's item taken back from a dead worker comes first: release it
+        key, token = claim(worker, "roles/worker")
+        [(claimed,)] = db.query(worker.cursor(), "SELECT v.EntityKey FROM dbo.Worker_SyncQueue_V AS v "
+                                                 "WHERE v.EnqueuedAt = ?;", key)
+        if claimed == f"{entity}-a":
+            break
+        db.call(worker, "dbo.Modify_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token, Status="Pending")
+    assert claimed == f"{entity}-a"
+    db.call(worker, "dbo.Modify_SyncQueue_trx", EnqueuedAt=key, UpdatedAt=token, Status="Completed")
+
+    assert len(db.query(worker.cursor(), CALLBACKS, entity)) == 1
+    [progress] = [b for b in batches.recent(monitor, limit=100) if b.batch_id == batch_id]
+    assert (progress.state, progress.completed, progress.remaining) == ("Finished", 1, 0)
