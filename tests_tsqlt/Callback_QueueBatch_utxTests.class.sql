@@ -26,7 +26,7 @@ BEGIN
     );
 END;
 GO
-CREATE PROCEDURE Callback_QueueBatch_utxTests.[test Callback_QueueBatch_utx enqueues the callback job with the batch's counts when the batch finished]
+CREATE PROCEDURE Callback_QueueBatch_utxTests.[test Callback_QueueBatch_utx enqueues the callback job with the counts when the batch finished]
 AS
 BEGIN
     DECLARE @RetCode INT;

@@ -33,7 +33,7 @@ BEGIN
     );
 END;
 GO
-CREATE PROCEDURE Count_QueueBatch_utxTests.[test Count_QueueBatch_utx adds each state's count when items of a batch finish]
+CREATE PROCEDURE Count_QueueBatch_utxTests.[test Count_QueueBatch_utx adds the count of each state when items of a batch finish]
 AS
 BEGIN
     DECLARE @Counts dbo.QueueBatchCountList;

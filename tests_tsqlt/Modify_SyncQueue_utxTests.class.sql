@@ -1717,7 +1717,7 @@ BEGIN
     VALUES (7, 'AnyJobQueue', 'BatchDone', @Total, @Done, CASE WHEN @Sealed = 1 THEN '2024-01-01T00:00:00' END);
 END;
 GO
-CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx enqueues the batch's callback once when the last item of a sealed batch completes]
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx enqueues the callback once when the last item of a sealed batch completes]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
@@ -1759,7 +1759,7 @@ BEGIN
 END;
 GO
 -- An Error with attempts left is no final state: the batch waits for the item's next one.
-CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx leaves the batch's counts when a batched item reports an Error with attempts left]
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx leaves the batch counts when a batched item reports an Error with attempts left]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';

@@ -928,7 +928,7 @@ BEGIN
 END;
 GO
 -- Before the callback: the batch waits for the retried item again.
-CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx takes the item back from its batch's Failed when a batched item is retried]
+CREATE PROCEDURE Move_Notification_utxTests.[test Move_Notification_utx takes the item back from the Failed of its batch when a batched item is retried]
 AS
 BEGIN
     DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';

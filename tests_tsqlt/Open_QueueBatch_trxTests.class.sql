@@ -69,7 +69,7 @@ BEGIN
 END;
 GO
 --[@tSQLt:NoTransaction]('Open_QueueBatch_trxTests.RollbackLeftOpen')
-CREATE PROCEDURE Open_QueueBatch_trxTests.[test Open_QueueBatch_trx raises 735707 when the callback type is not the queue's]
+CREATE PROCEDURE Open_QueueBatch_trxTests.[test Open_QueueBatch_trx raises 735707 when the callback type is not one of the queue]
 AS
 BEGIN
     EXEC Open_QueueBatch_trxTests.FakeBatches;

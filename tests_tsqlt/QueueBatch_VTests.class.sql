@@ -3,7 +3,7 @@ SET QUOTED_IDENTIFIER ON;
 GO
 EXEC tSQLt.NewTestClass 'QueueBatch_VTests';
 GO
-CREATE PROCEDURE QueueBatch_VTests.[test QueueBatch_V shows each batch's state and what remains when batches are at every stage]
+CREATE PROCEDURE QueueBatch_VTests.[test QueueBatch_V shows the state and what remains when batches are at every stage]
 AS
 BEGIN
     EXEC tSQLt.FakeTable @TableName = N'dbo.QueueBatch', @Defaults = 1;

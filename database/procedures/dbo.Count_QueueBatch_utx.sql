@@ -59,10 +59,11 @@ BEGIN
             RAISERROR (735702, 16, 1, N'dbo.Count_QueueBatch_utx');
             GOTO EXIT_ERROR;
         END;
-    IF EXISTS (
-        SELECT 1 FROM @Counts AS c
-        WHERE c.[Status] NOT IN ('Completed', 'PartiallyCompleted', 'Failed', 'Cancelled', 'Terminated')
-    )
+    IF
+        EXISTS (
+            SELECT 1 FROM @Counts AS c
+            WHERE c.[Status] NOT IN ('Completed', 'PartiallyCompleted', 'Failed', 'Cancelled', 'Terminated')
+        )
         BEGIN
             RAISERROR (735707, 16, 1, @Proc, N'@Counts: a batch counts the final states only');
             GOTO EXIT_ERROR;
@@ -117,10 +118,11 @@ BEGIN
                     RAISERROR (735723, 16, 1, @Proc, @BatchID);
                     GOTO EXIT_ERROR;
                 END;
-            IF EXISTS (
-                SELECT 1 FROM @Changed AS x
-                WHERE x.WasFinishedAt IS NULL AND x.FinishedAt IS NOT NULL
-            )
+            IF
+                EXISTS (
+                    SELECT 1 FROM @Changed AS x
+                    WHERE x.WasFinishedAt IS NULL AND x.FinishedAt IS NOT NULL
+                )
                 BEGIN
                     EXEC @RetCode = dbo.Callback_QueueBatch_utx
                         @BatchID = @BatchID,

@@ -7,7 +7,8 @@ GO
    The row's UPDATE holds its exclusive lock to the end of the transaction, so a final
    report of the same batch waits for the enqueue to commit and then counts against the
    new Total; an open batch never fires its callback, so nothing fires early meanwhile
-   ("Lock modes", https://learn.microsoft.com/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide).
+   ("Lock modes",
+   https://learn.microsoft.com/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide).
    @BatchID: the batch (dbo.QueueBatch).
    @Items: how many items joined (0 is allowed: a call whose items were all duplicates
      still finds out that its batch is open).
@@ -50,10 +51,11 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     IF (@RowCnt = 0)
         BEGIN
-            IF EXISTS (
-                SELECT 1 FROM dbo.QueueBatch AS b
-                WHERE b.BatchID = @BatchID
-            )
+            IF
+                EXISTS (
+                    SELECT 1 FROM dbo.QueueBatch AS b
+                    WHERE b.BatchID = @BatchID
+                )
                 BEGIN
                     RAISERROR (735724, 16, 1, @Proc, @BatchID);
                     GOTO EXIT_ERROR;

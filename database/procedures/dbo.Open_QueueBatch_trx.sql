@@ -40,17 +40,18 @@ BEGIN
             RAISERROR (735701, 16, 1, N'dbo.Open_QueueBatch_trx');
             GOTO EXIT_ERROR;
         END;
-    IF NOT (
-        (
-            @CallbackQueue = 'SyncQueue'
-            AND EXISTS (
-                SELECT 1 FROM dbo.SyncQueueType AS t
-                WHERE t.[Type] = @CallbackType
+    IF
+        NOT (
+            (
+                @CallbackQueue = 'SyncQueue'
+                AND EXISTS (
+                    SELECT 1 FROM dbo.SyncQueueType AS t
+                    WHERE t.[Type] = @CallbackType
+                )
             )
+            OR
+            1 = 0
         )
-        OR
-        1 = 0
-    )
         BEGIN
             RAISERROR (
                 735707, 16, 1, @Proc, N'@CallbackQueue must name a job queue and @CallbackType one of its job types'

@@ -57,10 +57,11 @@ BEGIN
     IF (@ErrNo <> 0) GOTO EXIT_TRANSACTION;
     IF (@RowCnt = 0)
         BEGIN
-            IF EXISTS (
-                SELECT 1 FROM dbo.QueueBatch AS b
-                WHERE b.BatchID = @BatchID
-            )
+            IF
+                EXISTS (
+                    SELECT 1 FROM dbo.QueueBatch AS b
+                    WHERE b.BatchID = @BatchID
+                )
                 BEGIN
                     RAISERROR (735724, 16, 1, @Proc, @BatchID);
                     GOTO EXIT_TRANSACTION;
@@ -68,10 +69,11 @@ BEGIN
             RAISERROR (735723, 16, 1, @Proc, @BatchID);
             GOTO EXIT_TRANSACTION;
         END;
-    IF EXISTS (
-        SELECT 1 FROM @Sealed AS s
-        WHERE s.FinishedAt IS NOT NULL
-    )
+    IF
+        EXISTS (
+            SELECT 1 FROM @Sealed AS s
+            WHERE s.FinishedAt IS NOT NULL
+        )
         BEGIN
             EXEC @RetCode = dbo.Callback_QueueBatch_utx
                 @BatchID = @BatchID,
