@@ -224,7 +224,7 @@ def status(c, conn=None, watch=None, json=False):
                 health.watch(connection, watch, Console())
             else:
                 Console().print(health.table(health.read(connection)))
-                Console().print(batches.status_line(batches.recent(connection)))
+                Console().print(batches.status_line_of(connection))
         finally:
             connection.close()
     except RelqError as exc:

@@ -161,6 +161,23 @@ def recent(conn: Any, limit: int = 20) -> list[Batch]:
         cursor.close()
 
 
+# The view is missing (208: a database deployed before batches) or not granted (229: a login
+# without QueueMonitor): `invoke status` says so in its batches line and shows the rest.
+UNREADABLE = {208: "dbo.QueueBatch_V is not in this database (deploy this version of relq)",
+              229: "this login may not read dbo.QueueBatch_V (grant it the role QueueMonitor)"}
+
+
+def status_line_of(conn: Any, limit: int = 20) -> str:
+    """`invoke status`'s batches line, read from ``conn``; the reason when the view cannot be
+    read (UNREADABLE), any other error raised."""
+    try:
+        return status_line(recent(conn, limit))
+    except db.SqlError as exc:
+        if exc.number in UNREADABLE:
+            return f"batches: {UNREADABLE[exc.number]}"
+        raise
+
+
 def status_line(batches: Sequence[Batch]) -> str:
     """One line for `invoke status`: the batches still running and what they have left."""
     if not batches:

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import pytest
 
-from relq import batches
+from relq import batches, db
 from relq.batches import Batch, Job
 
 
@@ -148,3 +148,38 @@ def test_status_line_counts_running_batches_and_what_they_have_left():
 
 def test_status_line_says_none_when_there_are_no_batches():
     assert batches.status_line([]) == "batches: none"
+
+
+class Refusing:
+    """A connection whose every statement fails with SQL Server error ``number``."""
+
+    def __init__(self, number):
+        self.number = number
+
+    def cursor(self):
+        number = self.number
+
+        class Failing(Cursor):
+            def execute(self, sql, *params):
+                raise db.SqlError([db.ServerMessage(number, "refused", "42S02")])
+
+        return Failing([])
+
+
+@pytest.mark.parametrize(("number", "says"), [(208, "is not in this database"), (229, "may not read")])
+def test_status_line_of_says_why_when_the_view_cannot_be_read(number, says):
+    assert says in batches.status_line_of(Refusing(number))
+
+
+def test_status_line_of_raises_any_other_error():
+    with pytest.raises(db.SqlError):
+        batches.status_line_of(Refusing(1205))
+
+
+def test_status_line_of_reads_the_newest_twenty():
+    cursor = Cursor([(list(batches.COLUMNS), [ROW])])
+
+    line = batches.status_line_of(Conn(cursor))
+
+    assert line == "batches (newest 1): 0 open, 1 sealed and running, 2 items left, 0 finished"
+    assert cursor.executed[0][1] == (20,)
