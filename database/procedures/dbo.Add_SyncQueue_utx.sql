@@ -37,7 +37,10 @@ GO
      every worker until the caller commits.
    @BatchID: the batch (dbo.Open_QueueBatch_trx) the inserted items join, counted in
      its Total; it must be open (735724 once sealed). A duplicate does not join: the
-     unfinished item it shares is not the batch's. NULL (the default): none.
+     unfinished item it shares is not the batch's. NULL (the default): none. With a
+     batch, one lock does outlive the call: the batch's row, held to the end of the
+     transaction (dbo.Join_QueueBatch_utx), so that batch's other producers and final
+     reports wait for the caller's commit; no one else does.
    @FirstEnqueuedAt: OUTPUT, the key of the first inserted item; NULL when
      every item was a duplicate.
    @LastEnqueuedAt: OUTPUT, the key of the last inserted item; NULL likewise.
