@@ -7,7 +7,8 @@ GO
    @BatchID; dbo.Seal_QueueBatch_trx closes it to new items, so the callback cannot fire
    while items are still being added.
    @CallbackQueue: the job queue the callback goes to: SyncQueue.
-   @CallbackType: its job type, a row of that queue's type table.
+   @CallbackType: its job type, a row of that queue's type table; not a type whose subtype
+     table has required columns: the callback is enqueued with none of them.
    @CallbackEntityKey: the callback's EntityKey, 1 to 200 characters; NULL (the default):
      'QueueBatch:<BatchID>'.
    @CallbackPayload: a JSON object the callback's Payload starts from; its "batch" key is
@@ -29,6 +30,9 @@ BEGIN
     SET XACT_ABORT ON;
     SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
     DECLARE @Proc NVARCHAR(128) = N'dbo.Open_QueueBatch_trx';
+    DECLARE
+        @BadCallback NVARCHAR(200) = N'@CallbackQueue must name a job queue, and @CallbackType one of its '
+        + N'job types that needs no subtype columns';
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -53,9 +57,7 @@ BEGIN
             1 = 0
         )
         BEGIN
-            RAISERROR (
-                735707, 16, 1, @Proc, N'@CallbackQueue must name a job queue and @CallbackType one of its job types'
-            );
+            RAISERROR (735707, 16, 1, @Proc, @BadCallback);
             GOTO EXIT_ERROR;
         END;
     IF (
