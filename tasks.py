@@ -204,10 +204,11 @@ def new_queue(c, name=None, types="", noun=None, subtype=None):
     "json": "print JSON for scripts instead of the table",
 })
 def status(c, conn=None, watch=None, json=False):
-    """The health of every queue: items per state, the oldest due, past their lease, throughput."""
+    """The health of every queue: items per state, the oldest due, past their lease, throughput;
+    then one line on the newest batches."""
     from rich.console import Console
 
-    from relq import db
+    from relq import batches, db
     from relq import status as health
     from relq.errors import RelqError
 
@@ -223,6 +224,7 @@ def status(c, conn=None, watch=None, json=False):
                 health.watch(connection, watch, Console())
             else:
                 Console().print(health.view(health.read(connection)))
+                Console().print(batches.status_line_of(connection))
         finally:
             connection.close()
     except RelqError as exc:

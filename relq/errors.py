@@ -32,6 +32,8 @@ class Msg(IntEnum):
     ScheduleNotFound = 735720
     ScheduleExists = 735721
     NotSchedulable = 735722
+    BatchNotFound = 735723
+    BatchSealed = 735724
 
     def __str__(self) -> str:
         # The number, as Python 3.11 prints an IntEnum; 3.10 would print Msg.KeyLock.

@@ -154,6 +154,22 @@ def test_a_new_queue_gets_a_table_and_a_tsqlt_class_per_subtype(scaffolded: tupl
     assert f"CHECK (dbo.{CAPTURE}_IsType_fn(EnqueuedAt, 'BankPayment') = 1)" in bank
 
 
+def test_a_new_job_queue_can_hold_batched_items_and_take_callbacks_of_its_types_without_required_columns(
+        scaffolded: tuple[Path, list[str]]) -> None:
+    """Its items carry a BatchID; Open_QueueBatch_trx accepts it as a callback queue, but not a
+    type whose subtype table has required columns (the callback is enqueued with none of them)."""
+    root, _ = scaffolded
+    assert "BatchID INT NULL," in (root / f"database/tables/dbo.{CAPTURE}.sql").read_text()
+    assert "BatchID INT NULL," in (root / f"database/tables/dbo.{CAPTURE}Archive.sql").read_text()
+    opened = (root / "database/procedures/dbo.Open_QueueBatch_trx.sql").read_text()
+    own = opened[opened.index(f"@CallbackQueue = '{CAPTURE}'"):]
+    own = own[:own.index("OR\n")]
+    assert "AND @CallbackType <> 'BankPayment'" in own and f"AND @CallbackType <> '{LONGEST_TYPE}'" in own
+    assert "Refund" not in own  # a type without a subtype table can be a callback
+    callback = (root / "database/procedures/dbo.Callback_QueueBatch_utx.sql").read_text()
+    assert f"EXEC @RetCode = dbo.Add_{CAPTURE}_utx" in callback
+
+
 def test_a_subtypes_columns_reach_the_list_the_enqueue_the_view_and_the_archive(
         scaffolded: tuple[Path, list[str]]) -> None:
     root, _ = scaffolded

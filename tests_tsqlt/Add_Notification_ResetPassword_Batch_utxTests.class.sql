@@ -647,3 +647,51 @@ BEGIN
     EXEC dbo.Add_Notification_ResetPassword_Batch_utx @Items = @Items;
 END;
 GO
+-- Batches: batch 7 open with 1 item, batch 8 sealed (the batch row faked).
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.AddBatches
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.QueueBatch', @Defaults = 1;
+    INSERT INTO dbo.QueueBatch (BatchID, CallbackQueue, CallbackType, Total, SealedAt)
+    VALUES (7, 'AnyJobQueue', 'BatchDone', 1, NULL), (8, 'AnyJobQueue', 'BatchDone', 1, '2024-01-01T00:00:00');
+END;
+GO
+-- The duplicate shares the unfinished holder's row, which is not the batch's: only the
+-- inserted notification joins and counts.
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx puts the inserted notifications in the batch when given an open batch]
+AS
+BEGIN
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    DECLARE @Holder DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Total INT;
+    DECLARE @Batched INT;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.FakeNotificationTables;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.AddBatches;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.AddQueued @EnqueuedAt = @Holder, @Status = 'Pending', @DedupKey = N'reset:11';
+    INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo, DedupKey)
+    VALUES
+    (1, 11, N'ada', 'A1B2C3', N'ada@example.com', N'reset:11'),
+    (2, 12, N'bob', 'B1B2C3', N'bob@example.com', NULL);
+
+    EXEC dbo.Add_Notification_ResetPassword_Batch_utx @Items = @Items, @BatchID = 7;
+
+    SELECT @Total = b.Total FROM dbo.QueueBatch AS b
+    WHERE b.BatchID = 7;
+    SELECT @Batched = COUNT(*) FROM dbo.Notification AS n
+    WHERE n.BatchID = 7;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Total, @Message = N'the batch had 1, and item 2 joined';
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Batched, @Message = N'item 2 carries the batch';
+END;
+GO
+CREATE PROCEDURE Add_Notification_ResetPassword_Batch_utxTests.[test Add_Notification_ResetPassword_Batch_utx raises 735724 when the batch is sealed]
+AS
+BEGIN
+    DECLARE @Items dbo.Notification_ResetPasswordItemList;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.FakeNotificationTables;
+    EXEC Add_Notification_ResetPassword_Batch_utxTests.AddBatches;
+    INSERT INTO @Items (ItemNo, UserID, Username, OTP, EmailTo) VALUES (1, 12, N'bob', 'B1B2C3', N'bob@example.com');
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735724;
+
+    EXEC dbo.Add_Notification_ResetPassword_Batch_utx @Items = @Items, @BatchID = 8;
+END;
+GO

@@ -881,3 +881,45 @@ BEGIN
     EXEC tSQLt.AssertEmptyTable @TableName = N'dbo.SyncQueue';
 END;
 GO
+-- Batches: batch 7 open with 1 item, batch 8 sealed (the batch row faked).
+CREATE PROCEDURE Add_SyncQueue_utxTests.AddBatches
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.QueueBatch', @Defaults = 1;
+    INSERT INTO dbo.QueueBatch (BatchID, CallbackQueue, CallbackType, Total, SealedAt)
+    VALUES (7, 'AnyJobQueue', 'BatchDone', 1, NULL), (8, 'AnyJobQueue', 'BatchDone', 1, '2024-01-01T00:00:00');
+END;
+GO
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx puts the items in the batch and counts them when given an open batch]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    DECLARE @Total INT;
+    DECLARE @Batched INT;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
+    EXEC Add_SyncQueue_utxTests.AddBatches;
+    INSERT INTO @Items (ItemNo, [Type], EntityKey)
+    VALUES (1, 'AddTestJobA', N'C-1'), (2, 'AddTestJobA', N'C-2');
+
+    EXEC dbo.Add_SyncQueue_utx @Items = @Items, @BatchID = 7;
+
+    SELECT @Total = b.Total FROM dbo.QueueBatch AS b
+    WHERE b.BatchID = 7;
+    SELECT @Batched = COUNT(*) FROM dbo.SyncQueue AS q
+    WHERE q.BatchID = 7;
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @Total;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Batched;
+END;
+GO
+CREATE PROCEDURE Add_SyncQueue_utxTests.[test Add_SyncQueue_utx raises 735724 when the batch is sealed]
+AS
+BEGIN
+    DECLARE @Items dbo.SyncQueueItemList;
+    EXEC Add_SyncQueue_utxTests.FakeQueue;
+    EXEC Add_SyncQueue_utxTests.AddBatches;
+    INSERT INTO @Items (ItemNo, [Type], EntityKey) VALUES (1, 'AddTestJobA', N'C-1');
+    EXEC tSQLt.ExpectException @ExpectedErrorNumber = 735724;
+
+    EXEC dbo.Add_SyncQueue_utx @Items = @Items, @BatchID = 8;
+END;
+GO

@@ -1699,3 +1699,97 @@ BEGIN
     EXEC tSQLt.AssertEqualsTable @Expected = N'#Expected', @Actual = N'#Actual';
 END;
 GO
+-- Batches: the batch row faked and the callback spied (its own class tests what it
+-- enqueues); dbo.Count_QueueBatch_utx runs for real, so the batch row shows the count.
+-- Batch 7: @Total items, @Done of them completed, sealed when @Sealed = 1.
+CREATE PROCEDURE Modify_SyncQueue_utxTests.AddBatch
+    @Total INT,
+    @Done INT,
+    @Sealed BIT
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.QueueBatch', @Defaults = 1;
+    -- The spy marks each call on its batch: a star more in its Name (the batches start unnamed).
+    EXEC tSQLt.SpyProcedure
+        @ProcedureName = N'dbo.Callback_QueueBatch_utx',
+        @CommandToExecute = N'UPDATE dbo.QueueBatch SET [Name] = CONCAT([Name], N''*'') WHERE BatchID = @BatchID;';
+    INSERT INTO dbo.QueueBatch (BatchID, CallbackQueue, CallbackType, Total, Completed, SealedAt)
+    VALUES (7, 'AnyJobQueue', 'BatchDone', @Total, @Done, CASE WHEN @Sealed = 1 THEN '2024-01-01T00:00:00' END);
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx enqueues the callback once when the last item of a sealed batch completes]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:04';
+    DECLARE @Completed INT;
+    DECLARE @Calls INT;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
+    UPDATE dbo.SyncQueue SET BatchID = 7;
+    EXEC Modify_SyncQueue_utxTests.AddBatch @Total = 3, @Done = 2, @Sealed = 1;
+
+    EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Completed';
+
+    SELECT @Completed = b.Completed FROM dbo.QueueBatch AS b;
+    SELECT @Calls = ISNULL(LEN(b.[Name]), 0) FROM dbo.QueueBatch AS b
+    WHERE b.BatchID = 7;
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @Completed;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Calls;
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx counts the item but enqueues no callback when its batch is not sealed]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:04';
+    DECLARE @Completed INT;
+    DECLARE @Calls INT;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token;
+    UPDATE dbo.SyncQueue SET BatchID = 7;
+    EXEC Modify_SyncQueue_utxTests.AddBatch @Total = 3, @Done = 2, @Sealed = 0;
+
+    EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Completed';
+
+    SELECT @Completed = b.Completed FROM dbo.QueueBatch AS b;
+    SELECT @Calls = SUM(ISNULL(LEN(b.[Name]), 0)) FROM dbo.QueueBatch AS b;
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @Completed;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Calls;
+END;
+GO
+-- An Error with attempts left is no final state: the batch waits for the item's next one.
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx leaves the batch counts when a batched item reports an Error with attempts left]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:04';
+    DECLARE @Failed INT;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token, @AttemptNum = 1;
+    UPDATE dbo.SyncQueue SET BatchID = 7;
+    EXEC Modify_SyncQueue_utxTests.AddBatch @Total = 3, @Done = 2, @Sealed = 1;
+
+    EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Error';
+
+    SELECT @Failed = b.Failed + b.Completed FROM dbo.QueueBatch AS b;
+    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @Failed;
+END;
+GO
+CREATE PROCEDURE Modify_SyncQueue_utxTests.[test Modify_SyncQueue_utx counts a Failed item in its batch when an Error spends the last attempt]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Token DATETIME2(7) = '2024-01-01T00:00:04';
+    DECLARE @Failed INT;
+    EXEC Modify_SyncQueue_utxTests.FakeQueue;
+    EXEC Modify_SyncQueue_utxTests.AddClaimedItem @EnqueuedAt = @Key, @Token = @Token, @AttemptNum = 3;
+    UPDATE dbo.SyncQueue SET BatchID = 7;
+    EXEC Modify_SyncQueue_utxTests.AddBatch @Total = 3, @Done = 0, @Sealed = 0;
+
+    EXEC dbo.Modify_SyncQueue_utx @EnqueuedAt = @Key, @UpdatedAt = @Token, @Status = 'Error';
+
+    SELECT @Failed = b.Failed FROM dbo.QueueBatch AS b;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Failed;
+END;
+GO

@@ -864,3 +864,108 @@ BEGIN
     EXEC dbo.Move_SyncQueue_utx @EnqueuedAt = '2024-01-01T00:00:00', @Action = 'Cancel';
 END;
 GO
+-- Batches: the batch row faked and the callback spied; dbo.Count_QueueBatch_utx runs for
+-- real. Batch 7: 3 items, one of them Failed, @Done completed, sealed; its callback
+-- enqueued already when @Finished = 1.
+CREATE PROCEDURE Move_SyncQueue_utxTests.AddBatch
+    @Done INT = 0,
+    @Finished BIT = 0
+AS
+BEGIN
+    EXEC tSQLt.FakeTable @TableName = N'dbo.QueueBatch', @Defaults = 1;
+    -- The spy marks each call on its batch: a star more in its Name (the batches start unnamed).
+    EXEC tSQLt.SpyProcedure
+        @ProcedureName = N'dbo.Callback_QueueBatch_utx',
+        @CommandToExecute = N'UPDATE dbo.QueueBatch SET [Name] = CONCAT([Name], N''*'') WHERE BatchID = @BatchID;';
+    INSERT INTO dbo.QueueBatch (
+        BatchID, CallbackQueue, CallbackType, Total, Completed, Failed, SealedAt, FinishedAt, CallbackEnqueuedAt
+    )
+    VALUES (
+        7, 'AnyJobQueue', 'BatchDone', 3, @Done, 1, '2024-01-01T00:00:00',
+        CASE WHEN @Finished = 1 THEN '2024-01-01T01:00:00' END,
+        CASE WHEN @Finished = 1 THEN '2024-01-01T01:00:00' END
+    );
+END;
+GO
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx counts the item in its batch and enqueues the callback when Cancel finishes the batch]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Cancelled INT;
+    DECLARE @Calls INT;
+    EXEC Move_SyncQueue_utxTests.FakeQueue;
+    EXEC Move_SyncQueue_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Pending', @AttemptNum = 0;
+    UPDATE dbo.SyncQueue SET BatchID = 7;
+    EXEC Move_SyncQueue_utxTests.AddBatch @Done = 1;
+
+    EXEC dbo.Move_SyncQueue_utx @EnqueuedAt = @Key, @Action = 'Cancel';
+
+    SELECT @Cancelled = b.Cancelled FROM dbo.QueueBatch AS b;
+    SELECT @Calls = ISNULL(LEN(b.[Name]), 0) FROM dbo.QueueBatch AS b
+    WHERE b.BatchID = 7;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Cancelled;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Calls;
+END;
+GO
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx counts the item as Terminated in its batch when a Processing item is terminated]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Terminated INT;
+    DECLARE @Calls INT;
+    EXEC Move_SyncQueue_utxTests.FakeQueue;
+    EXEC Move_SyncQueue_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Processing';
+    UPDATE dbo.SyncQueue SET BatchID = 7;
+    EXEC Move_SyncQueue_utxTests.AddBatch @Done = 0;
+
+    EXEC dbo.Move_SyncQueue_utx @EnqueuedAt = @Key, @Action = 'Terminate';
+
+    SELECT @Terminated = b.Terminated FROM dbo.QueueBatch AS b;
+    SELECT @Calls = SUM(ISNULL(LEN(b.[Name]), 0)) FROM dbo.QueueBatch AS b;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Terminated;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Calls;
+END;
+GO
+-- Before the callback: the batch waits for the retried item again.
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx takes the item back from the Failed of its batch when a batched item is retried]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Failed INT;
+    EXEC Move_SyncQueue_utxTests.FakeQueue;
+    EXEC Move_SyncQueue_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Failed', @AttemptNum = 3;
+    UPDATE dbo.SyncQueue SET BatchID = 7;
+    EXEC Move_SyncQueue_utxTests.AddBatch @Done = 1;
+
+    EXEC dbo.Move_SyncQueue_utx @EnqueuedAt = @Key, @Action = 'Retry';
+
+    SELECT @Failed = b.Failed FROM dbo.QueueBatch AS b;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Failed;
+END;
+GO
+-- After the callback: the counts follow the item, the callback stays the one enqueued.
+CREATE PROCEDURE Move_SyncQueue_utxTests.[test Move_SyncQueue_utx keeps the batch finished and enqueues nothing when a batched item is retried after the callback]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:00';
+    DECLARE @Failed INT;
+    DECLARE @FinishedAt DATETIME2(7);
+    DECLARE @WasFinishedAt DATETIME2(7) = '2024-01-01T01:00:00';
+    DECLARE @Calls INT;
+    EXEC Move_SyncQueue_utxTests.FakeQueue;
+    EXEC Move_SyncQueue_utxTests.AddItem @EnqueuedAt = @Key, @Status = 'Failed', @AttemptNum = 3;
+    UPDATE dbo.SyncQueue SET BatchID = 7;
+    EXEC Move_SyncQueue_utxTests.AddBatch @Done = 2, @Finished = 1;
+
+    EXEC dbo.Move_SyncQueue_utx @EnqueuedAt = @Key, @Action = 'Retry';
+
+    SELECT
+        @Failed = b.Failed,
+        @FinishedAt = b.FinishedAt
+    FROM dbo.QueueBatch AS b;
+    SELECT @Calls = SUM(ISNULL(LEN(b.[Name]), 0)) FROM dbo.QueueBatch AS b;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Failed;
+    EXEC tSQLt.AssertEquals @Expected = @WasFinishedAt, @Actual = @FinishedAt;
+    EXEC tSQLt.AssertEquals @Expected = 0, @Actual = @Calls;
+END;
+GO

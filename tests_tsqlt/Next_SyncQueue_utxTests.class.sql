@@ -2084,5 +2084,41 @@ BEGIN
     EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-2', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
     EXEC Next_SyncQueue_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
     EXEC tSQLt.AssertEqualsString @Expected = '3', @Actual = @Seconds, @Message = N'after the first finished';
+-- The claim fails a dead worker's item on its last attempt: its batch counts it, in the
+-- claim's transaction. The batch row faked, the callback spied.
+CREATE PROCEDURE Next_SyncQueue_utxTests.[test Next_SyncQueue_utx counts the item in its batch when it fails a batched item whose lease expired on the last attempt]
+AS
+BEGIN
+    DECLARE @Key DATETIME2(7) = '2024-01-01T00:00:01';
+    DECLARE @OldToken DATETIME2(7) = '2024-01-01T00:01:00';
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @Failed INT;
+    DECLARE @Calls INT;
+    EXEC Next_SyncQueue_utxTests.FakeQueue;
+    EXEC tSQLt.FakeTable @TableName = N'dbo.QueueBatch', @Defaults = 1;
+    -- The spy marks each call on its batch: a star more in its Name (the batches start unnamed).
+    EXEC tSQLt.SpyProcedure
+        @ProcedureName = N'dbo.Callback_QueueBatch_utx',
+        @CommandToExecute = N'UPDATE dbo.QueueBatch SET [Name] = CONCAT([Name], N''*'') WHERE BatchID = @BatchID;';
+    INSERT INTO dbo.QueueBatch (BatchID, CallbackQueue, CallbackType, Total, Completed, SealedAt)
+    VALUES (7, 'AnyJobQueue', 'BatchDone', 2, 1, '2024-01-01T00:00:00');
+    EXEC Next_SyncQueue_utxTests.AddItem
+        @EnqueuedAt = @Key,
+        @Status = 'Processing',
+        @AttemptNum = 3,
+        @LockedBy = N'worker-dead',
+        @LeaseUntil = @Expired,
+        @UpdatedAt = @OldToken;
+    EXEC Next_SyncQueue_utxTests.AddAttempt
+        @EnqueuedAt = @Key, @StartedAt = @OldToken, @AttemptNum = 3, @LockedBy = N'worker-dead';
+    UPDATE dbo.SyncQueue SET BatchID = 7;
+
+    EXEC dbo.Next_SyncQueue_utx @LockedBy = N'worker-2', @BatchSize = 5;
+
+    SELECT @Failed = b.Failed FROM dbo.QueueBatch AS b;
+    SELECT @Calls = ISNULL(LEN(b.[Name]), 0) FROM dbo.QueueBatch AS b
+    WHERE b.BatchID = 7;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Failed;
+    EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Calls;
 END;
 GO

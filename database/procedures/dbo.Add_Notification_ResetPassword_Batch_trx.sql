@@ -5,13 +5,16 @@ GO
    notifications in a transaction of its own, all of them or none; the rules are
    dbo.Add_Notification_ResetPassword_Batch_utx's. One notification is a one-row @Items.
    @Items: the notifications (dbo.Notification_ResetPasswordItemList), at most 4,000.
+   @BatchID: the open batch (dbo.Open_QueueBatch_trx) the inserted notifications join;
+     NULL (the default): none.
    Returns 0 with one row per item, in ItemNo order (EnqueuedAt, ItemNo,
    IsDuplicate): a duplicate's EnqueuedAt is the key of the unfinished
    notification that carries its DedupKey; 1 on error: 735701 inside a transaction
    or with IMPLICIT_TRANSACTIONS ON, and the errors of
    dbo.Add_Notification_ResetPassword_Batch_utx (735707 names the item). */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_Batch_trx
-    @Items dbo.Notification_ResetPasswordItemList READONLY
+    @Items dbo.Notification_ResetPasswordItemList READONLY,
+    @BatchID INT = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -33,7 +36,8 @@ BEGIN
     BEGIN TRANSACTION Add_ResetPassword_Batch;
     EXEC @RetCode = dbo.Add_Notification_ResetPassword_Batch_utx
         @Items = @Items,
-        @Enqueued = @Enqueued OUTPUT;
+        @Enqueued = @Enqueued OUTPUT,
+        @BatchID = @BatchID;
     SELECT @ErrNo = @@ERROR;
     IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
     COMMIT TRANSACTION Add_ResetPassword_Batch;

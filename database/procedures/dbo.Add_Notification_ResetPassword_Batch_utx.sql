@@ -30,14 +30,18 @@ GO
      1 to 4,000 items: a bigger insert would escalate to a table lock.
    @Enqueued: OUTPUT, every item as a JSON array of {ItemNo, EnqueuedAt,
      IsDuplicate} in ItemNo order.
+   @BatchID: the open batch (dbo.Open_QueueBatch_trx) the inserted notifications
+     join; a duplicate does not. NULL (the default): none.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid item
    (named by its ItemNo; nothing is written), 735709 a DedupKey's or group's lock
    was not granted in 10 s, or free keys were not found in 10 s (a lock on the
-   table held every try up); an error of the INSERT itself is re-raised as it
-   came. On error the caller rolls back. */
+   table held every try up), 735723 no batch @BatchID, 735724 the batch is
+   sealed; an error of the INSERT itself is re-raised as it came. On error the
+   caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Add_Notification_ResetPassword_Batch_utx
     @Items dbo.Notification_ResetPasswordItemList READONLY,
-    @Enqueued NVARCHAR(MAX) = NULL OUTPUT
+    @Enqueued NVARCHAR(MAX) = NULL OUTPUT,
+    @BatchID INT = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -274,7 +278,7 @@ BEGIN
 
                         SET XACT_ABORT OFF;
                         INSERT INTO dbo.Notification (
-                            EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey
+                            EnqueuedAt, [Type], ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey, BatchID
                         )
                         SELECT
                             p.EnqueuedAt,
@@ -283,7 +287,8 @@ BEGIN
                             p.EnqueuedAt AS UpdatedAt,
                             ISNULL(i.[Priority], 0) AS [Priority],
                             i.GroupKey,
-                            i.DedupKey
+                            i.DedupKey,
+                            @BatchID AS BatchID
                         FROM @Items AS i
                         INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
                         WHERE p.IsDuplicate = 0;
@@ -366,6 +371,19 @@ BEGIN
                     RAISERROR (735703, 16, 1, @Proc, @SmsCount, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
+        END;
+    -- Last, after the keys' locks and the items' rows, in the order every final report takes
+    -- the items' rows and then the batch's: no cycle of the two. The batch's row stays locked
+    -- to the end of the transaction, so a producer holding a batch open holds up that batch's
+    -- other producers and final reports, and no one else.
+    IF (@BatchID IS NOT NULL)
+        BEGIN
+            EXEC @RetCode = dbo.Join_QueueBatch_utx
+                @BatchID = @BatchID,
+                @Items = @InsertCount,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
         END;
 
     SET @Enqueued = (

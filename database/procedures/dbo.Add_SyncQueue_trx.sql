@@ -4,6 +4,7 @@ GO
 /* dbo.Add_SyncQueue_trx: enqueues sync jobs in a transaction of its own; the
    rules are dbo.Add_SyncQueue_utx's. One job is a one-row @Items.
    @Items: the jobs (dbo.SyncQueueItemList).
+   @BatchID: the open batch the inserted jobs join; NULL (the default): none.
    Returns 0 with one row per job, in ItemNo order (EnqueuedAt, Type,
    EntityKey, from dbo.SyncQueue, then ItemNo and IsDuplicate): a
    duplicate's row is the unfinished item that carries its DedupKey, with that
@@ -14,7 +15,8 @@ GO
    would wait for the uncommitted items of a producer whose transaction is open
    (https://learn.microsoft.com/sql/t-sql/queries/hints-transact-sql-table). */
 CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_trx
-    @Items dbo.SyncQueueItemList READONLY
+    @Items dbo.SyncQueueItemList READONLY,
+    @BatchID INT = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -36,7 +38,8 @@ BEGIN
     BEGIN TRANSACTION Add_SyncQueue;
     EXEC @RetCode = dbo.Add_SyncQueue_utx
         @Items = @Items,
-        @Enqueued = @Enqueued OUTPUT;
+        @Enqueued = @Enqueued OUTPUT,
+        @BatchID = @BatchID;
     SELECT @ErrNo = @@ERROR;
     IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_TRANSACTION;
     COMMIT TRANSACTION Add_SyncQueue;

@@ -35,6 +35,12 @@ GO
      100 characters; NULL: none), DedupKey (1 to 200 characters; NULL: none).
      At most 4,000: a bigger insert would escalate to a table lock and stall
      every worker until the caller commits.
+   @BatchID: the batch (dbo.Open_QueueBatch_trx) the inserted items join, counted in
+     its Total; it must be open (735724 once sealed). A duplicate does not join: the
+     unfinished item it shares is not the batch's. NULL (the default): none. With a
+     batch, one lock does outlive the call: the batch's row, held to the end of the
+     transaction (dbo.Join_QueueBatch_utx), so that batch's other producers and final
+     reports wait for the caller's commit; no one else does.
    @FirstEnqueuedAt: OUTPUT, the key of the first inserted item; NULL when
      every item was a duplicate.
    @LastEnqueuedAt: OUTPUT, the key of the last inserted item; NULL likewise.
@@ -46,14 +52,16 @@ GO
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735707 an invalid
    item (named by its ItemNo), 735709 a DedupKey's or group's lock was not
    granted in 10 s, or free keys were not found in 10 s (a lock on the table,
-   such as a purge's, held every try up); an error of the INSERT itself (a
+   such as a purge's, held every try up), 735723 no batch @BatchID, 735724 the
+   batch is sealed; an error of the INSERT itself (a
    constraint, a deadlock) is re-raised as it came. On error the caller rolls
    back. */
 CREATE OR ALTER PROCEDURE dbo.Add_SyncQueue_utx
     @Items dbo.SyncQueueItemList READONLY,
     @FirstEnqueuedAt dbo.[_Timestamp] = NULL OUTPUT,
     @LastEnqueuedAt dbo.[_Timestamp] = NULL OUTPUT,
-    @Enqueued NVARCHAR(MAX) = NULL OUTPUT
+    @Enqueued NVARCHAR(MAX) = NULL OUTPUT,
+    @BatchID INT = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -275,7 +283,7 @@ BEGIN
                         SET XACT_ABORT OFF;
                         INSERT INTO dbo.SyncQueue (
                             EnqueuedAt, [Type], EntityKey, Payload, ScheduledFor, UpdatedAt, [Priority], GroupKey,
-                            DedupKey
+                            DedupKey, BatchID
                         )
                         SELECT
                             p.EnqueuedAt,
@@ -286,7 +294,8 @@ BEGIN
                             p.EnqueuedAt AS UpdatedAt,
                             ISNULL(i.[Priority], 0) AS [Priority],
                             i.GroupKey,
-                            i.DedupKey
+                            i.DedupKey,
+                            @BatchID AS BatchID
                         FROM @Items AS i
                         INNER JOIN @Plan AS p ON i.ItemNo = p.ItemNo
                         WHERE p.IsDuplicate = 0;
@@ -318,6 +327,19 @@ BEGIN
                     RAISERROR (735703, 16, 1, @Proc, @InsertCount, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
+        END;
+    -- Last, after the keys' locks and the items' rows, in the order every final report takes
+    -- the items' rows and then the batch's: no cycle of the two. The batch's row stays locked
+    -- to the end of the transaction, so a producer holding a batch open holds up that batch's
+    -- other producers and final reports, and no one else.
+    IF (@BatchID IS NOT NULL)
+        BEGIN
+            EXEC @RetCode = dbo.Join_QueueBatch_utx
+                @BatchID = @BatchID,
+                @Items = @InsertCount,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
         END;
 
     SET @Enqueued = (

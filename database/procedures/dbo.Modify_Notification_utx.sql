@@ -29,6 +29,9 @@ GO
      does it: a fresh attempt budget, due at @ScheduledFor or now, and 735711 if
      an unfinished item has taken its DedupKey meanwhile; it takes no other
      argument than @ScheduledFor (735707);
+   - an item of a batch that reaches a final state counts in its batch, in this
+     transaction (dbo.Count_QueueBatch_utx): the last of a sealed batch enqueues
+     the batch's callback;
    - Step, Response and Error are kept unless given; an Error outcome is due
      again at @ScheduledFor, by default after the queue's backoff
      (dbo.QueueBackoffMs_fn 'notification': 1 s, doubling, at most 1 h, +-10%).
@@ -49,7 +52,8 @@ GO
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735704, 735705,
    735706, 735707 a missing or invalid parameter, 735708, 735709 the lock of the
    item's DedupKey (taken for Pending from Failed) was not granted in 10 s,
-   735710, 735711. On error the caller rolls back; nothing is written before
+   735710, 735711, 735723 the item's batch is gone, and the errors of a batch's
+   callback (dbo.Callback_QueueBatch_utx). On error the caller rolls back; nothing is written before
    the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Modify_Notification_utx
     @EnqueuedAt dbo.[_Timestamp],
@@ -86,6 +90,8 @@ BEGIN
     DECLARE @ErrNo INT;
     DECLARE @RetCode INT;
     DECLARE @ItemKeys dbo.ItemKeyList;
+    DECLARE @BatchID INT;
+    DECLARE @BatchCounts dbo.QueueBatchCountList;
     DECLARE @RowCnt INT;
 
     SET @NewUpdatedAt = NULL;
@@ -145,7 +151,8 @@ BEGIN
         @Current = n.[Status],
         @CurrentToken = n.UpdatedAt,
         @AttemptNum = n.AttemptNum,
-        @StartedAt = n.StartedAt
+        @StartedAt = n.StartedAt,
+        @BatchID = n.BatchID
     FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK)
     WHERE n.EnqueuedAt = @EnqueuedAt;
     IF (@Current IS NULL)
@@ -320,6 +327,21 @@ BEGIN
                     RAISERROR (735703, 16, 1, @Proc, 1, @RowCnt);
                     GOTO EXIT_ERROR;
                 END;
+        END;
+    -- After the item's row, the batch's: every final report of a batch takes its row's lock
+    -- in this order, so two reports of one batch cannot deadlock.
+    IF (@BatchID IS NOT NULL AND dbo.QueueIsFinished_fn(@Status) = 1)
+        BEGIN
+            INSERT INTO @BatchCounts (BatchID, [Status], Items) VALUES (@BatchID, @Status, 1);
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            EXEC @RetCode = dbo.Count_QueueBatch_utx
+                @Counts = @BatchCounts,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
         END;
     RETURN 0;
 

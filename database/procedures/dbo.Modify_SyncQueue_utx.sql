@@ -29,6 +29,9 @@ GO
      does it: a fresh attempt budget, due at @ScheduledFor or now, and 735711 if
      an unfinished item has taken its DedupKey meanwhile; it takes no other
      argument than @ScheduledFor (735707);
+   - an item of a batch that reaches a final state counts in its batch, in this
+     transaction (dbo.Count_QueueBatch_utx): the last of a sealed batch enqueues
+     the batch's callback;
    - Step, Response and Error are kept unless given; an Error outcome is due
      again at @ScheduledFor, by default after the queue's backoff
      (dbo.QueueBackoffMs_fn 'syncqueue': 1 s, doubling, at most 1 h, +-10%).
@@ -47,7 +50,8 @@ GO
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735704, 735705,
    735706, 735707 a missing or invalid parameter, 735708, 735709 the lock of the
    item's DedupKey (taken for Pending from Failed) was not granted in 10 s,
-   735710, 735711. On error the caller rolls back; nothing is written before
+   735710, 735711, 735723 the item's batch is gone, and the errors of a batch's
+   callback (dbo.Callback_QueueBatch_utx). On error the caller rolls back; nothing is written before
    the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Modify_SyncQueue_utx
     @EnqueuedAt dbo.[_Timestamp],
@@ -80,6 +84,8 @@ BEGIN
     DECLARE @ErrNo INT;
     DECLARE @RetCode INT;
     DECLARE @ItemKeys dbo.ItemKeyList;
+    DECLARE @BatchID INT;
+    DECLARE @BatchCounts dbo.QueueBatchCountList;
     DECLARE @RowCnt INT;
 
     SET @NewUpdatedAt = NULL;
@@ -139,7 +145,8 @@ BEGIN
         @Current = q.[Status],
         @CurrentToken = q.UpdatedAt,
         @AttemptNum = q.AttemptNum,
-        @StartedAt = q.StartedAt
+        @StartedAt = q.StartedAt,
+        @BatchID = q.BatchID
     FROM dbo.SyncQueue AS q WITH (UPDLOCK, ROWLOCK)
     WHERE q.EnqueuedAt = @EnqueuedAt;
     IF (@Current IS NULL)
@@ -256,6 +263,21 @@ BEGIN
                 @RowCnt = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+        END;
+    -- After the item's row, the batch's: every final report of a batch takes its row's lock
+    -- in this order, so two reports of one batch cannot deadlock.
+    IF (@BatchID IS NOT NULL AND dbo.QueueIsFinished_fn(@Status) = 1)
+        BEGIN
+            INSERT INTO @BatchCounts (BatchID, [Status], Items) VALUES (@BatchID, @Status, 1);
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            EXEC @RetCode = dbo.Count_QueueBatch_utx
+                @Counts = @BatchCounts,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
         END;
     RETURN 0;
 

@@ -14,6 +14,12 @@ GO
                  @ScheduledFor (default now); 735711 when an unfinished item has
                  taken its DedupKey meanwhile
      Reschedule  a Pending, Error or Paused item is due at @ScheduledFor instead
+   An item of a batch counts in its batch in this transaction
+   (dbo.Count_QueueBatch_utx): Cancel and Terminate add it to the batch's
+   Cancelled or Terminated (the last of a sealed batch enqueues its callback);
+   Retry takes it back from Failed, so the batch waits for it again, unless its
+   callback was enqueued already: a callback is enqueued once, and the batch's
+   counts go on following its items.
    Cancelling or terminating an item in Processing ends its attempt in
    dbo.NotificationAttempt with that outcome; the worker's later report is refused
    (735705: its token is stale, and reading the item again shows why).
@@ -25,7 +31,8 @@ GO
    @NewUpdatedAt: OUTPUT, the item's new token.
    Returns 0; 1 on error: 735702 outside a transaction, 735703, 735704 no such
    item, 735705, 735706, 735707 a missing or invalid parameter, 735708, 735709 the
-   lock of a retried item's DedupKey was not granted in 10 s, 735711. On
+   lock of a retried item's DedupKey was not granted in 10 s, 735711, 735723 the
+   item's batch is gone, and the errors of a batch's callback. On
    error the caller rolls back; nothing is written before the checks pass. */
 CREATE OR ALTER PROCEDURE dbo.Move_Notification_utx
     @EnqueuedAt dbo.[_Timestamp],
@@ -51,6 +58,8 @@ BEGIN
     DECLARE @Duration dbo.Duration;
     DECLARE @RetCode INT;
     DECLARE @ItemKeys dbo.ItemKeyList;
+    DECLARE @BatchID INT;
+    DECLARE @BatchCounts dbo.QueueBatchCountList;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -120,7 +129,8 @@ BEGIN
         @Current = n.[Status],
         @CurrentToken = n.UpdatedAt,
         @StartedAt = n.StartedAt,
-        @DedupKey = n.DedupKey
+        @DedupKey = n.DedupKey,
+        @BatchID = n.BatchID
     FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK)
     WHERE n.EnqueuedAt = @EnqueuedAt;
     IF (@Current IS NULL)
@@ -209,6 +219,27 @@ BEGIN
                 @RowCnt = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+        END;
+
+    -- After the item's row, the batch's, as in Modify_: a move into a final state adds the
+    -- item to its batch's count, a Retry takes it back from Failed.
+    IF (@BatchID IS NOT NULL AND (@Action = 'Retry' OR dbo.QueueIsFinished_fn(@Target) = 1))
+        BEGIN
+            INSERT INTO @BatchCounts (BatchID, [Status], Items)
+            VALUES (
+                @BatchID,
+                CASE WHEN @Action = 'Retry' THEN 'Failed' ELSE @Target END,
+                CASE WHEN @Action = 'Retry' THEN -1 ELSE 1 END
+            );
+            SELECT
+                @RowCnt = @@ROWCOUNT,
+                @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+            EXEC @RetCode = dbo.Count_QueueBatch_utx
+                @Counts = @BatchCounts,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
         END;
     RETURN 0;
 

@@ -13,7 +13,9 @@ GO
       100 a call), and so do the Error items at or past the limit among the first
       @BatchSize + 16 due items of each band the claim reads (there after the limit
       was lowered: a report fails an item on its last attempt itself); they keep
-      their last error, no attempt row records it, and their token moves.
+      their last error, no attempt row records it, and their token moves. One of a
+      batch counts in its batch (dbo.Count_QueueBatch_utx), which enqueues the
+      batch's callback when it was the last.
    The due read costs the due work, not the table: IX_Notification_Due is keyed
    ([Type], [Priority] DESC, ScheduledFor). The claim walks the Priority levels
    from the highest down, each found by one seek a type, and reads a level's
@@ -108,7 +110,8 @@ GO
      worker that knows one type only; NULL
      (the default): any type. Step 3 fails the dead items of every type.
    Returns 0, also when nothing is due; 1 on error: 735702 outside a transaction,
-   735707 a blank or over-long @LockedBy, a bad @BatchSize or an unknown @Type.
+   735707 a blank or over-long @LockedBy, a bad @BatchSize or an unknown @Type;
+   735723 a failed item's batch is gone, and the errors of a batch's callback.
    On error the caller rolls back. */
 CREATE OR ALTER PROCEDURE dbo.Next_Notification_utx
     @LockedBy NVARCHAR(400) = NULL,
@@ -135,7 +138,8 @@ BEGIN
         [Status] VARCHAR(20) NOT NULL,
         [Priority] SMALLINT NOT NULL,
         ScheduledFor DATETIME2(7) NOT NULL,
-        AbandonedBy NVARCHAR(128) NULL
+        AbandonedBy NVARCHAR(128) NULL,
+        BatchID INT NULL
     );
     -- A row can be read twice (both reads, or one while the row moves in its index):
     -- the key keeps the first; ordered by ClaimOrder, the claim stops at its batch. The
@@ -171,6 +175,8 @@ BEGIN
     DECLARE @Holder NVARCHAR(128) = ISNULL(
         @LockedBy, LEFT(ISNULL(HOST_NAME(), N''), 100) + N'/' + CAST(@@SPID AS NVARCHAR(10))
     );
+    DECLARE @BatchCounts dbo.QueueBatchCountList;
+    DECLARE @RetCode INT;
     DECLARE @ErrNo INT;
     DECLARE @RowCnt INT;
 
@@ -507,8 +513,9 @@ BEGIN
         INSERTED.[Status],
         INSERTED.[Priority],
         INSERTED.ScheduledFor,
-        ISNULL(DELETED.LockedBy, N'unknown')
-    INTO @Taken (EnqueuedAt, UpdatedAt, AttemptNum, [Step], [Status], [Priority], ScheduledFor, AbandonedBy)
+        ISNULL(DELETED.LockedBy, N'unknown'),
+        INSERTED.BatchID
+    INTO @Taken (EnqueuedAt, UpdatedAt, AttemptNum, [Step], [Status], [Priority], ScheduledFor, AbandonedBy, BatchID)
     FROM dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK)
     WHERE
         n.[Status] = 'Processing'
@@ -525,11 +532,22 @@ BEGIN
 
     -- Error items met past the limit: Failed, keeping their last error (their last
     -- attempt ended when it was reported), if they still are (checked under the lock),
-    -- and not being written by anyone else (READPAST).
+    -- and not being written by anyone else (READPAST). Kept in @Taken, with no holder,
+    -- for their batches' counts alone: neither claimed nor abandoned here.
     UPDATE n
     SET
         [Status] = 'Failed',
         UpdatedAt = dbo.QueueNextKey_fn(n.UpdatedAt)
+    OUTPUT
+        INSERTED.EnqueuedAt,
+        INSERTED.UpdatedAt,
+        INSERTED.AttemptNum,
+        INSERTED.[Step],
+        INSERTED.[Status],
+        INSERTED.[Priority],
+        INSERTED.ScheduledFor,
+        INSERTED.BatchID
+    INTO @Taken (EnqueuedAt, UpdatedAt, AttemptNum, [Step], [Status], [Priority], ScheduledFor, BatchID)
     FROM @Exhausted AS x
     INNER JOIN dbo.Notification AS n WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK, FORCESEEK)
         ON x.EnqueuedAt = n.EnqueuedAt
@@ -538,6 +556,29 @@ BEGIN
         @RowCnt = @@ROWCOUNT,
         @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+
+    -- The items of a batch that failed here count in their batch, in this transaction
+    -- (dbo.Count_QueueBatch_utx: it enqueues the callback of a batch they finish).
+    INSERT INTO @BatchCounts (BatchID, [Status], Items)
+    SELECT
+        t.BatchID,
+        t.[Status],
+        COUNT(*) AS Items
+    FROM @Taken AS t
+    WHERE t.[Status] = 'Failed' AND t.BatchID IS NOT NULL
+    GROUP BY t.BatchID, t.[Status];
+    SELECT
+        @RowCnt = @@ROWCOUNT,
+        @ErrNo = @@ERROR;
+    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
+    IF (@RowCnt > 0)
+        BEGIN
+            EXEC @RetCode = dbo.Count_QueueBatch_utx
+                @Counts = @BatchCounts,
+                @Caller = @Proc;
+            SELECT @ErrNo = @@ERROR;
+            IF (@ErrNo <> 0 OR @RetCode <> 0) GOTO EXIT_ERROR;
+        END;
 
     -- The history: abandoned attempts end, claimed ones begin.
     UPDATE a

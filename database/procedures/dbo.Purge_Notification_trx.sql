@@ -316,7 +316,8 @@ BEGIN
                         SmsResponse,
                         SmsError,
                         ArchivedAt,
-                        Duration
+                        Duration,
+                        BatchID
                     )
                     SELECT
                         v.EnqueuedAt,
@@ -345,9 +346,12 @@ BEGIN
                         v.SmsResponse,
                         v.SmsError,
                         SYSUTCDATETIME() AS ArchivedAt,
-                        v.Duration
+                        v.Duration,
+                        src.BatchID
                     FROM dbo.Worker_Notification_V AS v
-                    INNER JOIN @Batch AS b ON v.EnqueuedAt = b.EnqueuedAt;
+                    INNER JOIN @Batch AS b ON v.EnqueuedAt = b.EnqueuedAt
+                    -- BatchID is not the worker view's (its columns are the pipeline's layout)
+                    INNER JOIN dbo.Notification AS src ON v.EnqueuedAt = src.EnqueuedAt;
                     SELECT
                         @RowCnt = @@ROWCOUNT,
                         @ErrNo = @@ERROR;

@@ -307,7 +307,8 @@ BEGIN
                         Response,
                         Error,
                         ArchivedAt,
-                        Duration
+                        Duration,
+                        BatchID
                     )
                     SELECT
                         v.EnqueuedAt,
@@ -328,9 +329,12 @@ BEGIN
                         v.Response,
                         v.Error,
                         SYSUTCDATETIME() AS ArchivedAt,
-                        v.Duration
+                        v.Duration,
+                        src.BatchID
                     FROM dbo.Worker_SyncQueue_V AS v
-                    INNER JOIN @Batch AS b ON v.EnqueuedAt = b.EnqueuedAt;
+                    INNER JOIN @Batch AS b ON v.EnqueuedAt = b.EnqueuedAt
+                    -- BatchID is not the worker view's (its columns are the pipeline's layout)
+                    INNER JOIN dbo.SyncQueue AS src ON v.EnqueuedAt = src.EnqueuedAt;
                     SELECT
                         @RowCnt = @@ROWCOUNT,
                         @ErrNo = @@ERROR;

@@ -30,6 +30,9 @@ GO
 -- https://learn.microsoft.com/previous-versions/sql/sql-server-2008-r2/bb522526(v=sql.105)):
 -- granted, so that a member's call cannot fail on it. It gives no access to any data.
 GRANT EXECUTE ON TYPE::dbo.ItemKeyList TO QueueAdmin;
+-- Likewise a final report, a control and a claim's clean-up declare a dbo.QueueBatchCountList
+-- (dbo.Count_QueueBatch_utx's argument) for the items' batches (docs/batches.md).
+GRANT EXECUTE ON TYPE::dbo.QueueBatchCountList TO QueueAdmin;
 GO
 -- The dashboard tells a secret or personal column of a worker view by its type
 -- (relq/dashboard/privacy.py), whatever the column's name. TYPE_NAME returns NULL to a

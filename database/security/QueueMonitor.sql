@@ -12,6 +12,8 @@ IF DATABASE_PRINCIPAL_ID(N'QueueMonitor') IS NULL
 GO
 GRANT SELECT ON OBJECT::dbo.QueueHealth_V TO QueueMonitor;
 GRANT SELECT ON OBJECT::dbo.QueueThroughput_V TO QueueMonitor;
+-- The batches' progress (their counts; no item's data).
+GRANT SELECT ON OBJECT::dbo.QueueBatch_V TO QueueMonitor;
 -- What /metrics counts: the attempts' outcomes and durations, and the items' keys, without
 -- an attempt's or an item's texts (relq/dashboard/metrics.py).
 GRANT SELECT ON OBJECT::dbo.QueueAttemptOutcome_V TO QueueMonitor;

@@ -18,6 +18,10 @@ GRANT EXECUTE ON OBJECT::dbo.Add_Notification_ResetPassword_Batch_utx TO QueuePr
 GRANT EXECUTE ON TYPE::dbo.Notification_ResetPasswordItemList TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Add_Notification_ResetPassword_trx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Add_Notification_ResetPassword_utx TO QueueProducer;
+-- Batches: a producer opens one, enqueues its items with its @BatchID, and seals it.
+GRANT EXECUTE ON OBJECT::dbo.Open_QueueBatch_trx TO QueueProducer;
+GRANT EXECUTE ON OBJECT::dbo.Seal_QueueBatch_trx TO QueueProducer;
+GRANT SELECT ON OBJECT::dbo.QueueBatch_V TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_FifoQueue_trx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_FifoQueue_utx TO QueueProducer;
 GRANT EXECUTE ON OBJECT::dbo.Send_HeapQueue_trx TO QueueProducer;

@@ -21,6 +21,12 @@ GRANT EXECUTE ON OBJECT::dbo.Next_SyncQueue_trx TO QueueWorker;
 GRANT EXECUTE ON OBJECT::dbo.Next_SyncQueue_utx TO QueueWorker;
 GRANT SELECT ON OBJECT::dbo.Worker_SyncQueue_V TO QueueWorker;
 GRANT EXECUTE ON TYPE::dbo.SyncQueueOutcomeList TO QueueWorker;
+-- The report or control that finishes a batch whose callback is a job of this queue
+-- enqueues it through its Add_, declaring a dbo.SyncQueueItemList there
+-- (dbo.Callback_QueueBatch_utx); declaring one takes EXECUTE on its type
+-- (QueueWorker.sql says where that is documented).
+GRANT EXECUTE ON TYPE::dbo.SyncQueueItemList TO QueueWorker;
+GRANT EXECUTE ON TYPE::dbo.SyncQueueItemList TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Cancel_SyncQueue_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Drain_SyncQueue_trx TO QueueAdmin;
 GRANT EXECUTE ON OBJECT::dbo.Move_SyncQueue_utx TO QueueAdmin;

@@ -39,6 +39,7 @@ IF OBJECT_ID(N'dbo.Notification', N'U') IS NULL
             DedupKey dbo.DedupKey NULL,
             LockedBy dbo.WorkerName NULL,
             LeaseUntil dbo.[_Timestamp] NULL,
+            BatchID INT NULL,
             CONSTRAINT PK_Notification PRIMARY KEY CLUSTERED (EnqueuedAt),
             CONSTRAINT Notification_IsDiscriminatedBy_NotificationType FOREIGN KEY ([Type])
             REFERENCES dbo.NotificationType ([Type]),
@@ -48,6 +49,10 @@ IF OBJECT_ID(N'dbo.Notification', N'U') IS NULL
         );
     END;
 GO
+/* BatchID: the batch (dbo.QueueBatch) the item was enqueued into, NULL for none. Its
+   final report counts it in the batch (dbo.Count_QueueBatch_utx). No index: nothing
+   looks items up by batch; the batch's row keeps its counts.
+   Databases deployed before get the column from V0027. */
 /* The claim index: keyed [Type], then Priority (highest first), then ScheduledFor,
    then the clustered key EnqueuedAt (which every nonclustered index carries).
    Next_Notification_utx walks the Priority levels from the highest down (one

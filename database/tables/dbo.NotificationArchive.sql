@@ -12,8 +12,11 @@ GO
    the joined tables held: personal data too, where they hold any.
    Nothing references this table and it references nothing, so the DBA may
    export it, delete from it or truncate it at any time; no procedure reads it.
-   Duration (ms, the last attempt's) comes last: databases that had the table
-   before it got it from V0003__archive_duration.sql, and their older rows have none. */
+   Duration (ms, the last attempt's) comes after ArchivedAt: databases that had the
+   table before it got it from V0003__archive_duration.sql, and their older rows have none.
+   BatchID, last: the batch the item belonged to (dbo.QueueBatch; NULL: none);
+   databases that had the table before it got it from V0027, and their older rows
+   have none. */
 IF OBJECT_ID(N'dbo.NotificationArchive', N'U') IS NULL
     BEGIN
         CREATE TABLE dbo.NotificationArchive (
@@ -44,6 +47,7 @@ IF OBJECT_ID(N'dbo.NotificationArchive', N'U') IS NULL
             SmsError dbo.WebResponse NULL,
             ArchivedAt dbo.[_Timestamp] CONSTRAINT DF_NotificationArchive_ArchivedAt DEFAULT (SYSUTCDATETIME()),
             Duration dbo.Duration NULL,
+            BatchID INT NULL,
             CONSTRAINT PK_NotificationArchive PRIMARY KEY CLUSTERED (EnqueuedAt, ArchivedAt)
         );
     END;

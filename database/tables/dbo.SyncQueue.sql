@@ -27,6 +27,7 @@ IF OBJECT_ID(N'dbo.SyncQueue', N'U') IS NULL
             DedupKey dbo.DedupKey NULL,
             LockedBy dbo.WorkerName NULL,
             LeaseUntil dbo.[_Timestamp] NULL,
+            BatchID INT NULL,
             CONSTRAINT PK_SyncQueue PRIMARY KEY CLUSTERED (EnqueuedAt),
             CONSTRAINT SyncQueue_IsClassifiedBy_SyncQueueType FOREIGN KEY ([Type])
             REFERENCES dbo.SyncQueueType ([Type]),
@@ -37,6 +38,10 @@ IF OBJECT_ID(N'dbo.SyncQueue', N'U') IS NULL
         );
     END;
 GO
+/* BatchID: the batch (dbo.QueueBatch) the item was enqueued into, NULL for none. Its
+   final report counts it in the batch (dbo.Count_QueueBatch_utx). No index: nothing
+   looks items up by batch; the batch's row keeps its counts.
+   Databases deployed before get the column from V0026. */
 /* The claim index: keyed [Type], then Priority (highest first), then ScheduledFor,
    then the clustered key EnqueuedAt (which every nonclustered index carries).
    Next_SyncQueue_utx walks the Priority levels from the highest down (one

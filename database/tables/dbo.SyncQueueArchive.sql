@@ -10,8 +10,11 @@ GO
    and outcome, stays available for as long as the DBA wants it.
    Nothing references this table and it references nothing, so the DBA may
    export it, delete from it or truncate it at any time; no procedure reads it.
-   Duration (ms, the last attempt's) comes last: databases that had the table
-   before it got it from V0003__archive_duration.sql, and their older rows have none. */
+   Duration (ms, the last attempt's) comes after ArchivedAt: databases that had the
+   table before it got it from V0003__archive_duration.sql, and their older rows have none.
+   BatchID, last: the batch the item belonged to (dbo.QueueBatch; NULL: none);
+   databases that had the table before it got it from V0026, and their older rows
+   have none. */
 IF OBJECT_ID(N'dbo.SyncQueueArchive', N'U') IS NULL
     BEGIN
         CREATE TABLE dbo.SyncQueueArchive (
@@ -34,6 +37,7 @@ IF OBJECT_ID(N'dbo.SyncQueueArchive', N'U') IS NULL
             Error dbo.WebResponse,
             ArchivedAt dbo.[_Timestamp] CONSTRAINT DF_SyncQueueArchive_ArchivedAt DEFAULT (SYSUTCDATETIME()),
             Duration dbo.Duration NULL,
+            BatchID INT NULL,
             CONSTRAINT PK_SyncQueueArchive PRIMARY KEY CLUSTERED (EnqueuedAt, ArchivedAt)
         );
     END;

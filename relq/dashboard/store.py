@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
+from relq import batches as batches_module
 from relq import controls, db, status
 from relq.errors import RelqError
 
@@ -284,6 +285,21 @@ class LetterPage:
     def backward(self) -> bool:
         """Whether its page is read oldest first (a store returns it newest first all the same)."""
         return self.before is not None or self.last
+
+
+class BatchStore(Protocol):
+    def batches(self, limit: int) -> list[dict[str, Any]]:
+        """dbo.QueueBatch_V's rows (relq.batches.COLUMNS): the batches whose callback has not
+        been enqueued yet, and the newest ``limit``, newest first, each once."""
+        ...
+
+
+# The unfinished batches (no callback yet: IX_QueueBatch_Running, whose filter the view's
+# predicate states literally), then the newest; each a seek that stops after its rows.
+BATCHES = (
+    f"SELECT TOP (?) {', '.join(f'v.[{c}]' for c in batches_module.COLUMNS)} FROM dbo.QueueBatch_V AS v "
+    "WHERE v.CallbackEnqueuedAt IS NULL ORDER BY v.BatchID DESC;"
+)
 
 
 class DeadLetterStore(Protocol):
@@ -867,6 +883,15 @@ class SqlStore:
     def delete_dead_letter(self, dead_letter_id: int) -> None:
         with self._connection() as conn:
             db.call(conn, "dbo.Delete_DeadLetter_trx", DeadLetterId=int(dead_letter_id))
+
+    # -- batches (relq/dashboard/batches.py): two reads of dbo.QueueBatch_V ------------------------
+
+    def batches(self, limit: int) -> list[dict[str, Any]]:
+        running = self._rows(BATCHES, limit)
+        newest = self._rows(batches_module.RECENT, limit)
+        seen = {r["BatchID"] for r in running}
+        return sorted(running + [r for r in newest if r["BatchID"] not in seen],
+                      key=lambda r: r["BatchID"], reverse=True)
 
     def _rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         with self._connection() as conn:

@@ -53,7 +53,7 @@ def role_grants(role: str) -> set[tuple[str, str]]:
     if role == "QueueMonitor":
         return {("dbo.QueueHealth_V", "SELECT"), ("dbo.QueueThroughput_V", "SELECT"),
                 ("dbo.QueueAttemptOutcome_V", "SELECT"), ("dbo.QueueItemKey_V", "SELECT"),
-                ("dbo.QueueControl_V", "SELECT")}
+                ("dbo.QueueControl_V", "SELECT"), ("dbo.QueueBatch_V", "SELECT")}
     if role == "QueueAdmin":
         grants = {("dbo.QueueAttempt_V", "SELECT"), ("dbo.QueueControl_V", "SELECT"),
                   ("dbo.Pause_Queue_trx", "EXECUTE"), ("dbo.Resume_Queue_trx", "EXECUTE"),
@@ -102,6 +102,9 @@ class FakeStore:
     types_by_queue: dict[str, tuple[str, ...]] = field(
         default_factory=lambda: {"Notification": ("ResetPassword",),
                                  "SyncQueue": ("CustomerSync", "InventorySync")})
+    # dbo.QueueBatch_V's rows (relq.batches.COLUMNS as keys), and each batches() call's limit
+    batch_rows: list[dict[str, Any]] = field(default_factory=list)
+    batch_reads: list[int] = field(default_factory=list)
 
     @classmethod
     def with_roles(cls, *roles: str) -> FakeStore:
@@ -127,6 +130,18 @@ class FakeStore:
 
     def _find(self, queue: str, key: datetime) -> dict[str, Any] | None:
         return next((r for r in self.items_by_queue.get(queue, []) if r["EnqueuedAt"] == key), None)
+
+    # -- batches (relq/dashboard/batches.py): dbo.QueueBatch_V's rows, as SqlStore.batches reads them
+
+    def batches(self, limit: int) -> list[dict[str, Any]]:
+        if self.down is not None:
+            raise self.down
+        self._require("dbo.QueueBatch_V", "SELECT")
+        self.batch_reads.append(limit)
+        newest = sorted(self.batch_rows, key=lambda r: r["BatchID"], reverse=True)
+        running = [r for r in newest if r["CallbackEnqueuedAt"] is None][:limit]
+        ids = {r["BatchID"] for r in running} | {r["BatchID"] for r in newest[:limit]}
+        return [dict(r) for r in newest if r["BatchID"] in ids]
 
     # -- dead letters (relq/dashboard/deadletters.py): dbo.DeadLetter_V's rows, as the views and
     # dbo.Replay_DeadLetter_trx / dbo.Delete_DeadLetter_trx answer; a letter that another operator
