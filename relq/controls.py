@@ -37,7 +37,7 @@ class Control:
     group_limit: int | None = None
     limit_set_by: str | None = None
     limit_set_at: datetime | None = None
-    processing: int = 0  # items in Processing under a live lease
+    processing: int = 0  # items in Processing, a lease that ran out or not: the slots they hold
 
     @property
     def target(self) -> str:

@@ -1982,9 +1982,9 @@ BEGIN
     EXEC tSQLt.AssertEqualsString @Expected = '4', @Actual = @Seconds, @Message = N'after one finished';
 END;
 GO
--- Limit 2: item 1 holds a slot under a live lease; item 2's lease ran out, so it holds
--- none, and the claim that takes it again takes the one free slot.
-CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx takes a free slot for an item again when its lease expired]
+-- Limit 2: item 1 holds a slot under a live lease; item 2's lease ran out, but it holds its
+-- slot until it is taken over, which needs no slot: the claim takes item 2 over, not item 3.
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx takes over an expired item in its own slot and no new item when the type is at its limit]
 AS
 BEGIN
     DECLARE @Later DATETIME2(7) = DATEADD(MINUTE, 5, SYSUTCDATETIME());
@@ -2085,6 +2085,8 @@ BEGIN
     EXEC dbo.Next_Notification_utx @LockedBy = N'worker-2', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
     EXEC Next_Notification_utxTests.ClaimedSeconds @Claimed = @Claimed, @Seconds = @Seconds OUTPUT;
     EXEC tSQLt.AssertEqualsString @Expected = '3', @Actual = @Seconds, @Message = N'after the first finished';
+END;
+GO
 -- The claim fails a dead worker's item on its last attempt: its batch counts it, in the
 -- claim's transaction. The batch row faked, the callback spied.
 CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx counts the item in its batch when it fails a batched item whose lease expired on the last attempt]
@@ -2121,5 +2123,40 @@ BEGIN
     WHERE b.BatchID = 7;
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Failed;
     EXEC tSQLt.AssertEquals @Expected = 1, @Actual = @Calls;
+END;
+GO
+-- Limit 1: the dead worker's item on its last attempt held the slot while in Processing; the
+-- claim fails it (step 3) after counting, so the Pending item waits for the next claim.
+CREATE PROCEDURE Next_Notification_utxTests.[test Next_Notification_utx counts an item whose lease ran out as holding its slot when the type has a limit]
+AS
+BEGIN
+    DECLARE @Expired DATETIME2(7) = DATEADD(MINUTE, -1, SYSUTCDATETIME());
+    DECLARE @Claimed NVARCHAR(MAX);
+    DECLARE @Status VARCHAR(20);
+    EXEC Next_Notification_utxTests.FakeQueue;
+    EXEC Next_Notification_utxTests.FakeTypes;
+    EXEC Next_Notification_utxTests.SetControl @Type = 'ResetPassword', @TypeLimit = 1;
+    EXEC Next_Notification_utxTests.AddItem
+        @EnqueuedAt = '2024-01-01T00:00:01',
+        @Status = 'Processing',
+        @AttemptNum = 3,
+        @LockedBy = N'worker-dead',
+        @LeaseUntil = @Expired;
+    EXEC Next_Notification_utxTests.AddAttempt
+        @EnqueuedAt = '2024-01-01T00:00:01', @StartedAt = '2024-01-01T00:00:01', @AttemptNum = 3,
+        @LockedBy = N'worker-dead';
+    EXEC Next_Notification_utxTests.AddItem @EnqueuedAt = '2024-01-01T00:00:02';
+
+    EXEC dbo.Next_Notification_utx @LockedBy = N'worker-1', @BatchSize = 10, @Claimed = @Claimed OUTPUT;
+
+    EXEC tSQLt.AssertEqualsString @Expected = NULL, @Actual = @Claimed, @Message = N'claimed';
+    SELECT @Status = q.[Status]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:02';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Pending', @Actual = @Status, @Message = N'the new item';
+    SELECT @Status = q.[Status]
+    FROM dbo.Notification AS q
+    WHERE q.EnqueuedAt = '2024-01-01T00:00:01';
+    EXEC tSQLt.AssertEqualsString @Expected = 'Failed', @Actual = @Status, @Message = N'the dead worker''s item';
 END;
 GO

@@ -98,7 +98,7 @@ BEGIN
     EXEC tSQLt.AssertEquals @Expected = @Types, @Actual = @Paused, @Message = N'types whose claims are paused';
 END;
 GO
-CREATE PROCEDURE QueueControl_VTests.[test QueueControl_V counts the live Processing items of a type when some leases ran out]
+CREATE PROCEDURE QueueControl_VTests.[test QueueControl_V counts every Processing item of a type as holding a slot when some leases ran out]
 AS
 BEGIN
     DECLARE @QueueProcessing INT;
@@ -117,7 +117,7 @@ BEGIN
     SELECT @TypeProcessing = v.Processing
     FROM dbo.QueueControl_V AS v
     WHERE v.[Queue] = N'SyncQueue' AND v.[Type] = 'CustomerSync';
-    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @QueueProcessing, @Message = N'the queue''s';
-    EXEC tSQLt.AssertEquals @Expected = 2, @Actual = @TypeProcessing, @Message = N'the type''s';
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @QueueProcessing, @Message = N'the queue''s';
+    EXEC tSQLt.AssertEquals @Expected = 3, @Actual = @TypeProcessing, @Message = N'the type''s';
 END;
 GO

@@ -6,8 +6,8 @@ GO
    limit finish normally):
    - with @Type, the type's limit: at most @Limit items of that job type in Processing at
      once, across all workers (dbo.Next_<Queue>_utx locks the type's row to count and
-     claim, so that concurrent claims never exceed it; an item whose lease ran out holds
-     no slot);
+     claim, so that concurrent claims never exceed it; an item holds its slot until it
+     leaves Processing, also after its lease ran out);
    - without, the queue's group limit: at most @Limit items of one GroupKey in
      Processing at once, the earliest enqueued first (1, the default: one at a time, in
      order).

@@ -51,30 +51,33 @@ GO
    type's items.
    The rows are read without a lock: a pause applies to the claims that begin after
    it commits, and items already in Processing finish normally. A type with a limit
-   (TypeLimit N) has at most N items in Processing whose lease has not run out,
-   across all claims: the claim locks the type's row WITH (UPDLOCK, HOLDLOCK,
-   ROWLOCK), held until the transaction ends (the table hints page below: UPDLOCK
-   takes update locks held until the transaction completes; HOLDLOCK scans with
+   (TypeLimit N) has at most N items in Processing, across all claims: the claim
+   locks the type's row WITH (UPDLOCK, HOLDLOCK, ROWLOCK), held until the transaction
+   ends (the table hints page below: UPDLOCK takes update locks held until the
+   transaction completes; HOLDLOCK scans with
    SERIALIZABLE's semantics, by locks, not row versions, also under
    READ_COMMITTED_SNAPSHOT), so the claims of one limited type run their counting
    and claiming one at a time (an update lock is
    incompatible with another update lock: "Lock compatibility" in
    https://learn.microsoft.com/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide).
-   Under the lock it counts the type's items in Processing with a live lease and
-   takes at most the slots left. The claim before it committed its items before it
+   Under the lock it counts the type's items in Processing and takes at most the
+   slots left for items that are not in Processing yet. The claim before it committed its items before it
    let the lock go, so the count sees them: under locking READ COMMITTED as any
    committed row, under READ_COMMITTED_SNAPSHOT because a statement reads the data
    committed before it began (same guide, "Behavior in summary"); a report that
    ends an item but has not committed yet still counts, which errs on the safe side.
    Limited types are locked one after another in key order, before any item, so
    two claims cannot wait for each other's type; unlimited types take no lock, and
-   their claims never wait for one. An item whose lease ran out holds no slot; the
-   claim that takes it again takes one. What a limit cannot stop: a worker that
-   renews a lease after it ran out (Extend_, a step's report) before anyone took the
-   item over holds a slot again that the claims had counted free, so renew well
-   before the lease ends, as relq's worker does; a limit set or lowered applies to
-   the claims that begin after it commits (items above it finish); and a slot that
-   restarts claims its own items in Processing again, counted as new.
+   their claims never wait for one. An item in Processing holds its slot until it
+   leaves Processing, also after its lease ran out: taking it over (step 1, the
+   caller's own items after a restart included) moves no item into Processing, so
+   it needs no slot, while a new item does. So only a claim, under the lock, ever
+   adds an item of the type to Processing, and the count never passes N, even when
+   a worker renews a lease that ran out (Extend_, a step's report) before anyone
+   took its item over: the slot was never given away. A dead worker's items hold
+   their slots until a claim of the type takes them over (the first thing it does)
+   or fails them on their last attempt. A limit set or lowered applies to the
+   claims that begin after it commits (items above it finish).
    Cost: a limited type's claims take turns for the length of their transactions;
    each holds the lock while it reads dbo.QueueControl (one seek a limited type)
    and counts the type's items in flight (a range of IX_Notification_Lease, which
@@ -149,6 +152,7 @@ BEGIN
         EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY NONCLUSTERED WITH (IGNORE_DUP_KEY = ON),
         UpdatedAt DATETIME2(7) NOT NULL,
         [Type] VARCHAR(50) NOT NULL,
+        IsTakeover BIT NOT NULL, -- in Processing already (step 1): it needs no slot of a limit
         ClaimOrder BIGINT NOT NULL,
         INDEX IX_Candidates_Order CLUSTERED (ClaimOrder)
     );
@@ -157,7 +161,8 @@ BEGIN
         EnqueuedAt DATETIME2(7) NOT NULL PRIMARY KEY WITH (IGNORE_DUP_KEY = ON)
     );
     -- The types this claim may take (dbo.QueueControl): the queue's, or @Type, less the
-    -- paused ones and those at their limit; Free: the slots a limited type has left.
+    -- paused ones; Free: the slots a limited type has left for new items (0: it may only
+    -- take over its own items in Processing).
     DECLARE @Claimable TABLE (
         [Type] VARCHAR(50) NOT NULL PRIMARY KEY,
         TypeLimit SMALLINT NULL,
@@ -166,7 +171,7 @@ BEGIN
     DECLARE @GroupLimit INT; -- how many items of one GroupKey may be in Processing
     DECLARE @Limited VARCHAR(50); -- the limited type whose row is locked now, in key order
     DECLARE @Limit SMALLINT;
-    DECLARE @Live INT;
+    DECLARE @Held INT; -- a limited type's items in Processing: the slots they hold
     DECLARE @Want INT = @BatchSize + 16;
     DECLARE @Have INT = 0; -- due candidates read so far
     DECLARE @Level SMALLINT; -- the Priority whose bands are read now, from the highest down
@@ -236,8 +241,8 @@ BEGIN
     SET @GroupLimit = ISNULL(@GroupLimit, 1);
 
     -- A limited type's slots: its row locked (UPDLOCK, HOLDLOCK) to the end of the
-    -- transaction, one type after another in key order, then its live Processing items
-    -- counted; the limit and the pause read again under the lock. A type whose limit was
+    -- transaction, one type after another in key order, then its items in Processing
+    -- counted, a lease that ran out or not; the limit and the pause read again under the lock. A type whose limit was
     -- removed meanwhile (NULL) is unlimited; one paused meanwhile has no slot.
     SELECT @Limited = MIN(k.[Type])
     FROM @Claimable AS k
@@ -250,15 +255,15 @@ BEGIN
             WHERE c.[Queue] = N'Notification' AND c.[Type] = @Limited;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
-            SELECT @Live = COUNT(*)
+            SELECT @Held = COUNT(*)
             FROM dbo.Notification AS n
-            WHERE n.[Status] = 'Processing' AND n.LeaseUntil >= @Now AND n.[Type] = @Limited;
+            WHERE n.[Status] = 'Processing' AND n.[Type] = @Limited;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             UPDATE @Claimable
             SET
                 TypeLimit = @Limit,
-                Free = CASE WHEN @Limit IS NULL THEN NULL WHEN @Limit > @Live THEN @Limit - @Live ELSE 0 END
+                Free = CASE WHEN @Limit IS NULL THEN NULL WHEN @Limit > @Held THEN @Limit - @Held ELSE 0 END
             WHERE [Type] = @Limited;
             SELECT
                 @RowCnt = @@ROWCOUNT,
@@ -268,12 +273,6 @@ BEGIN
             FROM @Claimable AS k
             WHERE k.TypeLimit IS NOT NULL AND k.[Type] > @Limited;
         END;
-    DELETE FROM @Claimable
-    WHERE Free = 0;
-    SELECT
-        @RowCnt = @@ROWCOUNT,
-        @ErrNo = @@ERROR;
-    IF (@ErrNo <> 0) GOTO EXIT_ERROR;
 
     -- 1. The candidates, read without keeping a lock: READPAST skips the rows
     -- other transactions are writing, and nothing is held while a group check
@@ -282,11 +281,12 @@ BEGIN
     -- table lock. A few more than asked for, since other claims read the same
     -- rows. First the abandoned items (dead workers', and the caller's own after
     -- a restart), then the due ones, most urgent first, of a group the next only.
-    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, [Type], ClaimOrder)
+    INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, [Type], IsTakeover, ClaimOrder)
     SELECT TOP (@Want)
         n.EnqueuedAt,
         n.UpdatedAt,
         n.[Type],
+        1 AS IsTakeover,
         ROW_NUMBER() OVER (ORDER BY n.LeaseUntil ASC) AS ClaimOrder
     FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
     WHERE
@@ -314,7 +314,8 @@ BEGIN
         FROM dbo.Notification AS n WITH (READPAST, READCOMMITTEDLOCK)
         WHERE n.[Status] IN ('Pending', 'Error') AND n.[Type] = t.[Type]
         ORDER BY n.[Priority] DESC
-    ) AS b;
+    ) AS b
+    WHERE t.Free IS NULL OR t.Free > 0; -- a type at its limit takes no new item
     SELECT @ErrNo = @@ERROR;
     IF (@ErrNo <> 0) GOTO EXIT_ERROR;
     WHILE (@Level IS NOT NULL AND @Have < @Want)
@@ -359,7 +360,7 @@ BEGIN
                     )
                 ORDER BY n.ScheduledFor ASC, n.EnqueuedAt ASC
             ) AS f
-            WHERE f.[Status] = 'Error' AND f.AttemptNum >= @MaxAttempts;
+            WHERE (t.Free IS NULL OR t.Free > 0) AND f.[Status] = 'Error' AND f.AttemptNum >= @MaxAttempts;
             SELECT
                 @RowCnt = @@ROWCOUNT,
                 @ErrNo = @@ERROR;
@@ -371,11 +372,12 @@ BEGIN
             IF (@Base < @Want) SET @Base = @Want;
 
             -- The level's due items with attempts left, of every band merged, in claim order.
-            INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, [Type], ClaimOrder)
+            INSERT INTO @Candidates (EnqueuedAt, UpdatedAt, [Type], IsTakeover, ClaimOrder)
             SELECT TOP (@Want - @Have)
                 d.EnqueuedAt,
                 d.UpdatedAt,
                 t.[Type],
+                0 AS IsTakeover,
                 @Base + ROW_NUMBER() OVER (ORDER BY d.ScheduledFor ASC, d.EnqueuedAt ASC) AS ClaimOrder
             FROM @Claimable AS t
             CROSS APPLY (
@@ -411,6 +413,7 @@ BEGIN
                     )
                 ORDER BY n.ScheduledFor ASC, n.EnqueuedAt ASC
             ) AS d
+            WHERE t.Free IS NULL OR t.Free > 0
             ORDER BY d.ScheduledFor ASC, d.EnqueuedAt ASC;
             SELECT
                 @RowCnt = @@ROWCOUNT,
@@ -429,21 +432,24 @@ BEGIN
                     AND n.[Type] = t.[Type]
                     AND n.[Priority] < @Level
                 ORDER BY n.[Priority] DESC
-            ) AS b;
+            ) AS b
+            WHERE t.Free IS NULL OR t.Free > 0;
             SELECT @ErrNo = @@ERROR;
             IF (@ErrNo <> 0) GOTO EXIT_ERROR;
             SET @Level = @Next;
         END;
 
-    -- A limited type's candidates beyond its free slots, in claim order, are not claimed.
+    -- A limited type's new candidates beyond its free slots, in claim order, are not
+    -- claimed; takeovers hold their slots already.
     DELETE c
     FROM @Candidates AS c
     INNER JOIN @Claimable AS k ON c.[Type] = k.[Type]
     WHERE
-        k.Free IS NOT NULL
+        c.IsTakeover = 0
+        AND k.Free IS NOT NULL
         AND k.Free < (
             SELECT COUNT(*) FROM @Candidates AS o
-            WHERE o.[Type] = c.[Type] AND o.ClaimOrder <= c.ClaimOrder
+            WHERE o.[Type] = c.[Type] AND o.IsTakeover = 0 AND o.ClaimOrder <= c.ClaimOrder
         );
     SELECT
         @RowCnt = @@ROWCOUNT,

@@ -13,8 +13,9 @@ GO
      GroupLimit      a queue's limit of items of one GroupKey in Processing (1 unless
                      dbo.Limit_Queue_trx set another);
      LimitSetBy, LimitSetAt            who set the row's limit last, and when;
-     Processing      items in Processing whose lease has not run out: the queue's, or
-                     the type's (the slots a limit counts).
+     Processing      items in Processing, a lease that ran out or not: the queue's, or
+                     the type's (the slots a limit counts: an item holds its slot until
+                     it leaves Processing).
    Processing reads IX_<Queue>_Lease, which holds the items in Processing only (as
    many as the workers have in hand) and carries their type, each branch stating its
    filter literally, as the
@@ -39,7 +40,7 @@ SELECT
     c.LimitSetAt,
     (
         SELECT COUNT(*) FROM dbo.Notification AS u
-        WHERE u.[Status] = 'Processing' AND u.LeaseUntil >= SYSUTCDATETIME()
+        WHERE u.[Status] = 'Processing'
     ) AS Processing
 FROM (SELECT N'Notification' AS [Queue]) AS o
 LEFT JOIN dbo.QueueControl AS c ON o.[Queue] = c.[Queue] AND c.[Type] = ''
@@ -60,7 +61,7 @@ SELECT
     c.LimitSetAt,
     (
         SELECT COUNT(*) FROM dbo.Notification AS u
-        WHERE u.[Status] = 'Processing' AND u.LeaseUntil >= SYSUTCDATETIME() AND u.[Type] = t.[Type]
+        WHERE u.[Status] = 'Processing' AND u.[Type] = t.[Type]
     ) AS Processing
 FROM dbo.NotificationType AS t
 LEFT JOIN dbo.QueueControl AS c ON c.[Queue] = N'Notification' AND t.[Type] = c.[Type]
@@ -82,7 +83,7 @@ SELECT
     c.LimitSetAt,
     (
         SELECT COUNT(*) FROM dbo.SyncQueue AS u
-        WHERE u.[Status] = 'Processing' AND u.LeaseUntil >= SYSUTCDATETIME()
+        WHERE u.[Status] = 'Processing'
     ) AS Processing
 FROM (SELECT N'SyncQueue' AS [Queue]) AS o
 LEFT JOIN dbo.QueueControl AS c ON o.[Queue] = c.[Queue] AND c.[Type] = ''
@@ -103,7 +104,7 @@ SELECT
     c.LimitSetAt,
     (
         SELECT COUNT(*) FROM dbo.SyncQueue AS u
-        WHERE u.[Status] = 'Processing' AND u.LeaseUntil >= SYSUTCDATETIME() AND u.[Type] = t.[Type]
+        WHERE u.[Status] = 'Processing' AND u.[Type] = t.[Type]
     ) AS Processing
 FROM dbo.SyncQueueType AS t
 LEFT JOIN dbo.QueueControl AS c ON c.[Queue] = N'SyncQueue' AND t.[Type] = c.[Type]
