@@ -54,10 +54,10 @@ BEGIN TRANSACTION;
 SELECT @First = dbo.QueueNextKey_fn(MAX(q.EnqueuedAt)) FROM dbo.{queue} AS q WITH (READUNCOMMITTED);
 {numbers}
 INSERT INTO dbo.{queue} (
-    EnqueuedAt, [Type], EntityKey, Payload, ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey
+    EnqueuedAt, [Type], EntityKey, Payload, ScheduledFor, UpdatedAt, [Priority], GroupKey, DedupKey, BatchID
 )
 SELECT k.EnqueuedAt, @Type, N'bench-' + CONVERT(NVARCHAR(30), k.EnqueuedAt, 126), NULL,
-    k.EnqueuedAt, k.EnqueuedAt, 0, NULL, NULL
+    k.EnqueuedAt, k.EnqueuedAt, 0, NULL, NULL, NULL
 FROM numbers AS n
 CROSS APPLY (SELECT DATEADD(MICROSECOND, n.i, @First) AS EnqueuedAt) AS k;
 COMMIT TRANSACTION;

@@ -15,8 +15,8 @@ from typing import Any
 from rich.table import Table
 
 from relq import db
-from relq.errors import RelqError
 from relq.cadence import Cadence, check_catch_up, check_cron, check_interval, first_slot, resumed_slot
+from relq.errors import RelqError
 
 COLUMNS = ("Name", "Queue", "Type", "Cadence", "Misfire", "NextSlotAt", "LastSlotAt", "Paused")
 LIST_SQL = (

@@ -6,7 +6,6 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from relq.errors import RelqError
 from relq.cadence import (
     Cadence,
     Fire,
@@ -17,6 +16,7 @@ from relq.cadence import (
     plan,
     resumed_slot,
 )
+from relq.errors import RelqError
 
 T0 = datetime(2026, 3, 29, 0, 0, 0)  # the night Europe moves its clocks: nothing moves in UTC
 

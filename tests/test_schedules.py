@@ -11,8 +11,8 @@ from invoke import Config, Context, Exit
 
 import tasks
 from relq import db, schedules
-from relq.errors import RelqError
 from relq.cadence import Cadence
+from relq.errors import RelqError
 
 NOW = datetime(2026, 11, 28, 12, 0, 7, 250000)
 ROW = {"Name": "nightly", "Queue": "SyncQueue", "Type": "CustomerSync", "CronExpr": "0 3 * * *",

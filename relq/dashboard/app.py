@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from relq.dashboard import batches, bulk, deadletters, item, items, outage, overview, stuck
+from relq.dashboard import batches, bulk, deadletters, item, items, outage, overview, schedules, stuck
 from relq.dashboard.chart import History
 from relq.dashboard.guard import Guarded
 from relq.dashboard.store import Store, outage_of
@@ -45,7 +45,7 @@ def create_app(store: Store, settings: Settings | None = None, history: History 
         return dash.page(request, "problem.html", status_code=status_code, line=line)
 
     routes = [*overview.routes(dash), *items.routes(dash), *item.routes(dash), *bulk.routes(dash),
-              *deadletters.routes(dash), *batches.routes(dash), *stuck.routes(dash),
+              *deadletters.routes(dash), *batches.routes(dash), *schedules.routes(dash), *stuck.routes(dash),
               Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")]
     handlers = {Problem: problem, RelqError: problem, HTTPException: problem}
     middleware = []

@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from relq import batches as batches_module
+from relq import schedules as schedules_module
 from relq import controls, db, status
 from relq.errors import RelqError
 
@@ -300,6 +301,17 @@ BATCHES = (
     f"SELECT TOP (?) {', '.join(f'v.[{c}]' for c in batches_module.COLUMNS)} FROM dbo.QueueBatch_V AS v "
     "WHERE v.CallbackEnqueuedAt IS NULL ORDER BY v.BatchID DESC;"
 )
+
+
+class ScheduleStore(Protocol):
+    def schedules(self) -> tuple[datetime, list[dict[str, Any]]]:
+        """The server's clock (SYSUTCDATETIME()) and dbo.QueueSchedule_V's rows (the columns of
+        relq.schedules.LIST_SQL), by name: every schedule (a few, one row each)."""
+        ...
+
+
+# The schedules, after the server's clock, in one batch: a slot's lateness is the server's.
+SCHEDULES = "SELECT SYSUTCDATETIME() AS [Now]; " + schedules_module.LIST_SQL
 
 
 class DeadLetterStore(Protocol):
@@ -883,6 +895,17 @@ class SqlStore:
     def delete_dead_letter(self, dead_letter_id: int) -> None:
         with self._connection() as conn:
             db.call(conn, "dbo.Delete_DeadLetter_trx", DeadLetterId=int(dead_letter_id))
+
+    # -- schedules (relq/dashboard/schedules.py): the server's clock and dbo.QueueSchedule_V ----------
+
+    def schedules(self) -> tuple[datetime, list[dict[str, Any]]]:
+        with self._connection() as conn:
+            cursor = conn.cursor()
+            try:
+                sets, columns = db.result_sets(cursor, SCHEDULES, context="dbo.QueueSchedule_V")
+            finally:
+                cursor.close()
+        return sets[0][0][0], [dict(zip(columns[1], row, strict=True)) for row in sets[1]]
 
     # -- batches (relq/dashboard/batches.py): two reads of dbo.QueueBatch_V ------------------------
 

@@ -25,8 +25,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from relq import db
-from relq.errors import Msg
 from relq.cadence import Cadence, plan
+from relq.errors import Msg
 
 log = logging.getLogger("relq.scheduler")
 

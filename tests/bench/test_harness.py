@@ -264,7 +264,7 @@ def _table_columns(path: str) -> tuple[list[str], set[str]]:
     text = (REPO / path).read_text(encoding="utf-8-sig")
     body = text[text.index("CREATE TABLE"):text.index("CONSTRAINT PK_")]
     columns, required = [], set()
-    for name, rest in re.findall(r"^\s+(\[?\w+\]?) (dbo\.\S+.*?),?$", body, re.M):
+    for name, rest in re.findall(r"^\s+(\[?\w+\]?) ((?:dbo\.\S+|[A-Z]+\b).*?),?$", body, re.M):
         columns.append(name.strip("[]"))
         if not re.search(r"\bNULL\b|\bDEFAULT\b", rest):
             required.add(name.strip("[]"))
@@ -279,6 +279,8 @@ def _meaning(expression: str) -> str:
         expression = default.group(1)
     if expression in ("p.EnqueuedAt", "k.EnqueuedAt"):
         return "the key"
+    if expression == "@BatchID":  # the call's batch; Add_'s @BatchID is NULL by default: none
+        return "NULL"
     return "given by the item" if re.fullmatch(r"i\.\[?\w+\]?", expression) else expression
 
 

@@ -53,7 +53,8 @@ def role_grants(role: str) -> set[tuple[str, str]]:
     if role == "QueueMonitor":
         return {("dbo.QueueHealth_V", "SELECT"), ("dbo.QueueThroughput_V", "SELECT"),
                 ("dbo.QueueAttemptOutcome_V", "SELECT"), ("dbo.QueueItemKey_V", "SELECT"),
-                ("dbo.QueueControl_V", "SELECT"), ("dbo.QueueBatch_V", "SELECT")}
+                ("dbo.QueueControl_V", "SELECT"), ("dbo.QueueBatch_V", "SELECT"),
+                ("dbo.QueueSchedule_V", "SELECT")}
     if role == "QueueAdmin":
         grants = {("dbo.QueueAttempt_V", "SELECT"), ("dbo.QueueControl_V", "SELECT"),
                   ("dbo.Pause_Queue_trx", "EXECUTE"), ("dbo.Resume_Queue_trx", "EXECUTE"),
@@ -105,6 +106,8 @@ class FakeStore:
     # dbo.QueueBatch_V's rows (relq.batches.COLUMNS as keys), and each batches() call's limit
     batch_rows: list[dict[str, Any]] = field(default_factory=list)
     batch_reads: list[int] = field(default_factory=list)
+    # dbo.QueueSchedule_V's rows (the columns of relq.schedules.LIST_SQL)
+    schedule_rows: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def with_roles(cls, *roles: str) -> FakeStore:
@@ -130,6 +133,14 @@ class FakeStore:
 
     def _find(self, queue: str, key: datetime) -> dict[str, Any] | None:
         return next((r for r in self.items_by_queue.get(queue, []) if r["EnqueuedAt"] == key), None)
+
+    # -- schedules (relq/dashboard/schedules.py): the server's clock and the schedules by name
+
+    def schedules(self) -> tuple[datetime, list[dict[str, Any]]]:
+        if self.down is not None:
+            raise self.down
+        self._require("dbo.QueueSchedule_V", "SELECT")
+        return self.server_now, [dict(r) for r in sorted(self.schedule_rows, key=lambda r: r["Name"])]
 
     # -- batches (relq/dashboard/batches.py): dbo.QueueBatch_V's rows, as SqlStore.batches reads them
 

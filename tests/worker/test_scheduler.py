@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from relq import db
-from relq.errors import Msg
 from relq.cadence import Cadence
+from relq.errors import Msg
 from relq.worker import cli
 from relq.worker import scheduler as scheduler_module
 from relq.worker.scheduler import DUE_SQL, Due, Fired, Scheduler, SqlScheduleStore
