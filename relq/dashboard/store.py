@@ -28,8 +28,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from relq import batches as batches_module
-from relq import schedules as schedules_module
 from relq import controls, db, status
+from relq import schedules as schedules_module
 from relq.errors import RelqError
 
 # The controls a page offers, each a procedure dbo.<Action>_<Queue>_trx that takes the

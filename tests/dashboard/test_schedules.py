@@ -63,7 +63,8 @@ def test_every_schedule_is_listed_by_name_with_its_cadence_and_slots(monitor: Fa
 def test_a_slot_unfired_past_the_grace_is_late_by_the_servers_clock_unless_paused(monitor: FakeStore) -> None:
     monitor.schedule_rows = [row("stuck", NOW - timedelta(seconds=LATE_S + 65), every=30),
                              row("just-due", NOW - timedelta(seconds=LATE_S - 1), every=30),
-                             row("paused", NOW - timedelta(hours=2), every=30, paused=NOW - timedelta(hours=3))]
+                             row("paused", NOW - timedelta(hours=2), every=30,
+                                 paused=NOW - timedelta(hours=3))]
 
     page = TestClient(create_app(monitor, Settings())).get("/schedules")
 
@@ -139,7 +140,8 @@ def test_schedules_show_a_late_one_in_chromium(chromium, served: str, tmp_path: 
 
     chromium.get(f"{served}/schedules")
     rows = chromium.find_elements(By.CSS_SELECTOR, "tr[data-schedule]")
-    assert [r.get_attribute("data-schedule") for r in rows] == ["newsletter", "nightly-export", "price-refresh"]
+    names = [r.get_attribute("data-schedule") for r in rows]
+    assert names == ["newsletter", "nightly-export", "price-refresh"]
     alert = chromium.find_element(By.CSS_SELECTOR, "[role=alert]")
     assert alert.is_displayed() and alert.text.startswith("1 late:")
     late = chromium.find_element(By.CSS_SELECTOR, 'tr[data-schedule="price-refresh"] strong.late')
