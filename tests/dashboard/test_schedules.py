@@ -138,6 +138,7 @@ def served() -> Iterator[str]:
 def test_schedules_show_a_late_one_in_chromium(chromium, served: str, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
+    chromium.get_log("browser")  # what earlier pages of this browser logged is theirs
     chromium.get(f"{served}/schedules")
     rows = chromium.find_elements(By.CSS_SELECTOR, "tr[data-schedule]")
     names = [r.get_attribute("data-schedule") for r in rows]
