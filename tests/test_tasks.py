@@ -268,7 +268,8 @@ def test_a_master_and_a_remote_together_are_the_tasks_one_line(capsys) -> None:
                  **({"archive": "a"} if name == "pipeline.report" else {}))
         lines = [info.value.message] if info.value.message else capsys.readouterr().err.strip().splitlines()
         assert info.value.code != 0
-        assert lines == [f"{name}: --master and --remote: pass one (a Spark master, or a Spark Connect server)"]
+        assert lines == [f"{name}: --master and --remote: pass one "
+                         f"(a Spark master, or a Spark Connect server)"]
 
 
 def test_new_queue_prints_its_one_line_summary_not_its_paths(monkeypatch, capsys) -> None:

@@ -63,5 +63,6 @@ def test_the_summary_prints_each_reports_time_over_duckdbs_against_its_goal() ->
                                 "4x)", "1.8x", "(goal", "met:", "2x)"]
     assert lines[2].split() == ["20,000,000", "30.00", "s", "-", "10.00", "s", "3.0x", "(goal", "met:", "4x)",
                                 "-"]
-    over = _summary([{"rows": 1, "kind": "warm", "seconds": 2.1}, {"rows": 1, "kind": "duckdb", "seconds": 1.0}])
+    over = _summary([{"rows": 1, "kind": "warm", "seconds": 2.1},
+                     {"rows": 1, "kind": "duckdb", "seconds": 1.0}])
     assert "2.1x (over: 2x)" in over
