@@ -16,6 +16,7 @@ SQL_FOLDERS = "database tests_tsqlt"
 PYTHON = "relq tests bench tasks.py"
 REPORTS = ROOT / "reports"
 CONN_HELP = "ODBC connection string (default: RELQ_MSSQL, then relq.mssql in invoke.yaml)"
+REMOTE_HELP = "a Spark Connect server to run on instead, sc://host:15002 (default: SPARK_REMOTE)"
 
 
 def _tool(name: str) -> str:
@@ -550,16 +551,17 @@ def _phase(step: int, phases: int, name: str) -> None:
     "archive": "the archive root: rows whose DedupKey it holds are not enqueued again",
     "types": "the queue's job types, comma-separated (default: read from the database)",
     "master": "Spark master (default local[*])",
+    "remote": REMOTE_HELP,
     "partitions": "Spark partitions, each with its own connection (default 8)",
     "conn": CONN_HELP,
 })
 def pipeline_enqueue(c, input, format="parquet", rejects=None, queue="SyncQueue", archive=None, types=None,
-                     master=None, partitions=None, conn=None):
+                     master=None, remote=None, partitions=None, conn=None):
     """Validate work items with Spark and enqueue the valid ones; rejects go to --rejects."""
     argv = ["enqueue", "--input", input, "--format", format, "--queue", queue]
     partitions = number("pipeline.enqueue", "partitions", partitions)
     for flag, value in (("--rejects", rejects), ("--archive", archive), ("--types", types),
-                        ("--master", master), ("--partitions", partitions)):
+                        ("--master", master), ("--remote", remote), ("--partitions", partitions)):
         argv += [flag, str(value)] if value is not None else []
     _pipeline(c, argv, conn)
 
@@ -569,16 +571,18 @@ def pipeline_enqueue(c, input, format="parquet", rejects=None, queue="SyncQueue"
     "archive": "the archive root (Parquet, partitioned Queue/Type/Day)",
     "queue": "the queue (default SyncQueue)",
     "master": "Spark master (default local[*])",
+    "remote": REMOTE_HELP,
     "partitions": "Spark partitions, each reading one key range (default 8)",
     "conn": CONN_HELP,
 })
-def pipeline_archive(c, older_than_minutes, archive=None, queue="SyncQueue", master=None, partitions=None,
-                     conn=None):
+def pipeline_archive(c, older_than_minutes, archive=None, queue="SyncQueue", master=None, remote=None,
+                     partitions=None, conn=None):
     """Move finished items into the Parquet archive, then purge exactly those from the queue."""
     older_than_minutes = number("pipeline.archive", "older-than-minutes", older_than_minutes)
     partitions = number("pipeline.archive", "partitions", partitions)
     argv = ["archive", "--older-than-minutes", str(older_than_minutes), "--queue", queue]
-    for flag, value in (("--archive", archive), ("--master", master), ("--partitions", partitions)):
+    for flag, value in (("--archive", archive), ("--master", master), ("--remote", remote),
+                        ("--partitions", partitions)):
         argv += [flag, str(value)] if value is not None else []
     _pipeline(c, argv, conn)
 
@@ -587,21 +591,22 @@ def pipeline_archive(c, older_than_minutes, archive=None, queue="SyncQueue", mas
     "archive": "the archive's root (default: relq.pipeline.archive in invoke.yaml)",
     "out": "folder for report.html, report.json and the charts (default reports/pipeline)",
     "master": "Spark master (default local[*])",
+    "remote": REMOTE_HELP,
     "conn": "ODBC connection string whose health views to add (default: RELQ_MSSQL, then invoke.yaml)",
 })
-def pipeline_report(c, archive=None, out=None, master=None, conn=None):
+def pipeline_report(c, archive=None, out=None, master=None, remote=None, conn=None):
     """What the queues did, from the archive: throughput, waits, durations, retries, failures."""
     from relq.db import resolve_target
     from relq.errors import RelqError
     from relq.pipeline import report
 
     try:
-        archive, out, master = report.settings(c.config, archive, out, master)
+        archive, out, master, remote = report.settings(c.config, archive, out, master, remote)
         try:
             conn_str = resolve_target(conn, c.config).conn_str
         except RelqError:
             conn_str = None  # no server configured: the report says so
-        paths = report.run(archive, out, master, conn_str)
+        paths = report.run(archive, out, master, conn_str, remote=remote)
     except RelqError as exc:
         raise _fail(exc, "pipeline.report") from None
     print(f"pipeline.report: {paths.html} and {paths.json}", file=sys.stderr)
@@ -613,17 +618,20 @@ def pipeline_report(c, archive=None, out=None, master=None, conn=None):
     "rows": "how many synthetic archived items (default 100000)",
     "out": "folder for the report; the archive goes to <out>/archive (default reports/pipeline-demo)",
     "master": "Spark master (default local[*])",
+    "remote": REMOTE_HELP,
 })
-def pipeline_demo(c, rows=None, out=None, master=None):
+def pipeline_demo(c, rows=None, out=None, master=None, remote=None):
     """The report on a synthetic archive of --rows items: the way to see it without a server."""
     from relq.errors import RelqError
     from relq.pipeline import demo
+    from relq.pipeline.spark import target
 
     rows = number("pipeline.demo", "rows", rows) if rows is not None else demo.DEFAULT_ROWS
     if rows < 1:
         raise Exit(f"pipeline.demo: --rows must be 1 or more, not {rows}", code=2)
     try:
-        paths = demo.run(rows, out or demo.DEFAULT_OUT, master)
+        master, remote = target(master, remote, c.config)
+        paths = demo.run(rows, out or demo.DEFAULT_OUT, master, remote=remote)
     except RelqError as exc:
         raise _fail(exc, "pipeline.demo") from None
     print(f"pipeline.demo: {paths.html} and {paths.json}", file=sys.stderr)

@@ -220,6 +220,58 @@ def test_a_partition_count_of_zero_reaches_the_pipeline_which_refuses_it(monkeyp
     assert all(argv[argv.index("--partitions") + 1] == "0" for argv in seen) and len(seen) == 2
 
 
+def test_the_pipeline_tasks_pass_remote_and_master_to_the_pipeline(monkeypatch) -> None:
+    seen: list[list[str]] = []
+    monkeypatch.setattr(tasks, "_pipeline", lambda c, argv, conn: seen.append(argv))
+    tasks.pipeline_enqueue(MockContext(), input="x", rejects="r", remote="sc://spark:15002")
+    tasks.pipeline_archive(MockContext(), older_than_minutes="60", archive="a", master="spark://m:7077")
+    tasks.pipeline_archive(MockContext(), older_than_minutes="60", archive="a")
+    assert seen[0][seen[0].index("--remote") + 1] == "sc://spark:15002" and "--master" not in seen[0]
+    assert seen[1][seen[1].index("--master") + 1] == "spark://m:7077" and "--remote" not in seen[1]
+    assert "--remote" not in seen[2] and "--master" not in seen[2]
+
+
+@pytest.mark.parametrize("given, environ, where", [
+    ({"remote": "sc://s:15002"}, {}, (None, "sc://s:15002")),
+    ({"master": "local[3]"}, {"SPARK_REMOTE": "sc://env:15002"}, ("local[3]", None)),
+    ({}, {"SPARK_REMOTE": "sc://env:15002"}, (None, "sc://env:15002")),
+    ({}, {}, (None, None)),
+])
+def test_the_report_and_the_demo_run_where_the_options_then_spark_remote_say(monkeypatch, given, environ,
+                                                                             where) -> None:
+    from relq.pipeline import demo, report
+
+    runs: list[tuple] = []
+
+    class Paths:
+        html, json, health, health_note = "r.html", "r.json", "none", ""
+
+    def ran(*args, **kwargs):
+        runs.append((args[2], kwargs["remote"]))
+        return Paths()
+
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(report, "run", ran)
+    monkeypatch.setattr(demo, "run", ran)
+    monkeypatch.delenv("RELQ_MSSQL", raising=False)
+    tasks.pipeline_report(MockContext(config=Config()), archive="a", out="o", **given)
+    tasks.pipeline_demo(MockContext(config=Config()), rows="10", out="o", **given)
+    assert runs == [where, where]
+
+
+def test_a_master_and_a_remote_together_are_the_tasks_one_line(capsys) -> None:
+    for name, call in (("pipeline.report", tasks.pipeline_report), ("pipeline.demo", tasks.pipeline_demo)):
+        with pytest.raises(tasks.Exit) as info:
+            call(MockContext(config=Config()), out="o", master="local[2]", remote="sc://s:15002",
+                 **({"archive": "a"} if name == "pipeline.report" else {}))
+        lines = [info.value.message] if info.value.message else capsys.readouterr().err.strip().splitlines()
+        assert info.value.code != 0
+        assert lines == [f"{name}: --master and --remote: pass one "
+                         f"(a Spark master, or a Spark Connect server)"]
+
+
 def test_new_queue_prints_its_one_line_summary_not_its_paths(monkeypatch, capsys) -> None:
     class Made:
         written = ("database/tables/dbo.Invoice.sql",) * 53

@@ -16,7 +16,9 @@
    age), and ask the database how many finished items finished before it.
 2. Split them into key ranges of equal row counts (the database numbers them in
    key order and returns every n-th key: :func:`ranges`) and read each range in
-   its own Spark partition, on its own connection, streamed, at READ COMMITTED
+   its own Spark partition (a ``mapInArrow`` function over a range of one number
+   a partition: the DataFrame API Spark Connect supports, no RDD), on its own
+   connection, streamed, at READ COMMITTED
    (a row someone holds is waited for, not skipped as READPAST would: a skipped
    row would not be lost, since only rows read are purged, but it would be left
    for a later run).
@@ -60,12 +62,14 @@ from relq.errors import RelqError
 from relq.pipeline import layout
 from relq.pipeline.progress import tracked
 from relq.pipeline.queues import spec
-from relq.pipeline.spark import ISO_MICROS, exists, require_utc
+from relq.pipeline.spark import ISO_MICROS, require_utc, unless_missing
 from relq.pipeline.store import PURGE_LIMIT, Store
 
 MICROSECOND = timedelta(microseconds=1)
 RANGE_ROWS = 50_000  # a key range's rows, at most: a Spark task's worth (a retry reads one range again)
 LOCK_PREFIX = "relq.pipeline.archive:"
+BATCH_ROWS = 1000  # rows of a read range in one Arrow batch
+COUNTED = "n BIGINT"  # what a purge or count task returns: a row per call
 
 
 @dataclass(frozen=True)
@@ -97,45 +101,65 @@ def _utc(value: Any) -> Any:
     return value
 
 
-def _reader(store: Store, queue: str, cutoff: datetime, archived_at: datetime
-            ) -> Callable[[Iterable[tuple[int, tuple[datetime, datetime]]]], Iterator[tuple]]:
+def _reader(store: Store, queue: str, cutoff: datetime, archived_at: datetime,
+            key_ranges: list[tuple[datetime, datetime]]) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """A mapInArrow function: for each range number in its batches (a column ``id``), that key
+    range's rows, read from the database, as Arrow batches of the archive's columns and Range."""
     s = spec(queue)
     names = ["Queue", *(name for name, _ in layout.COMMON), *(name for name, _ in s.own)]
     names.insert(1, "Type")
+    kinds = dict((("Queue", "STRING"), ("Type", "STRING"), *layout.COMMON, *s.own))
 
-    def read(key_ranges: Iterable[tuple[int, tuple[datetime, datetime]]]) -> Iterator[tuple]:
+    def read(batches: Iterable[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        schema = pa.schema([*((name, layout.arrow_type(kinds[name])) for name in names),
+                            ("Range", pa.int32())])
+        indexes = [i for batch in batches for i in batch.column("id").to_pylist()]
+        if not indexes:
+            return
         with store.session() as session:
-            for index, (first, end) in key_ranges:
-                for row in session.read_range(queue, first, end, cutoff):
-                    values = {**row, "Queue": queue, "ArchivedAt": archived_at}
-                    yield (*(_utc(values[name]) for name in names), index)
+            for index in indexes:
+                first, end = key_ranges[index]
+                rows = session.read_range(queue, first, end, cutoff)
+                while True:
+                    chunk = list(itertools.islice(rows, BATCH_ROWS))
+                    if not chunk:
+                        break
+                    values = [{**row, "Queue": queue, "ArchivedAt": archived_at} for row in chunk]
+                    columns = {name: [_utc(value[name]) for value in values] for name in names}
+                    columns["Range"] = [index] * len(chunk)
+                    yield pa.RecordBatch.from_pydict(columns, schema=schema)
 
     return read
 
 
-def _batched(store: Store, work: Callable[[Any, list[Any]], int]) -> Callable[[Iterable[Any]], Iterator[int]]:
-    """What a Spark partition runs: ``work(session, batch)`` for its rows, PURGE_LIMIT at a time."""
+def _batched(store: Store, work: Callable[[Any, list[Any]], int]) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """A mapInArrow function: ``work(session, batch)`` for its rows (EnqueuedAt, UpdatedAt as
+    ISO 8601 text), PURGE_LIMIT at a time; a row of ``n`` (what each call returned) per call."""
 
-    def run(rows: Iterable[Any]) -> Iterator[int]:
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        schema = pa.schema([("n", pa.int64())])
+        keys = (key for batch in batches for key in zip(batch.column("EnqueuedAt").to_pylist(),
+                                                          batch.column("UpdatedAt").to_pylist(), strict=True))
         with store.session() as session:
-            batch: list[Any] = []
-            for row in rows:
-                batch.append(row)
-                if len(batch) == PURGE_LIMIT:
-                    yield work(session, batch)
-                    batch = []
-            if batch:
-                yield work(session, batch)
+            while True:
+                chunk = list(itertools.islice(keys, PURGE_LIMIT))
+                if not chunk:
+                    return
+                yield pa.RecordBatch.from_pydict({"n": [work(session, chunk)]}, schema=schema)
 
     return run
 
 
-def _purger(store: Store, queue: str) -> Callable[[Iterable[Any]], Iterator[int]]:
+def _purger(store: Store, queue: str) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """Purge a partition's keys (EnqueuedAt, UpdatedAt): how many each call removed."""
-    return _batched(store, lambda session, batch: session.purge(queue, [(k[0], k[1]) for k in batch]))
+    return _batched(store, lambda session, batch: session.purge(queue, batch))
 
 
-def _counter(store: Store, queue: str) -> Callable[[Iterable[Any]], Iterator[int]]:
+def _counter(store: Store, queue: str) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """How many of a partition's keys are still in the queue: read only, so a retried task
     counts the same."""
     return _batched(store, lambda session, batch: session.remaining(queue, [k[0] for k in batch]))
@@ -149,11 +173,12 @@ def archived_keys(spark: Any, root: str, queue: str, days: list[date]) -> Any | 
     from pyspark.sql import functions as F
 
     path = layout.queue_path(root, queue)
-    if not days or not exists(spark, path):
+    if not days:
         return None
-    frame = (spark.read.option("basePath", root)
-             .schema("EnqueuedAt TIMESTAMP, UpdatedAt TIMESTAMP, Queue STRING, Type STRING, Day STRING")
-             .parquet(path))
+    frame = unless_missing(lambda: spark.read.option("basePath", root).schema(
+        "EnqueuedAt TIMESTAMP, UpdatedAt TIMESTAMP, Queue STRING, Type STRING, Day STRING").parquet(path))
+    if frame is None:
+        return None
     wanted = [d.isoformat() for d in days]
     return frame.where(F.col("Day").isin(wanted)).select("EnqueuedAt", "UpdatedAt")
 
@@ -224,9 +249,10 @@ def _archive(spark: Any, store: Store, driver: Any, resource: str, queue: str, r
     if not key_ranges:
         return ArchiveResult(cutoff, 0, 0, 0, 0, 0)
 
-    rdd = spark.sparkContext.parallelize(list(enumerate(key_ranges)), len(key_ranges))
-    rows = rdd.mapPartitions(_reader(store, queue, cutoff, _utc(now)))
-    read = spark.createDataFrame(rows, schema=f"{spec(queue).ddl()}, Range INT")
+    # One range number a partition (spark.range splits evenly): each key range is read by one task.
+    numbers = spark.range(0, len(key_ranges), 1, len(key_ranges))
+    read = numbers.mapInArrow(_reader(store, queue, cutoff, _utc(now), key_ranges),
+                              f"{spec(queue).ddl()}, Range INT")
     read = read.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with tracked(spark, "read", console):
@@ -268,9 +294,9 @@ def _archive(spark: Any, store: Store, driver: Any, resource: str, queue: str, r
             keys = keys.repartition(partitions).persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 with tracked(spark, "purge", console):
-                    keys.rdd.mapPartitions(_purger(store, queue)).collect()
+                    keys.mapInArrow(_purger(store, queue), COUNTED).collect()
                 with tracked(spark, "count", console):
-                    kept = sum(keys.rdd.mapPartitions(_counter(store, queue)).collect())
+                    kept = sum(row["n"] for row in keys.mapInArrow(_counter(store, queue), COUNTED).collect())
             finally:
                 keys.unpersist()
         finally:

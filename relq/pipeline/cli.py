@@ -3,8 +3,9 @@ the data pipeline's commands, with progress on stderr and a summary table.
 
 The connection comes from RELQ_MSSQL, ``--conn`` or invoke.yaml (``relq.mssql``);
 paths and the Spark master from the arguments or invoke.yaml's ``relq.pipeline``
-(``archive``, ``rejects``, ``master``, ``partitions``). Spark runs on ``local[*]``
-unless ``--master`` names another (``spark://host:7077``, ``yarn``, ...).
+(``archive``, ``rejects``, ``master``, ``remote``, ``partitions``). Spark runs on
+``local[*]`` unless ``--master`` names another (``spark://host:7077``, ``yarn``, ...),
+or on a Spark Connect server with ``--remote sc://host:15002`` (or SPARK_REMOTE).
 """
 
 from __future__ import annotations
@@ -20,9 +21,16 @@ from rich.table import Table
 from relq import db
 from relq.errors import RelqError
 from relq.pipeline import configured
-from relq.pipeline.paths import check_apart, check_folder, check_input, check_output, check_replaced
+from relq.pipeline.paths import (
+    check_apart,
+    check_folder,
+    check_input,
+    check_output,
+    check_replaced,
+    for_spark,
+)
 from relq.pipeline.queues import CUSTOM, JOB, spec
-from relq.pipeline.spark import check_master, error_line, is_spark_error, require
+from relq.pipeline.spark import check_target, error_line, here, is_spark_error, require, target
 
 INVOKE = "invoke"  # main's default ``entry``: tasks.py's pipeline tasks call it
 
@@ -60,8 +68,11 @@ def parser(config: Mapping[str, Any] | None = None, prog: str = "relq pipeline")
     commands = top.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--master", default=configured(config, "master"),
-                       help="Spark master (default local[*])")
+        p.add_argument("--master", default=None,
+                       help="Spark master (default: relq.pipeline.master in invoke.yaml, else local[*])")
+        p.add_argument("--remote", default=None,
+                       help="a Spark Connect server, sc://host:15002, to run on instead of a master "
+                            "(default: SPARK_REMOTE, then relq.pipeline.remote in invoke.yaml)")
         p.add_argument("--partitions", type=_at_least_one, default=configured(config, "partitions") or 8,
                        help="Spark partitions, each with its own connection (default 8)")
         p.add_argument("--conn", default=None, help="ODBC connection string (RELQ_MSSQL wins)")
@@ -142,31 +153,42 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
     from relq.pipeline.store import SqlStore
 
     queue = spec(args.queue).name  # an unknown name is refused before Spark starts
-    check_master(args.master)
-    target = db.resolve_target(args.conn or conn, config)
-    store = SqlStore(target.conn_str)
+    master, remote = target(args.master, args.remote, config)
+    check_target(master, remote)
+    local_paths = here(remote)  # on a Spark Connect server elsewhere, the paths are its own
+
+    def path(given: str) -> str:
+        return for_spark(given, remote)
+
+    target_db = db.resolve_target(args.conn or conn, config)
+    store = SqlStore(target_db.conn_str)
     if args.command == "enqueue":
         from relq.pipeline.enqueue import enqueue, read_input
 
         if not args.rejects:
             raise RelqError("--rejects is required (or relq.pipeline.rejects in invoke.yaml)")
-        check_input("--input", args.input, args.format)
-        check_replaced("--rejects", args.rejects)  # Spark's overwrite deletes what is there
-        check_apart("--rejects", args.rejects, "--input", args.input)
-        if args.archive:
-            check_folder("--archive", args.archive)
-            check_apart("--rejects", args.rejects, "--archive", args.archive)
+        if local_paths:
+            check_input("--input", args.input, args.format)
+            check_replaced("--rejects", args.rejects)  # Spark's overwrite deletes what is there
+            check_apart("--rejects", args.rejects, "--input", args.input)
+            if args.archive:
+                check_folder("--archive", args.archive)
+                check_apart("--rejects", args.rejects, "--archive", args.archive)
         types: list[str] = []  # a notification has no job type to check
         with store.session() as s:  # the connection, before Spark
             if spec(queue).kind == JOB and args.types:
                 types = [t.strip() for t in args.types.split(",") if t.strip()]
             elif spec(queue).kind == JOB:
                 types = s.job_types(queue)
-        console.print(f"pipeline.{args.command}: {target}")  # masked
-        spark = session(args.master, app="relq pipeline.enqueue")
-        frame = read_input(spark, args.input, args.format, queue)
-        result = enqueue(spark, store, queue, frame, known_types=types, rejects=args.rejects,
-                         archive=args.archive, partitions=args.partitions, console=console)
+        console.print(f"pipeline.{args.command}: {target_db}")  # masked
+        spark = session(master, app="relq pipeline.enqueue", remote=remote)
+        try:
+            frame = read_input(spark, path(args.input), args.format, queue)
+            result = enqueue(spark, store, queue, frame, known_types=types, rejects=path(args.rejects),
+                             archive=path(args.archive) if args.archive else None,
+                             partitions=args.partitions, console=console)
+        finally:
+            spark.stop()  # on Spark Connect, the server's session goes too
         console.print(_table(f"relq pipeline.enqueue: {queue}", {
             "rows": result.rows, "rejected": result.rejected, "already archived": result.skipped,
             "enqueued": result.enqueued, "duplicates": result.duplicates}))
@@ -177,14 +199,18 @@ def _run(args: argparse.Namespace, conn: str | None, config: Mapping[str, Any] |
 
     if not args.archive:
         raise RelqError("--archive is required (or relq.pipeline.archive in invoke.yaml)")
-    check_folder("--archive", args.archive)
-    check_output("--archive", args.archive)  # written into
+    if local_paths:
+        check_folder("--archive", args.archive)
+        check_output("--archive", args.archive)  # written into
     with store.session():  # the connection, before Spark
         pass
-    console.print(f"pipeline.{args.command}: {target}")  # masked
-    spark = session(args.master, app="relq pipeline.archive")
-    result = archive(spark, store, queue, args.archive, older_than_minutes=args.older_than_minutes,
-                     partitions=args.partitions, console=console)
+    console.print(f"pipeline.{args.command}: {target_db}")  # masked
+    spark = session(master, app="relq pipeline.archive", remote=remote)
+    try:
+        result = archive(spark, store, queue, path(args.archive), older_than_minutes=args.older_than_minutes,
+                         partitions=args.partitions, console=console)
+    finally:
+        spark.stop()
     console.print(_table(f"relq pipeline.archive: {queue}", {
         "finished before (UTC)": result.cutoff.isoformat(sep=" ", timespec="seconds"), "read": result.read,
         "written": result.written, "archived before": result.already, "purged": result.purged,

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from relq.errors import RelqError
-from relq.pipeline.paths import check_output
-from relq.pipeline.spark import REPORT_MODULES, check_master, one_line, require
+from relq.pipeline.paths import check_output, for_spark
+from relq.pipeline.spark import REPORT_MODULES, check_target, here, one_line, require
 
 DEFAULT_ROWS = 100_000
 DEFAULT_OUT = "reports/pipeline-demo"
@@ -20,9 +20,12 @@ DEFAULT_OUT = "reports/pipeline-demo"
 
 @require(*REPORT_MODULES)
 def run(rows: int = DEFAULT_ROWS, out: str | os.PathLike[str] = DEFAULT_OUT, master: str | None = None, *,
-        spark: Any = None, console: Any = None) -> Any:
+        remote: str | None = None, spark: Any = None, console: Any = None) -> Any:
     """Generate the archive and write its report; relq.pipeline.report.Paths of what was written.
-    ``spark``: a session to use instead of starting one (it is left running).
+    ``remote``: a Spark Connect server's URL to run on instead of ``master``; ``spark``: a session
+    to use instead of starting one (it is left running). Spark writes the archive (on Spark
+    Connect, the server: into its own file system where it runs elsewhere), the report's files
+    are written here.
 
     Everything that can be checked before Spark starts is (the rows, the master, the folders);
     a problem is a RelqError, one line."""
@@ -33,19 +36,20 @@ def run(rows: int = DEFAULT_ROWS, out: str | os.PathLike[str] = DEFAULT_OUT, mas
     out = Path(out)
     archive = out / "archive"
     if spark is None:
-        check_master(master)
+        check_target(master, remote)
     check_output("--out", out)
-    _check_replaceable(out, archive)
-    report.check_out(out, str(archive))
+    if here(remote):
+        _check_replaceable(out, archive)
+    report.check_out(out, str(archive), apart=here(remote))
     started_here = spark is None
     if started_here:
         from relq.pipeline.spark import session
 
-        spark = session(master, app="relq-pipeline-demo")
+        spark = session(master, app="relq-pipeline-demo", remote=remote)
     try:
         with one_line(f"cannot write the demo archive {archive}"):
-            layout.write(history.generate(spark, rows), str(archive), mode="overwrite")
-        return report.run(str(archive), out, spark=spark, console=console)
+            layout.write(history.generate(spark, rows), for_spark(str(archive), remote), mode="overwrite")
+        return report.run(str(archive), out, remote=remote, spark=spark, console=console)
     finally:
         if started_here:
             spark.stop()

@@ -13,8 +13,10 @@ dbo.Add_Notification_ResetPassword_Batch_trx).
    dataset (Parquet). Nothing is dropped silently: a row the database refuses
    after all (a rule the validation does not know) lands there too.
 3. Enqueue the valid rows from N Spark partitions in parallel, each on its own
-   connection, in calls of up to 4,000 items to dbo.Add_<Queue>_trx (set-based:
-   one statement per call; the limit is the procedure's own). The partitions
+   connection (a ``mapInArrow`` function: Python beside the data, on a classic
+   session and on Spark Connect alike), in calls of up to 4,000 items to
+   dbo.Add_<Queue>_trx (set-based: one statement per call; the limit is the
+   procedure's own). The partitions
    overlap validation, conversion, network I/O and the inserts: a call takes its
    keys without a lock. A call that found no free keys or waited too long for a
    DedupKey's lock (735709), or lost a deadlock (1205), wrote nothing and is sent
@@ -79,7 +81,7 @@ from relq.errors import RelqError
 from relq.pipeline import layout
 from relq.pipeline.progress import tracked
 from relq.pipeline.queues import JOB, spec
-from relq.pipeline.spark import ISO_MICROS, exists, require_utc
+from relq.pipeline.spark import ISO_MICROS, require_utc, unless_missing
 from relq.pipeline.store import ENQUEUE_LIMIT, ItemRejected, Store
 
 FORMATS = ("parquet", "csv", "json")
@@ -101,6 +103,9 @@ PHONE = r"^\+[1-9][0-9]{7,14}\z"  # dbo.PhoneIsValid_fn: +, a non-zero digit, 7 
 OTP = r"^[0-9A-Za-z]{4,10}\z"  # \z: Java's $ also matches before a final line break
 LANGUAGE = r"^[A-Za-z-]{2,12}\z"
 INT_MAX = 2_147_483_647
+# What a partition's sender returns, a row per call or refused item: ("enqueued", n),
+# ("duplicates", n) or ("rejected", 1, the row as JSON, the database's reason).
+OUTCOME = "kind STRING, items BIGINT, input STRING, reason STRING"
 
 
 @dataclass(frozen=True)
@@ -126,9 +131,10 @@ def read_input(spark: Any, path: str, fmt: str, queue: str = "SyncQueue") -> Any
                   .option("escape", '"'))
     try:
         frame = reader.format(fmt).load(path)
+        columns = frame.columns  # Spark Connect reads the path only when the plan is analysed: here
     except Exception as exc:  # Spark's AnalysisException: the path is missing or unreadable
         raise RelqError(f"{path}: cannot read it as {fmt} ({_first_line(exc)})") from None
-    missing = [c for c in required if c not in frame.columns]
+    missing = [c for c in required if c not in columns]
     if missing:
         raise RelqError(f"{path}: no column {', '.join(missing)} (an item needs {', '.join(required)}; "
                         f"optional: {', '.join(f for f in fields if f not in required)})")
@@ -315,22 +321,24 @@ def archived_dedup_keys(spark: Any, archive: str, queue: str) -> Any | None:
     from pyspark.sql import functions as F
 
     path = layout.queue_path(archive, queue)
-    if not exists(spark, path):
+    read = unless_missing(lambda: spark.read.option("basePath", archive).schema("DedupKey STRING")
+                          .parquet(path))
+    if read is None:
         return None
-    return (spark.read.option("basePath", archive).schema("DedupKey STRING").parquet(path)
-            .where("DedupKey IS NOT NULL").select(same_key(F.col("DedupKey")).alias("DedupKey")).distinct())
+    return read.where("DedupKey IS NOT NULL").select(same_key(F.col("DedupKey")).alias("DedupKey")).distinct()
 
 
 def _sender(store: Store, queue: str, fields: Sequence[str], limit: int
-            ) -> Callable[[Iterable[Any]], Iterator[tuple]]:
-    """What each Spark partition runs: its rows, in calls of up to ``limit`` items on one
-    connection. Yields ("enqueued", n), ("duplicates", n) and ("rejected", row JSON, reason)."""
+            ) -> Callable[[Iterable[dict[str, Any]]], Iterator[tuple]]:
+    """What sends a partition's rows (dicts of the valid rows' columns): in calls of up to
+    ``limit`` items on one connection. Yields ("enqueued", n), ("duplicates", n) and ("rejected",
+    row JSON, reason)."""
 
-    def send(rows: Iterable[Any]) -> Iterator[tuple]:
+    def send(rows: Iterable[dict[str, Any]]) -> Iterator[tuple]:
         with store.session() as session:
             batch: list[dict[str, Any]] = []
             for row in rows:
-                batch.append(row.asDict())
+                batch.append(row)
                 if len(batch) == limit:
                     yield from _call(session, queue, fields, batch)
                     batch = []
@@ -338,6 +346,28 @@ def _sender(store: Store, queue: str, fields: Sequence[str], limit: int
                 yield from _call(session, queue, fields, batch)
 
     return send
+
+
+def _in_arrow(send: Callable[[Iterable[dict[str, Any]]], Iterator[tuple]]
+              ) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """``send`` as a mapInArrow function: Arrow record batches of rows in, of OUTCOME out, a batch
+    per call (Spark sends a partition's rows in batches of 10,000 by default; a call is 4,000)."""
+
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        schema = pa.schema([("kind", pa.string()), ("items", pa.int64()), ("input", pa.string()),
+                            ("reason", pa.string())])
+        rows = (row for batch in batches for row in batch.to_pylist())
+        for outcome in send(rows):
+            if outcome[0] == "rejected":
+                kind, items, given, reason = "rejected", 1, outcome[1], outcome[2]
+            else:
+                kind, items, given, reason = outcome[0], outcome[1], None, None
+            yield pa.RecordBatch.from_pydict({"kind": [kind], "items": [items], "input": [given],
+                                              "reason": [reason]}, schema=schema)
+
+    return run
 
 
 def _call(session: Any, queue: str, fields: Sequence[str], rows: list[dict[str, Any]]) -> Iterator[tuple]:
@@ -400,10 +430,12 @@ def enqueue(spark: Any, store: Store, queue: str, frame: Any, *, known_types: Se
         with tracked(spark, "enqueue", console):
             send = _sender(store, name, fields, limit)
             if s.kind == JOB:
-                outcomes = valid.repartition(partitions).rdd.mapPartitions(send).collect()
+                sent = valid.repartition(partitions).mapInArrow(_in_arrow(send), OUTCOME).collect()
+                outcomes = [("rejected", r["input"], r["reason"]) if r["kind"] == "rejected"
+                            else (r["kind"], r["items"]) for r in sent]
             else:  # from the driver, each row once (see the module's docstring)
                 chunks = max(1, -(-valid.count() // limit))
-                outcomes = list(send(valid.repartition(chunks).toLocalIterator()))
+                outcomes = list(send(row.asDict() for row in valid.repartition(chunks).toLocalIterator()))
     finally:
         checked.unpersist()
 

@@ -52,11 +52,13 @@ Definitions (the JSON's "definitions" repeats them; tests recompute them with pa
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from relq.pipeline import percentiles as exact
-from relq.pipeline.spark import excluding, settings
+from relq.pipeline.spark import cores, excluding, settings
 
 PERCENTILES = (0.5, 0.95, 0.99)
 HOURLY_PERCENTILE = 0.95
@@ -159,13 +161,23 @@ def prepare(frame: Any) -> Any:
     )
 
 
-def compute(frame: Any) -> dict[str, Any]:
+def compute(frame: Any, meanwhile: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, Any]:
     """Every figure of the report from archive rows (a DataFrame in the layout), as plain
     JSON-ready values: {"summary", "groups", "throughput", "hourly", "errors"}. Three passes
     over the rows: one aggregation for every count and histogram, one filter for the values at
-    the percentiles' ranks (relq.pipeline.percentiles), one for the error texts."""
-    with settings(frame.sparkSession, sized(frame.sparkSession.sparkContext.defaultParallelism)):
-        return _compute(frame)
+    the percentiles' ranks (relq.pipeline.percentiles), one for the error texts.
+
+    ``meanwhile``: work of this process's on the figures but the errors (the report's charts),
+    done while Spark counts the error texts (the third pass, from a thread of its own): the
+    charts, Python's work, and the pass, Spark's, take their time side by side."""
+    with settings(frame.sparkSession, sized(cores(frame.sparkSession))):
+        numbers = _compute(frame)
+        with ThreadPoolExecutor(1, thread_name_prefix="relq-errors") as pool:
+            texts = pool.submit(errors, frame)
+            if meanwhile is not None:
+                meanwhile(numbers)
+            numbers["errors"] = texts.result()
+        return numbers
 
 
 def sized(cores: int) -> dict[str, str]:
@@ -191,12 +203,13 @@ def _compute(frame: Any) -> dict[str, Any]:
     tally, found = _aggregate(rows)
     if not tally:
         raise Empty
-    if any(r["Queue"] is None or r["Type"] is None or r["first_enqueued"] is None for r in tally):
+    if any(r["bad"] for r in tally):
         raise NotAnArchive
     counts = _counts(tally)
     plan = exact.Plan(found, *_wanted(counts, tally))
-    plan.pick(rows.sparkSession, _facts(rows, plan))
-    groups = sorted((_group(key, c, plan) for key, c in counts.items()), key=_order)
+    seen = plan.pick(rows.sparkSession, _facts(rows, plan), names=NAMES)
+    names = _names(frame, tally, seen)
+    groups = sorted((_group(key, c, plan, names) for key, c in counts.items()), key=_order)
     summary = next(g for g in groups if g["level"] == "all")
     spans = {name: _span(tally, name, pick) for name, pick in _SPANS.items()}
     last_hour = spans["last_updated"] // HOUR_US
@@ -209,22 +222,31 @@ def _compute(frame: Any) -> dict[str, Any]:
             "partial_hour": _iso(last_hour * HOUR_US),
         },
         "groups": [g for g in groups if g["level"] != "all"],
-        "throughput": _throughput(tally),
-        "hourly": _hourly(tally, plan, last_hour),
-        "errors": errors(frame),
+        "throughput": _throughput(tally, names),
+        "hourly": _hourly(tally, plan, last_hour, names),
     }
 
 
 def measured(rows: Any) -> Any:
-    """prepare()'s rows with the hours and the buckets of their values (percentiles.bucket)."""
+    """prepare()'s rows with the hours, the buckets of their values (percentiles.bucket) and the
+    codes pass 1 groups by: ``qts``, ``qt`` and ``q``, 64-bit hashes (xxhash64) of the row's
+    (Queue, Type, Step), (Queue, Type) and Queue, and ``sr``: the status (its place in FINISHED,
+    0 for any other), whether retried, and whether the row lacks a Queue, Type or EnqueuedAt."""
     from pyspark.sql import functions as F
 
     def hour(column: str) -> Any:
         return F.floor(F.col(column) / HOUR_US).cast("long")
 
+    status = F.coalesce(F.array_position(F.array(*(F.lit(s) for s in FINISHED)), F.col("Status")), F.lit(0))
+    bad = F.col("Queue").isNull() | F.col("Type").isNull() | F.col("enqueued_us").isNull()
+    retried = F.coalesce(F.col("AttemptNum") > 1, F.lit(False))
     return rows.select(
         "*",
-        F.coalesce(F.col("AttemptNum") > 1, F.lit(False)).alias("retried"),
+        retried.alias("retried"),
+        (status * 2 + retried.cast("long") + F.when(bad, 16).otherwise(0)).cast("long").alias("sr"),
+        F.xxhash64("Queue", "Type", "Step").alias("qts"),
+        F.xxhash64("Queue", "Type").alias("qt"),
+        F.xxhash64("Queue").alias("q"),
         hour("enqueued_us").alias("enqueued_hour"),
         hour("updated_us").alias("updated_hour"),
         (hour("started_us") * HOUR_US).alias("started_hour"),
@@ -237,60 +259,117 @@ def measured(rows: Any) -> Any:
 
 _VALUE = {"wait_ms": "wait_ms", "duration_ms": "duration_ms", HOURLY: "wait_ms"}  # each series' values
 _BUCKET = {"wait_ms": "b_wait", "duration_ms": "b_duration", HOURLY: "b_hourly"}  # and their buckets
-_TALLY = ("Queue", "Type", "Step", "Status", "retried", "enqueued_hour", "updated_hour")
-_SETS = {  # the grouping sets of pass 1: the tally, and each series' histogram
-    "tally": _TALLY,
-    "wait_ms": ("Queue", "Type", "Step", "b_wait"),
-    "duration_ms": ("Queue", "Type", "Step", "b_duration"),
-    HOURLY: ("Queue", "started_hour", "b_hourly"),
-}
+# Pass 1's entries: k1 says which (below 256: the tally, its value sr), k2..k4 the rest of the key.
+_ENTRY = {"wait_ms": 1 << 8, "duration_ms": 2 << 8, HOURLY: 3 << 8}
+NAMES = ("queue_name", "type_name", "step_name")  # what the facts bring back to name the codes
+
+
+class Collision(Exception):
+    """Two groups of the archive share a 64-bit hash code (measured): their figures would be one
+    group's. Found where the rows of both are seen by name."""
 
 
 def _aggregate(rows: Any) -> tuple[list[dict[str, Any]], dict[tuple, dict[int, int]]]:
-    """Pass 1, one aggregation over grouping sets: the tally, items per (queue, type, step,
-    status, retried, hour enqueued, hour finished) with their first and last times, which every
-    count of the report adds up (a few thousand rows a week of history); and the histograms,
-    {(series, queue, type, step, hour): {bucket: rows}}, whose sums count the waits and
-    durations of each group (percentiles.Plan.counts)."""
+    """Pass 1, one aggregation of four entries a row, each a key of four numbers: the tally,
+    items per (Queue, Type, Step) code, status, retried, hour enqueued and hour finished, with
+    their first and last times, which every count of the report adds up (a few thousand rows a
+    week of history); and the histograms, {(series, q, qt, qts, hour): {bucket: rows}} (hourly
+    waits: (series, q, None, None, hour)), whose sums count the waits and durations of each
+    group (percentiles.Plan.counts).
+
+    Keys of numbers only: Spark hashes and compares each entry's 32 bytes, in its own fast hash
+    map, where grouping sets of the names made it hash and compare a wide key with four strings
+    four times a row. The four entries come from SQL's UNPIVOT of four columns at once, which
+    Spark plans as one Expand of plain columns (a struct per entry, exploded, cost a fifth more:
+    docs/performance.md)."""
     from pyspark.sql import functions as F
 
-    columns = list(dict.fromkeys(c for kept in _SETS.values() for c in kept))
-    ids = {
-        name: sum(1 << (len(columns) - 1 - i) for i, c in enumerate(columns) if c not in kept)
-        for name, kept in _SETS.items()
-    }
+    def entry(name: str, k1: Any, k2: str, k3: Any, k4: Any) -> list[Any]:
+        return [k1.cast("long").alias(f"{name}1"), F.col(k2).alias(f"{name}2"),
+                k3.cast("long").alias(f"{name}3"), k4.cast("long").alias(f"{name}4")]
+
+    zero = F.lit(0)
+    entries = rows.select(
+        *entry("t", F.col("sr"), "qts", F.col("enqueued_hour"), F.col("updated_hour")),
+        *entry("w", F.lit(_ENTRY["wait_ms"]), "qts", F.col("b_wait"), zero),
+        *entry("d", F.lit(_ENTRY["duration_ms"]), "qts", F.col("b_duration"), zero),
+        *entry("h", F.lit(_ENTRY[HOURLY]), "q", F.col("b_hourly"), F.col("started_hour")),
+        "enqueued_us", "updated_us", "qt", "q",
+    )
+    keyed = rows.sparkSession.sql(
+        "SELECT k1, k2, k3, k4, enqueued_us, updated_us, qt, q FROM {entries} UNPIVOT INCLUDE NULLS "
+        "((k1, k2, k3, k4) FOR entry IN "
+        "((t1, t2, t3, t4), (w1, w2, w3, w4), (d1, d2, d3, d4), (h1, h2, h3, h4)))",
+        entries=entries)
     table = (
-        rows.groupingSets([list(kept) for kept in _SETS.values()], *columns)
+        keyed.where((F.col("k1") < _ENTRY["wait_ms"]) | F.col("k3").isNotNull())  # a value in a bucket
+        .groupBy("k1", "k2", "k3", "k4")
         .agg(
-            F.grouping_id().alias("set"),
             F.count(F.lit(1)).alias("items"),
             F.min("enqueued_us").alias("first_enqueued"),
             F.min("updated_us").alias("first_updated"),
             F.max("updated_us").alias("last_updated"),
+            F.max("qt").alias("qt"),  # one per (Queue, Type, Step) code: its type's
+            F.max("q").alias("q"),
         )
         .toArrow()
-        .to_pylist()
     )
-    series_of = {ids[series]: series for series in (*MEASURES, HOURLY)}
+    import pyarrow.compute as pc
+
+    counts = pc.less(table["k1"], _ENTRY["wait_ms"])
     tally: list[dict[str, Any]] = []
+    for r in table.filter(counts).to_pylist():
+        k1, status = r["k1"], (r["k1"] >> 1) & 7
+        tally.append({"Queue": r["q"], "Type": r["qt"], "Step": r["k2"], "bad": bool(k1 & 16),
+                      "Status": FINISHED[status - 1] if status else None, "retried": bool(k1 & 1),
+                      "enqueued_hour": r["k3"], "updated_hour": r["k4"], "items": r["items"],
+                      **{name: r[name] for name in _SPANS}})
+    series_of = {number: series for series, number in _ENTRY.items()}
     found: dict[tuple, dict[int, int]] = defaultdict(dict)
-    for r in table:
-        if r["set"] == ids["tally"]:
-            tally.append(r)
-            continue
-        series = series_of[r["set"]]
-        if r[_BUCKET[series]] is not None:
-            key = (
-                (series, r["Queue"], None, None, r["started_hour"])
-                if series == HOURLY
-                else (series, r["Queue"], r["Type"], r["Step"], None)
-            )
-            found[key][r[_BUCKET[series]]] = r["items"]
+    histograms = table.filter(pc.invert(counts))
+    columns = (histograms[name].to_pylist() for name in ("k1", "k2", "k3", "k4", "items", "qt", "q"))
+    for k1, k2, k3, k4, items, qt, q in zip(*columns, strict=True):  # column by column: far quicker
+        series = series_of[k1]
+        key = (series, q, None, None, k4) if series == HOURLY else (series, q, qt, k2, None)
+        found[key][k3] = items
     return tally, found
 
 
+def _names(frame: Any, tally: list[dict[str, Any]], seen: dict[tuple, set[tuple]]) -> dict[tuple, tuple]:
+    """{(q, qt, qts): (Queue, Type, Step)} for every group of the tally, from the names the facts
+    brought back (pass 2); groups with no value in any bucket the plan read (no wait and no
+    duration at all: rare) are looked up in the archive, one more read. A code with two names is
+    a Collision."""
+    from pyspark.sql import functions as F
+
+    named: dict[tuple, set[tuple]] = defaultdict(set)
+    for key, names in seen.items():
+        if key[0] != HOURLY:
+            named[key[1:4]] |= names
+    wanted = {(r["Queue"], r["Type"], r["Step"]) for r in tally}
+    missing = sorted(code for code in wanted if code not in named)
+    if missing:
+        codes = frame.select(F.xxhash64("Queue").alias("q"), F.xxhash64("Queue", "Type").alias("qt"),
+                             F.xxhash64("Queue", "Type", "Step").alias("qts"), "Queue", "Type", "Step")
+        for r in codes.where(F.col("qts").isin([c[2] for c in missing])).distinct().toArrow().to_pylist():
+            named[(r["q"], r["qt"], r["qts"])].add((r["Queue"], r["Type"], r["Step"]))
+    out = {}
+    for code in wanted:
+        names = named.get(code, set())
+        if len(names) != 1:
+            raise Collision(f"{code}: {sorted(names, key=repr)}")
+        out[code] = next(iter(names))
+    for level, size in ((1, 2), (0, 1)):  # a type's, a queue's code: one name each
+        by: dict[Any, set] = defaultdict(set)
+        for code, names in out.items():
+            by[code[level]].add(names[:size])
+        if any(len(names) > 1 for names in by.values()):
+            raise Collision(f"{sorted(by.items(), key=repr)}")
+    return out
+
+
 def _counts(tally: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
-    """The tally added up per group of every level: {(gid, queue, type, step): counts}."""
+    """The tally added up per group of every level: {(gid, q, qt, qts): counts}."""
     found: dict[tuple, dict[str, Any]] = defaultdict(
         lambda: {"items": 0, "retried": 0, "statuses": dict.fromkeys((*FINISHED, "other"), 0)})
     for row in tally:
@@ -312,37 +391,39 @@ def _span(tally: list[dict[str, Any]], name: str, pick: Any) -> int | None:
     return pick(values) if values else None
 
 
-def _level_key(gid: int, queue: str | None, type_: str | None, step: str | None) -> tuple:
+def _level_key(gid: int, queue: Any, type_: Any, step: Any) -> tuple:
     return (gid, queue if gid < 7 else None, type_ if gid < 3 else None, step if gid == 0 else None)
 
 
 def _facts(rows: Any, plan: exact.Plan) -> Any:
-    """The rows' values as facts of relq.pipeline.percentiles (KEYS, v, b), those in a bucket
-    the plan reads only: a wait and a duration under the row's queue, type and step, a wait
-    under its queue and the hour its attempt started."""
+    """The rows' values as facts of relq.pipeline.percentiles (KEYS, v, b; Queue, Type and Step
+    their codes) with their names (NAMES), those in a bucket the plan reads only: a wait and a
+    duration under the row's codes, a wait under its queue's and the hour its attempt started."""
     from pyspark.sql import functions as F
 
-    none_text, none_hour = F.lit(None).cast("string"), F.lit(None).cast("long")
+    none_code, none_hour = F.lit(None).cast("long"), F.lit(None).cast("long")
 
     def fact(series: str, type_: Any, step: Any, hour: Any) -> Any:
         return F.when(
             F.col(_BUCKET[series]).isin(plan.buckets(series)),
             F.struct(
                 F.lit(series).alias("s"),
-                F.col("Queue").alias("Queue"),
+                F.col("q").alias("Queue"),
                 type_.alias("Type"),
                 step.alias("Step"),
                 hour.alias("hour"),
                 F.col(_VALUE[series]).alias("v"),
                 F.col(_BUCKET[series]).alias("b"),
+                *(F.col(column).alias(name)
+                  for column, name in zip(("Queue", "Type", "Step"), NAMES, strict=True)),
             ),
         )
 
     near = F.array_compact(
         F.array(
-            fact("wait_ms", F.col("Type"), F.col("Step"), none_hour),
-            fact("duration_ms", F.col("Type"), F.col("Step"), none_hour),
-            fact(HOURLY, none_text, none_text, F.col("started_hour")),
+            fact("wait_ms", F.col("qt"), F.col("qts"), none_hour),
+            fact("duration_ms", F.col("qt"), F.col("qts"), none_hour),
+            fact(HOURLY, none_code, none_code, F.col("started_hour")),
         )
     )
     # No filter on a computed column: Spark would push it below the projections, computing
@@ -369,7 +450,7 @@ def _wanted(counts: dict[tuple, dict[str, Any]], tally: list[dict[str, Any]]) ->
     return members, wanted
 
 
-def _started_hours(tally: list[dict[str, Any]], queue: str) -> range:
+def _started_hours(tally: list[dict[str, Any]], queue: Any) -> range:
     """Every hour an attempt of ``queue`` may have started in (from its first enqueue to its
     last finish), in microseconds: the plan leaves out those without any."""
     rows = [r for r in tally if r["Queue"] == queue]
@@ -378,9 +459,22 @@ def _started_hours(tally: list[dict[str, Any]], queue: str) -> range:
     return range(first * HOUR_US, (last + 1) * HOUR_US, HOUR_US)
 
 
-def _group(key: tuple, c: dict[str, Any], plan: exact.Plan) -> dict[str, Any]:
+def _named(key: tuple, names: dict[tuple, tuple]) -> tuple:
+    """A group's (queue, type, step) names from its key (gid, q, qt, qts): None where rolled up."""
     gid, queue, type_, step = key
+    if gid == 7:
+        return (None, None, None)
+    for (q, qt, qts), (queue_name, type_name, step_name) in names.items():
+        if q == queue and (gid >= 3 or qt == type_) and (gid > 0 or qts == step):
+            return (queue_name if gid < 7 else None, type_name if gid < 3 else None,
+                    step_name if gid == 0 else None)
+    raise KeyError(key)
+
+
+def _group(key: tuple, c: dict[str, Any], plan: exact.Plan, names: dict[tuple, tuple]) -> dict[str, Any]:
+    gid = key[0]
     items = c["items"]
+    queue, type_, step = _named(key, names)
     return {
         "level": LEVELS[gid],
         "queue": queue,
@@ -402,19 +496,26 @@ def _group(key: tuple, c: dict[str, Any], plan: exact.Plan) -> dict[str, Any]:
     }
 
 
-def _throughput(tally: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _queue_names(names: dict[tuple, tuple]) -> dict[Any, str]:
+    return {code[0]: named[0] for code, named in names.items()}
+
+
+def _throughput(tally: list[dict[str, Any]], names: dict[tuple, tuple]) -> list[dict[str, Any]]:
+    queues = _queue_names(names)
     per: dict[tuple, int] = defaultdict(int)
     for r in tally:
         if r["Status"] in FINISHED:
-            per[(r["Queue"], r["updated_hour"], r["Status"])] += r["items"]
+            per[(queues[r["Queue"]], r["updated_hour"], r["Status"])] += r["items"]
     return [
         {"queue": q, "hour": _iso(h * HOUR_US), "status": s, "items": n}
         for (q, h, s), n in sorted(per.items())
     ]
 
 
-def _hourly(tally: list[dict[str, Any]], plan: exact.Plan, last_hour: int) -> list[dict[str, Any]]:
+def _hourly(tally: list[dict[str, Any]], plan: exact.Plan, last_hour: int,
+            names: dict[tuple, tuple]) -> list[dict[str, Any]]:
     """Per queue and hour with anything enqueued, finished or started in it."""
+    queues = _queue_names(names)
     enqueued: dict[tuple, int] = defaultdict(int)
     finished: dict[tuple, int] = defaultdict(int)
     for r in tally:
@@ -423,11 +524,11 @@ def _hourly(tally: list[dict[str, Any]], plan: exact.Plan, last_hour: int) -> li
             finished[(r["Queue"], r["updated_hour"])] += r["items"]
     started = {(g[2], g[5] // HOUR_US) for g, n in plan.counts.items() if g[0] == HOURLY and n}
     out = []
-    for queue, hour in sorted({*enqueued, *finished, *started}):
+    for queue, hour in sorted({*enqueued, *finished, *started}, key=lambda k: (queues[k[0]], k[1])):
         group = (HOURLY, 0, queue, None, None, hour * HOUR_US)
         out.append(
             {
-                "queue": queue,
+                "queue": queues[queue],
                 "hour": _iso(hour * HOUR_US),
                 "enqueued": enqueued.get((queue, hour), 0),
                 "finished": finished.get((queue, hour), 0),

@@ -41,6 +41,16 @@ def ddl(columns: tuple[tuple[str, str], ...] = COMMON) -> str:
     return ", ".join(f"{name} {kind}" for name, kind in columns)
 
 
+def arrow_type(kind: str) -> Any:
+    """The Arrow type Spark exchanges a column of the Spark type ``kind`` (a type of COMMON or of a
+    queue's own columns) as with Python (mapInArrow), in a session whose time zone is UTC."""
+    import pyarrow as pa
+
+    types = {"STRING": pa.string(), "TIMESTAMP": pa.timestamp("us", tz="UTC"), "INT": pa.int32(),
+             "BIGINT": pa.int64()}
+    return types[kind]
+
+
 def partition_ddl() -> str:
     """The partition columns' schema, as Spark reads them back from the paths."""
     return "Queue STRING, Type STRING, Day DATE"
@@ -69,13 +79,16 @@ def read(spark: Any, root: str, common_only: bool = False) -> Any:
     Spark job merges the files' own schemas first (what the report does)."""
     from pyspark.sql import functions as F
 
-    # Partition types are inferred when the reader resolves the files, so the setting is
-    # switched off for that call only and the caller's session gets its own value back.
-    with settings(spark, {_INFERENCE: "false"}):
-        if common_only:
-            frame = spark.read.schema(f"{ddl()}, Queue STRING, Type STRING, Day STRING").parquet(root)
-        else:
-            frame = spark.read.option("mergeSchema", "true").parquet(root)
+    if common_only:  # the partitions' types are the schema's
+        frame = spark.read.schema(f"{ddl()}, Queue STRING, Type STRING, Day STRING").parquet(root)
+    else:
+        # Partition types are inferred when the reader resolves the files, so the setting is
+        # switched off for that call only and the caller's session gets its own value back. Then
+        # the files are read with the schema found: Spark Connect resolves a read again each time
+        # it runs a plan (after the block), and a given schema keeps the partitions' types.
+        with settings(spark, {_INFERENCE: "false"}):
+            schema = spark.read.option("mergeSchema", "true").parquet(root).schema
+        frame = spark.read.schema(schema).parquet(root)
     return frame.withColumn("Day", F.to_date(F.col("Day")))
 
 

@@ -25,6 +25,18 @@ def local(path: str) -> Path | None:
     return Path(parsed.path if parsed.scheme == "file" else path)
 
 
+def for_spark(path: str, remote: str | None) -> str:
+    """``path`` as Spark is given it: on a Spark Connect server on this machine, a relative local
+    path made absolute (the server resolves one against its own working folder, not this
+    process's); anything else as it is."""
+    from relq.pipeline.spark import here
+
+    root = local(path)
+    if not remote or root is None or not here(remote) or root.is_absolute():
+        return path
+    return str(root.resolve())
+
+
 def data_files(root: Path) -> list[Path]:
     """The files Spark reads under a folder: it skips names starting with _ or . (_SUCCESS, .crc)."""
     found: list[Path] = []

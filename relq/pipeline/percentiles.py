@@ -123,20 +123,21 @@ class Plan:
 
         return interpolate(self.counts.get(group, 0), p, value_at)
 
-    def pick(self, spark: Any, facts: Any) -> None:
+    def pick(self, spark: Any, facts: Any, names: tuple[str, ...] = ()) -> dict[Key, set[tuple]]:
         """Step 3: the values of the facts (KEYS, v, b) in the wanted cells come to the driver as
         two NumPy arrays (each value and the number of its cell: 12 bytes a value), sorted cell
         by cell, and each group's values in a bucket are read at the wanted offsets. ``facts``
         may hold more rows than those (say, every fact in a bucket any key wants): only the
-        wanted cells' leave Spark."""
+        wanted cells' leave Spark. ``names``: more columns of the facts to bring back; what is
+        returned is {key: the distinct values of those columns among its facts}."""
         import numpy as np
 
         if not self.at:
-            return
+            return {}
         cells = list(self.fine)
         number = {cell: i for i, cell in enumerate(cells)}
         table = _table(spark, (*KEYS, "b", "cell"), [(*key, b, i) for i, (key, b) in enumerate(cells)])
-        near = _cells(facts.select(*KEYS, "b", "v"), table, (*KEYS, "b")).toArrow()
+        near = _cells(facts.select(*KEYS, "b", "v", *names), table, (*KEYS, "b"), names).toArrow()
         cell = near["cell"].to_numpy()
         counted = np.array([self.found[key][b] for key, b in cells])
         found = np.bincount(cell, minlength=len(cells))
@@ -157,17 +158,30 @@ class Plan:
                 parts = [of(number[(key, b)]) for key in self.members[group] if (key, b) in number]
                 ranked[(group, b)] = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
             self.values[(group, b, offset)] = float(ranked[(group, b)][offset])
+        seen: dict[Key, set[tuple]] = defaultdict(set)
+        if names:
+            named = near.select(["cell", *names]).group_by(["cell", *names]).aggregate([]).to_pylist()
+            for r in named:
+                seen[cells[r["cell"]][0]].add(tuple(r[n] for n in names))
+        return dict(seen)
 
 
-_TYPES = {"hour": "int64", "b": "int64", "cell": "int32"}  # the others are strings
+_TYPES = {"hour": "int64", "b": "int64", "cell": "int32"}  # the others: strings, or codes (whole numbers)
 
 
 def _table(spark: Any, columns: tuple[str, ...], rows: list[tuple]) -> Any:
     """A small DataFrame of ``rows``, made through Arrow: Spark reads it in the JVM, where rows
-    given as Python objects would start Python workers to unpickle them (a second or more)."""
+    given as Python objects would start Python workers to unpickle them (a second or more). A
+    key column holding whole numbers (codes) is int64, else string."""
     import pyarrow as pa
 
-    schema = pa.schema([(c, getattr(pa, _TYPES.get(c, "string"))()) for c in columns])
+    def kind(i: int, column: str) -> Any:
+        if column in _TYPES:
+            return getattr(pa, _TYPES[column])()
+        values = [r[i] for r in rows if r[i] is not None]
+        return pa.int64() if values and all(isinstance(x, int) for x in values) else pa.string()
+
+    schema = pa.schema([(c, kind(i, c)) for i, c in enumerate(columns)])
     return spark.createDataFrame(pa.Table.from_pylist([dict(zip(columns, r, strict=True)) for r in rows],
                                                       schema=schema))
 
@@ -179,11 +193,12 @@ def _running(values: Iterable[int]) -> Iterable[int]:
         yield total
 
 
-def _cells(facts: Any, cells: Any, keys: tuple[str, ...]) -> Any:
-    """The value (v) and cell number of each fact whose ``keys`` are a row of ``cells``
-    (broadcast), NULL matching NULL."""
+def _cells(facts: Any, cells: Any, keys: tuple[str, ...], names: tuple[str, ...] = ()) -> Any:
+    """The value (v), cell number and ``names`` of each fact whose ``keys`` are a row of
+    ``cells`` (broadcast), NULL matching NULL."""
     from pyspark.sql import functions as F
 
     left, right = facts.alias("l"), F.broadcast(cells.alias("r"))
     same = reduce(lambda a, b: a & b, (F.col(f"l.{k}").eqNullSafe(F.col(f"r.{k}")) for k in keys))
-    return left.join(right, same).select(F.col("r.cell").alias("cell"), F.col("l.v").alias("v"))
+    return left.join(right, same).select(F.col("r.cell").alias("cell"), F.col("l.v").alias("v"),
+                                         *(F.col(f"l.{n}").alias(n) for n in names))

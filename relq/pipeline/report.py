@@ -13,7 +13,8 @@ meaning or a removal is a new version):
 
     {"schema": "relq.pipeline.report", "schema_version": 1,
      "generated_at": "2024-06-03T10:00:00.000000Z",          # UTC
-     "input": {"archive": str, "master": str},
+     "input": {"archive": str, "master": str,                 # the master the figures ran on
+               "remote": str | null},                           # the Spark Connect server, if any
      "definitions": {name: sentence, ...},                      # figures.DEFINITIONS
      "figures": {
        "summary": GROUP-FIGURES + {"first_enqueued", "first_finished", "last_finished",
@@ -59,8 +60,8 @@ from typing import Any
 from relq.errors import RelqError
 from relq.pipeline import configured
 from relq.pipeline.layout import PARTITIONS
-from relq.pipeline.paths import check_apart, check_output, local
-from relq.pipeline.spark import REPORT_MODULES, check_master, one_line, require
+from relq.pipeline.paths import check_apart, check_output, for_spark, local
+from relq.pipeline.spark import REPORT_MODULES, check_target, here, one_line, require, shown_remote
 
 SCHEMA = "relq.pipeline.report"
 SCHEMA_VERSION = 1
@@ -82,57 +83,69 @@ class Paths:
 
 
 def settings(config: Mapping[str, Any] | None, archive: str | None = None, out: str | None = None,
-             master: str | None = None) -> tuple[str, str, str | None]:
-    """(archive, out, master) from the arguments, else invoke.yaml's ``relq: {pipeline: {archive,
-    report, master}}``; out defaults to reports/pipeline, master to Spark's local[*]."""
+             master: str | None = None, remote: str | None = None) -> tuple[str, str, str | None, str | None]:
+    """(archive, out, master, remote) from the arguments, else invoke.yaml's ``relq: {pipeline:
+    {archive, report, master, remote}}``; out defaults to reports/pipeline, and where the report
+    runs to relq.pipeline.spark.target's choice (SPARK_REMOTE before invoke.yaml; none: local[*])."""
+    from relq.pipeline.spark import target
+
     archive = archive or configured(config, "archive")
     if not archive:
         raise RelqError("no archive: pass --archive or set relq.pipeline.archive in invoke.yaml")
-    return (str(archive), str(out or configured(config, "report") or DEFAULT_OUT),
-            master or configured(config, "master"))
+    master, remote = target(master, remote, config)
+    return str(archive), str(out or configured(config, "report") or DEFAULT_OUT), master, remote
 
 
 @require(*REPORT_MODULES)
 def run(archive: str, out: str | os.PathLike[str], master: str | None = None, conn: str | None = None, *,
-        spark: Any = None, console: Any = None) -> Paths:
+        remote: str | None = None, spark: Any = None, console: Any = None) -> Paths:
     """Write the report of the archive under ``archive`` into the folder ``out``.
 
-    ``master``: the Spark master (default local[*]); ``spark``: a session to use instead of
-    starting one (it is left running). ``conn``: an ODBC connection string whose database's
-    health views to include; None: the report says that none was read. A problem with the
-    archive, ``out`` or the master is a RelqError (one line) before Spark starts; a server that
-    cannot be read is not: the report is written without it and says why."""
+    ``master``: the Spark master (default local[*]); ``remote``: a Spark Connect server's URL
+    (sc://host:port) to run on instead; ``spark``: a session to use instead of starting one (it
+    is left running). ``conn``: an ODBC connection string whose database's health views to
+    include; None: the report says that none was read. A problem with the archive, ``out``, the
+    master or the server's URL is a RelqError (one line) before Spark starts; a server that cannot
+    be read is not: the report is written without it and says why.
+
+    The archive is read by Spark (on Spark Connect, by the server: a local path is the server's),
+    the files are written here. A local archive is checked first where its path is this machine's
+    (a classic session, or a Spark Connect server on this machine)."""
     from relq.pipeline import charts, figures, html, layout
     from relq.pipeline.spark import DEFAULT_MASTER, require_utc, session
 
     out = Path(out)
     if spark is None:
-        check_master(master)
-    check_out(out, archive)
-    _check_local(archive)
+        check_target(master, remote)
+    local_paths = here(remote)
+    check_out(out, archive, apart=local_paths)
+    if local_paths:
+        _check_local(archive)
     started_here = spark is None
     with _steps(console) as step:
         try:
-            with step("starting Spark"), one_line("Spark"):
-                spark = spark or session(master, app="relq-pipeline-report")
+            with step("starting Spark" if not remote else f"connecting to {shown_remote(remote)}"), \
+                    one_line("Spark"):
+                spark = spark or session(master, app="relq-pipeline-report", remote=remote)
                 require_utc(spark, "report")  # hours are bucketed in the session's time zone
-            with step(f"reading the archive and computing the figures ({archive})"):
-                numbers = _figures(spark, layout, figures, archive)
-            with step("reading the live health views" if conn else "no server: skipping the health views"):
-                health = _health(conn)
             try:
                 out.mkdir(parents=True, exist_ok=True)
             except OSError as exc:  # checked before Spark; changed since
                 raise RelqError(f"--out {out}: cannot create the folder ({exc.strerror})") from None
-            with step("drawing the charts"):
-                drawn = charts.draw(numbers, out)
+            drawn: list[str] = []
+            with step(f"reading the archive, computing the figures and drawing the charts ({archive})"):
+                numbers = _figures(spark, layout, figures, archive, for_spark(archive, remote),
+                                   lambda found: drawn.extend(charts.draw(found, out)))
+            with step("reading the live health views" if conn else "no server: skipping the health views"):
+                health = _health(conn)
             with step(f"writing {out / 'report.json'} and report.html"):
                 report = {
                     "schema": SCHEMA,
                     "schema_version": SCHEMA_VERSION,
                     "generated_at": _now(),
                     "input": {"archive": str(archive),
-                              "master": spark.sparkContext.master if spark else master or DEFAULT_MASTER},
+                              "master": spark.conf.get("spark.master", None) or master or DEFAULT_MASTER,
+                              "remote": shown_remote(remote) if remote else None},
                     "definitions": figures.DEFINITIONS,
                     "figures": numbers,
                     "health": health,
@@ -147,35 +160,41 @@ def run(archive: str, out: str | os.PathLike[str], master: str | None = None, co
     return Paths(html_path, json_path, tuple(out / name for name in drawn), health["state"], health["note"])
 
 
-def _figures(spark: Any, layout: Any, figures: Any, archive: str) -> dict[str, Any]:
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors import PySparkException
+def _figures(spark: Any, layout: Any, figures: Any, archive: str, path: str,
+             meanwhile: Any = None) -> dict[str, Any]:
+    """The figures of ``archive`` (given to Spark as ``path``), or the one line of what failed;
+    ``meanwhile`` as figures.compute takes it."""
+    from relq.pipeline.spark import error_line, is_spark_error
 
     try:
-        numbers = figures.compute(layout.read(spark, archive, common_only=True))
-    except Py4JJavaError as exc:  # a file Spark fails on while running a job: a corrupt Parquet file
-        raise RelqError(f"cannot read the archive {archive}: {_java_cause(exc)}") from None
-    except PySparkException as exc:  # AnalysisException and the other errors PySpark converts
-        raise RelqError(f"cannot read the archive {archive}: {_first_line(exc)}") from None
+        numbers = figures.compute(layout.read(spark, path, common_only=True), meanwhile)
     except figures.Empty:
         raise RelqError(f"the archive {archive} holds no rows: nothing to report") from None
     except figures.exact.Changed:
         raise RelqError(f"the archive {archive} changed while the report read it (a file was rewritten): "
                         f"run the report again") from None
+    except figures.Collision as exc:
+        raise RelqError(f"the archive {archive} holds two groups (queue, type, step) whose 64-bit codes are "
+                        f"the same, which the report cannot tell apart: {exc}") from None
     except figures.NotAnArchive:
         raise RelqError(f"cannot read the archive {archive}: it holds rows without a Queue, Type or "
                         f"EnqueuedAt (not files in the layout <root>/Queue=/Type=/Day=)") from None
+    except Exception as exc:  # a file Spark fails on (a corrupt Parquet file), a path it cannot read
+        if not is_spark_error(exc):
+            raise
+        raise RelqError(f"cannot read the archive {archive}: {error_line(exc)}") from None
     return numbers
 
 
-def check_out(out: Path, archive: str) -> None:
+def check_out(out: Path, archive: str, *, apart: bool = True) -> None:
     """``out`` can be written before Spark starts: a folder (or one that can be created), not
-    inside the archive (the archive would hold the report), where the report's files are no
-    folders."""
+    inside the archive (the archive would hold the report; checked where ``apart``: the archive's
+    path is this machine's), where the report's files are no folders."""
     from relq.pipeline.charts import CHARTS
 
     check_output("--out", out)
-    check_apart("--out", str(out), "--archive", archive, may_hold=True)
+    if apart:
+        check_apart("--out", str(out), "--archive", archive, may_hold=True)
     for name in ("report.json", "report.html", *CHARTS):
         if (out / name).is_dir():
             raise RelqError(f"--out {out}: {out / name} is a folder; the report writes a file there")
@@ -245,24 +264,6 @@ def _steps(console: Any) -> Iterator[Any]:
 
     with progress:
         yield step
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _java_cause(exc: Any) -> str:
-    """The first line of the Java exception's innermost cause (the file and what is wrong with
-    it), not of the Py4J call ("An error occurred while calling o123.collectToPython")."""
-    try:
-        cause = exc.java_exception
-        while cause.getCause() is not None and cause.getCause() != cause:
-            cause = cause.getCause()
-        text = str(cause.toString()).strip()
-    except Exception:  # the JVM is gone: what Python has
-        return _first_line(exc)
-    return text.splitlines()[0] if text else _first_line(exc)
 
 
 def _now() -> str:

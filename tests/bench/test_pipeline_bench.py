@@ -43,3 +43,26 @@ def test_a_process_that_is_gone_has_no_threads(tmp_path) -> None:
 def test_this_process_threads_are_read_from_proc() -> None:
     found = thread_cpu(os.getpid())
     assert found and all(seconds >= 0 for seconds in found.values())
+
+
+def test_the_summary_prints_each_reports_time_over_duckdbs_against_its_goal() -> None:
+    from bench.pipeline_bench import _summary
+
+    results = [
+        {"rows": 5_000_000, "kind": "cold", "seconds": 16.0},
+        {"rows": 5_000_000, "kind": "warm", "seconds": 99.0, "untimed": True},  # the first run: not counted
+        {"rows": 5_000_000, "kind": "warm", "seconds": 5.0},
+        {"rows": 5_000_000, "kind": "warm", "seconds": 7.0},
+        {"rows": 5_000_000, "kind": "warm", "seconds": 9.0},
+        {"rows": 5_000_000, "kind": "duckdb", "seconds": 4.0},
+        {"rows": 20_000_000, "kind": "cold", "seconds": 30.0},
+        {"rows": 20_000_000, "kind": "duckdb", "seconds": 10.0},
+    ]
+    lines = _summary(results).strip().splitlines()
+    assert lines[1].split() == ["5,000,000", "16.00", "s", "7.00", "s", "4.00", "s", "4.0x", "(goal", "met:",
+                                "4x)", "1.8x", "(goal", "met:", "2x)"]
+    assert lines[2].split() == ["20,000,000", "30.00", "s", "-", "10.00", "s", "3.0x", "(goal", "met:", "4x)",
+                                "-"]
+    over = _summary([{"rows": 1, "kind": "warm", "seconds": 2.1},
+                     {"rows": 1, "kind": "duckdb", "seconds": 1.0}])
+    assert "2.1x (over: 2x)" in over

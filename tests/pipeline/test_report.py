@@ -272,7 +272,7 @@ def test_the_json_has_its_documented_shape(made) -> None:
     assert set(data) == {"schema", "schema_version", "generated_at", "input", "definitions", "figures",
                          "health", "charts"}
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", data["generated_at"])
-    assert data["input"] == {"archive": str(made["archive"]), "master": "local[2]"}
+    assert data["input"] == {"archive": str(made["archive"]), "master": "local[2]", "remote": None}
     assert set(data["figures"]) == {"summary", "groups", "throughput", "hourly", "errors"}
     assert set(data["figures"]["hourly"][0]) == {"queue", "hour", "enqueued", "finished", "wait_count",
                                                  "wait_ms_p95", "partial"}
@@ -383,7 +383,7 @@ def test_an_archive_that_changed_between_the_passes_is_one_line(spark, tmp_path,
 
     layout.write(history.generate(spark, 50, seed=5), str(tmp_path / "archive"))
 
-    def changed(frame):
+    def changed(frame, meanwhile=None):
         raise exact.Changed("('wait_ms', 'Q', 'T', None, None) bucket 7: 3 values counted, 4 found")
 
     monkeypatch.setattr(figures, "compute", changed)
@@ -540,11 +540,16 @@ def test_the_health_section_shows_the_unfinished_states_the_health_view_counts()
     assert ">SyncQueue<" in row and ">7<" in row and ">2<" in row and ">4.0<" in row
 
 
-def test_settings_come_from_arguments_then_configuration() -> None:
+def test_settings_come_from_arguments_then_the_environment_then_configuration(monkeypatch) -> None:
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
     config = {"relq": {"pipeline": {"archive": "/data/archive", "report": "/data/report", "master": "spark://m:7077"}}}
-    assert report.settings(config) == ("/data/archive", "/data/report", "spark://m:7077")
-    assert report.settings(config, "a", "b", "local[4]") == ("a", "b", "local[4]")
-    assert report.settings({}, "a") == ("a", report.DEFAULT_OUT, None)
+    assert report.settings(config) == ("/data/archive", "/data/report", "spark://m:7077", None)
+    assert report.settings(config, "a", "b", "local[4]") == ("a", "b", "local[4]", None)
+    assert report.settings(config, "a", "b", remote="sc://s:15002") == ("a", "b", None, "sc://s:15002")
+    assert report.settings({}, "a") == ("a", report.DEFAULT_OUT, None, None)
+    monkeypatch.setenv("SPARK_REMOTE", "sc://env:15002")
+    assert report.settings(config) == ("/data/archive", "/data/report", None, "sc://env:15002")
+    assert report.settings(config, master="local[4]")[2:] == ("local[4]", None)
     with pytest.raises(RelqError, match="pass --archive"):
         report.settings({"relq": {"mssql": "x"}})
 
