@@ -15,7 +15,7 @@ GO
    Duration (ms, the last attempt's) comes after ArchivedAt: databases that had the
    table before it got it from V0003__archive_duration.sql, and their older rows have none.
    BatchID, last: the batch the item belonged to (dbo.QueueBatch; NULL: none);
-   databases that had the table before it got it from V0027, and their older rows
+   databases that had the table before it got it from V0021, and their older rows
    have none. */
 IF OBJECT_ID(N'dbo.NotificationArchive', N'U') IS NULL
     BEGIN

@@ -41,7 +41,7 @@ GO
 /* BatchID: the batch (dbo.QueueBatch) the item was enqueued into, NULL for none. Its
    final report counts it in the batch (dbo.Count_QueueBatch_utx). No index: nothing
    looks items up by batch; the batch's row keeps its counts.
-   Databases deployed before get the column from V0026. */
+   Databases deployed before get the column from V0020. */
 /* The claim index: keyed [Type], then Priority (highest first), then ScheduledFor,
    then the clustered key EnqueuedAt (which every nonclustered index carries).
    Next_SyncQueue_utx walks the Priority levels from the highest down (one

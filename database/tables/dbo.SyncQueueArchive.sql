@@ -13,7 +13,7 @@ GO
    Duration (ms, the last attempt's) comes after ArchivedAt: databases that had the
    table before it got it from V0003__archive_duration.sql, and their older rows have none.
    BatchID, last: the batch the item belonged to (dbo.QueueBatch; NULL: none);
-   databases that had the table before it got it from V0026, and their older rows
+   databases that had the table before it got it from V0020, and their older rows
    have none. */
 IF OBJECT_ID(N'dbo.SyncQueueArchive', N'U') IS NULL
     BEGIN

@@ -1,7 +1,7 @@
 SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
-/* V0027__notification_batch: BatchID on dbo.Notification and dbo.NotificationArchive, as their table files now
+/* V0021__notification_batch: BatchID on dbo.Notification and dbo.NotificationArchive, as their table files now
    create them: the batch (dbo.QueueBatch) an item was enqueued into, NULL for none.
    Adding a column that allows NULLs and has no default changes the table's metadata
    only: no row is read or written, however many the table holds, and the schema

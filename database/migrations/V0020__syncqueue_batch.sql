@@ -1,7 +1,7 @@
 SET ANSI_NULLS ON;
 SET QUOTED_IDENTIFIER ON;
 GO
-/* V0026__syncqueue_batch: BatchID on dbo.SyncQueue and dbo.SyncQueueArchive, as their table files now
+/* V0020__syncqueue_batch: BatchID on dbo.SyncQueue and dbo.SyncQueueArchive, as their table files now
    create them: the batch (dbo.QueueBatch) an item was enqueued into, NULL for none.
    Adding a column that allows NULLs and has no default changes the table's metadata
    only: no row is read or written, however many the table holds, and the schema
