@@ -209,44 +209,38 @@ def status(c, conn=None, watch=None, json=False):
     then one line on the newest batches."""
     from rich.console import Console
 
-    from relq import batches, db
+    from relq import batches
     from relq import status as health
-    from relq.errors import RelqError
 
     watch = number("status", "watch", watch)
-    try:
-        target = db.resolve_target(conn, c.config)
-        print(f"status: {target}", file=sys.stderr)  # masked; stderr keeps --json's output clean
-        connection = db.connect(target.conn_str)
-        try:
-            if json:
-                print(health.as_json(health.read(connection)))
-            elif watch is not None and watch > 0:
-                health.watch(connection, watch, Console())
-            else:
-                Console().print(health.view(health.read(connection)))
-                Console().print(batches.status_line_of(connection))
-        finally:
-            connection.close()
-    except RelqError as exc:
-        raise _fail(exc, "status") from None
+
+    def show(connection) -> None:
+        if json:
+            print(health.as_json(health.read(connection)))
+        elif watch is not None and watch > 0:
+            health.watch(connection, watch, Console())
+        else:
+            Console().print(health.view(health.read(connection)))
+            Console().print(batches.status_line_of(connection))
+
+    _on_server("status", conn, c.config, show)
 
 
 CONTROL_TARGET = "the queue, or queue.Type for one job type (e.g. SyncQueue or SyncQueue.CustomerSync)"
 
 
-def _control(task_name: str, conn: str | None, config, act) -> None:
-    """Connect (the target printed masked), run ``act(connection)``, print its line; a user's
-    problem (no server, an unknown queue, a refused value) ends in one line."""
+def _on_server(task_name: str, conn: str | None, config, act):
+    """Connect (the target printed masked), return ``act(connection)``; a user's problem (no
+    server, an unknown queue or schedule, a refused value) ends in one line."""
     from relq import db
     from relq.errors import RelqError
 
     try:
         target = db.resolve_target(conn, config)
-        print(f"{task_name}: {target}", file=sys.stderr)
+        print(f"{task_name}: {target}", file=sys.stderr)  # masked; stderr keeps --json's output clean
         connection = db.connect(target.conn_str)
         try:
-            print(act(connection))
+            return act(connection)
         finally:
             connection.close()
     except RelqError as exc:
@@ -270,8 +264,8 @@ def pause(c, target=None, reason=None, by=None, conn=None):
         why = controls.check_reason(reason)
     except RelqError as exc:
         raise Exit(f"pause: {exc}", code=2) from None
-    _control("pause", conn, c.config,
-             lambda cn: controls.done_line("pause", target, controls.pause(cn, queue, type_, why, by)))
+    row = _on_server("pause", conn, c.config, lambda cn: controls.pause(cn, queue, type_, why, by))
+    print(controls.done_line("pause", target, row))
 
 
 @command("resume", help={"target": CONTROL_TARGET, "by": "who resumes it (default: the login)",
@@ -286,8 +280,8 @@ def resume(c, target=None, by=None, conn=None):
         queue, type_ = controls.split_target(target)
     except RelqError as exc:
         raise Exit(f"resume: {exc}", code=2) from None
-    _control("resume", conn, c.config,
-             lambda cn: controls.done_line("resume", target, controls.resume(cn, queue, type_, by)))
+    row = _on_server("resume", conn, c.config, lambda cn: controls.resume(cn, queue, type_, by))
+    print(controls.done_line("resume", target, row))
 
 
 @command("limit", numbers=("to",), help={
@@ -312,8 +306,8 @@ def limit(c, target=None, to=None, none=False, by=None, conn=None):
         value = controls.check_limit(to)
     except RelqError as exc:
         raise Exit(f"limit: {exc}", code=2) from None
-    _control("limit", conn, c.config,
-             lambda cn: controls.done_line("limit", target, controls.limit(cn, queue, type_, value, by)))
+    row = _on_server("limit", conn, c.config, lambda cn: controls.limit(cn, queue, type_, value, by))
+    print(controls.done_line("limit", target, row))
 
 
 @command("dashboard", numbers=("port", "refresh"), iterable=["trusted_proxy"], help={
@@ -397,20 +391,6 @@ def worker(c, queue=None, concurrency=None, batch=None, wait_ms=None, grace=None
         raise Exit(code=code)
 
 
-def _schedules(c, conn: str | None, shown: str, action):
-    """Run ``action(connection)`` on the target; a user's problem ends in one line."""
-    from relq import db
-    from relq import schedules as admin
-    from relq.errors import RelqError
-
-    try:
-        target = db.resolve_target(conn, c.config)
-        print(f"{shown}: {target}", file=sys.stderr)  # masked
-        return admin.with_connection(target.conn_str, action)
-    except RelqError as exc:
-        raise _fail(exc, shown) from None
-
-
 @command("schedule.add", name="add", numbers=("every", "priority", "catch_up"), help={
     "name": "the schedule's name, its key (1-128 characters)",
     "queue": "the job queue to enqueue into, e.g. SyncQueue",
@@ -439,7 +419,8 @@ def schedule_add(c, name=None, queue=None, type=None, cron=None, every=None, pay
             catch_up=number("schedule.add", "catch-up", catch_up))
     except RelqError as exc:
         raise Exit(f"schedule.add: {exc}", code=2) from None
-    print(admin.summary("added", _schedules(c, conn, "schedule.add", lambda cn: admin.add(cn, schedule))))
+    row = _on_server("schedule.add", conn, c.config, lambda cn: admin.add(cn, schedule))
+    print(admin.summary("added", row))
 
 
 @command("schedule.list", name="list", help={"conn": CONN_HELP, "json": "print JSON for scripts"})
@@ -449,7 +430,7 @@ def schedule_list(c, conn=None, json=False):
 
     from relq import schedules as admin
 
-    rows = _schedules(c, conn, "schedule.list", admin.read)
+    rows = _on_server("schedule.list", conn, c.config, admin.read)
     if json:
         print(admin.as_json(rows))
     else:
@@ -462,7 +443,8 @@ def schedule_pause(c, name=None, conn=None):
     from relq import schedules as admin
 
     _required("schedule.pause", "name", name, "the schedule to pause")
-    print(admin.summary("paused", _schedules(c, conn, "schedule.pause", lambda cn: admin.pause(cn, name))))
+    row = _on_server("schedule.pause", conn, c.config, lambda cn: admin.pause(cn, name))
+    print(admin.summary("paused", row))
 
 
 @command("schedule.resume", name="resume", help={"name": "the schedule", "conn": CONN_HELP})
@@ -471,7 +453,8 @@ def schedule_resume(c, name=None, conn=None):
     from relq import schedules as admin
 
     _required("schedule.resume", "name", name, "the schedule to resume")
-    print(admin.summary("resumed", _schedules(c, conn, "schedule.resume", lambda cn: admin.resume(cn, name))))
+    row = _on_server("schedule.resume", conn, c.config, lambda cn: admin.resume(cn, name))
+    print(admin.summary("resumed", row))
 
 
 @command("schedule.remove", name="remove", help={"name": "the schedule", "conn": CONN_HELP})
@@ -480,7 +463,7 @@ def schedule_remove(c, name=None, conn=None):
     from relq import schedules as admin
 
     _required("schedule.remove", "name", name, "the schedule to remove")
-    _schedules(c, conn, "schedule.remove", lambda cn: admin.remove(cn, name))
+    _on_server("schedule.remove", conn, c.config, lambda cn: admin.remove(cn, name))
     print(f"schedule {name} removed")
 
 

@@ -7,7 +7,6 @@ the type, a name taken: their error's one line)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -158,11 +157,3 @@ def summary(action: str, row: dict[str, Any]) -> str:
     return (f"schedule {row['Name']} {action}: {row['Queue']} {row['Type']}, {cadence_text(row)}, "
             f"{misfire_text(row)}, next slot {_time(row['NextSlotAt'])} UTC"
             + (" (paused)" if row.get("PausedAt") is not None else ""))
-
-
-def with_connection(conn_str: str, action: Callable[[Any], Any]) -> Any:
-    connection = db.connect(conn_str)
-    try:
-        return action(connection)
-    finally:
-        connection.close()

@@ -154,10 +154,14 @@ def test_a_task_masks_its_target_and_ends_a_refusal_in_one_line(monkeypatch, cap
     refused = db.SqlError([db.ServerMessage(735720, "relq: dbo.Pause_QueueSchedule_trx: there is no schedule "
                                                     "named nope", "42000")])
 
-    def with_connection(conn_str: str, action: Any) -> Any:
-        raise refused
+    class Refusing:  # every call on the connection is refused as the server refuses it
+        def cursor(self) -> Any:
+            raise refused
 
-    monkeypatch.setattr(schedules, "with_connection", with_connection)
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(db, "connect", lambda conn_str: Refusing())
     with pytest.raises(Exit) as raised:
         tasks.schedule_pause(Context(Config()), name="nope", conn="Driver={x};Server=s;UID=u;PWD=hunter2")
     assert raised.value.code == 1
