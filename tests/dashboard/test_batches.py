@@ -6,14 +6,11 @@ in headless Chromium."""
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-import uvicorn
 from starlette.testclient import TestClient
 
 from relq.batches import COLUMNS
@@ -22,7 +19,7 @@ from relq.dashboard.batches import SHOWN
 from relq.dashboard.store import BATCHES, SqlStore
 from tests.browser import screenshot
 from tests.dashboard.fake_store import FakeStore
-from tests.dashboard.test_deadletters import free_port
+from tests.dashboard.serving import serving
 from tests.test_db import FakeCursor
 
 T0 = datetime(2026, 11, 26, 9, 0, 0)
@@ -109,9 +106,6 @@ def test_the_store_reads_the_running_batches_then_the_newest_each_once() -> None
 
 # -- in headless Chromium --------------------------------------------------------------------
 
-WAIT_S = 15  # how long uvicorn may take to start (a bound, not a measurement)
-
-
 @pytest.fixture
 def served() -> Iterator[str]:
     """A read-only dashboard over four batches at every stage, one of them with failures."""
@@ -120,20 +114,8 @@ def served() -> Iterator[str]:
                         row(2, "Reopened", 12, 11, name="price update", callback=True),
                         row(3, "Sealed", 10_000, 6_250, 31, name="nightly import 26 Nov"),
                         row(4, "Open", 120, 0, name="welcome e-mails")]
-    server = uvicorn.Server(uvicorn.Config(create_app(store, Settings()), host="127.0.0.1", port=free_port(),
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}"
-    finally:
-        server.should_exit = True
-        thread.join(WAIT_S)
+    with serving(create_app(store, Settings())) as url:
+        yield url
 
 
 def test_batches_show_their_progress_in_chromium(chromium, served: str, tmp_path: Path) -> None:

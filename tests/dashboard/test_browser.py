@@ -5,15 +5,12 @@ with actions allowed. Screenshots go to RELQ_SCREENSHOTS when it is set."""
 from __future__ import annotations
 
 import math
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import uvicorn
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -22,14 +19,10 @@ from relq.dashboard.chart import History
 from relq.status import QueueHealth
 from tests.browser import horizontal_overflow, screenshot
 from tests.dashboard.fake_store import NOW, FakeStore
+from tests.dashboard.serving import serving
 
 WAIT_S = 15  # how long a page may take to show what it should (a bound, not a measurement)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def half_an_hour() -> History:
@@ -62,19 +55,8 @@ def served() -> Iterator[tuple[str, FakeStore]]:
     store.add("SyncQueue", 5, "Error", type="InventorySync", error="HTTP 503 from the warehouse API",
               ScheduledFor=NOW + timedelta(minutes=5))  # backing off: not due yet
     app = create_app(store, Settings(allow_actions=True, refresh_s=1.0), history=half_an_hour())
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}", store
-    finally:
-        server.should_exit = True
-        thread.join(WAIT_S)
+    with serving(app) as url:
+        yield url, store
 
 
 def test_overview_item_and_retry_in_chromium(chromium, served, tmp_path: Path) -> None:

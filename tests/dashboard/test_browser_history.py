@@ -6,22 +6,20 @@ breaks the Content-Security-Policy. Screenshots go to RELQ_SCREENSHOTS when it i
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from relq.dashboard.app import Settings, create_app
 from tests.browser import horizontal_overflow, screenshot
 from tests.dashboard.fake_store import FakeStore
-from tests.dashboard.test_browser import WAIT_S, free_port
+from tests.dashboard.serving import serving
+from tests.dashboard.test_browser import WAIT_S
 from tests.dashboard.test_history import attempt, traceback
 
 MIN = timedelta(minutes=1)
@@ -44,20 +42,8 @@ def served() -> Iterator[tuple[str, FakeStore, dict[str, Any]]]:
     store.hold("SyncQueue", "sync-7f3a9c/2", [-MIN / 2, 3 * MIN], type="InventorySync", Step="Upload")
     store.hold("SyncQueue", "sync-b21e04/1", [4 * MIN, 4 * MIN], type="CustomerSync", AttemptNum=2)
     app = create_app(store, Settings(refresh_s=60.0))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield (f"http://127.0.0.1:{server.config.port}", store,
-               {"key": key, "first": first, "last": last, "dead": dead})
-    finally:
-        server.should_exit = True
-        thread.join(WAIT_S)
+    with serving(app) as url:
+        yield url, store, {"key": key, "first": first, "last": last, "dead": dead}
 
 
 @pytest.fixture

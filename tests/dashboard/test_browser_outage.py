@@ -20,7 +20,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 from relq.dashboard.app import Settings, create_app
 from tests.browser import horizontal_overflow, screenshot
 from tests.dashboard.fake_store import FakeStore, FlakyStore
-from tests.dashboard.test_browser import WAIT_S, free_port, half_an_hour
+from tests.dashboard.serving import free_port
+from tests.dashboard.test_browser import WAIT_S, half_an_hour
 
 REFRESH_S = 1.0
 GREY = "rgba(138, 147, 156, 1)"  # the stylesheet's stale figures (#8a939c)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +17,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-import uvicorn
 from starlette.testclient import TestClient
 
 from relq.dashboard import bulk
@@ -27,6 +25,7 @@ from relq.dashboard.store import Filter, Unreachable
 from relq.dashboard.web import iso
 from tests.browser import horizontal_overflow, screenshot
 from tests.dashboard.fake_store import NOW, FakeServer, FakeStore, FlakyStore, refused
+from tests.dashboard.serving import serving
 
 CSRF = "bulk-csrf"
 WAIT_S = 15  # how long a job may take to end here (a bound, not a measurement)
@@ -542,11 +541,6 @@ def test_only_the_last_finished_jobs_are_kept() -> None:
 # -- in headless Chromium -------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture
 def served() -> Iterator[tuple[str, FakeStore, Shown]]:
@@ -562,19 +556,8 @@ def served() -> Iterator[tuple[str, FakeStore, Shown]]:
 
     store.act = slow
     app = create_app(store, Settings(allow_actions=True))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}", store, shown
-    finally:
-        server.should_exit = True
-        thread.join(WAIT_S)
+    with serving(app) as url:
+        yield url, store, shown
 
 
 def test_a_filtered_retry_in_chromium_count_confirmation_progress_result(chromium, served,

@@ -7,14 +7,10 @@ SQL the store sends; and the page in headless Chromium."""
 from __future__ import annotations
 
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from starlette.testclient import TestClient
 
 from relq import db
@@ -24,6 +20,7 @@ from relq.dashboard.store import LetterPage, SqlStore, dead_letters_sql
 from relq.errors import RelqError
 from tests.browser import screenshot
 from tests.dashboard.fake_store import FakeStore, refused
+from tests.dashboard.serving import serving
 from tests.test_db import FakeConnection, FakeCursor
 
 CSRF = "the-dashboards-csrf-token"
@@ -306,11 +303,6 @@ def test_a_page_is_after_before_or_last_not_several() -> None:
 # -- in headless Chromium --------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture
 def served() -> Iterator[tuple[str, FakeStore]]:
@@ -324,19 +316,8 @@ def served() -> Iterator[tuple[str, FakeStore]]:
     store.add_letters(1, "TransportMessage", queue="Sales", error="timeout after 30 s calling the CRM",
                       deliveries=3)
     app = create_app(store, Settings(allow_actions=True, refresh_s=1.0))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}", store
-    finally:
-        server.should_exit = True
-        thread.join(WAIT_S)
+    with serving(app) as url:
+        yield url, store
 
 
 def test_dead_letters_expand_and_replay_in_chromium(chromium, served, tmp_path: Path) -> None:

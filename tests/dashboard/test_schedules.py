@@ -6,14 +6,11 @@ store sends; and the page in headless Chromium."""
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-import uvicorn
 from starlette.testclient import TestClient
 
 from relq.dashboard.app import Settings, create_app
@@ -22,7 +19,7 @@ from relq.dashboard.store import SCHEDULES, SqlStore
 from relq.schedules import LIST_SQL
 from tests.browser import screenshot
 from tests.dashboard.fake_store import NOW, FakeStore
-from tests.dashboard.test_deadletters import free_port
+from tests.dashboard.serving import serving
 from tests.test_db import FakeCursor
 
 COLUMNS = ("Name", "Queue", "Type", "Payload", "EntityKey", "Priority", "GroupKey", "CronExpr",
@@ -108,9 +105,6 @@ def test_the_store_reads_the_servers_clock_and_the_schedules_in_one_batch() -> N
 
 # -- in headless Chromium --------------------------------------------------------------------
 
-WAIT_S = 15  # how long uvicorn may take to start (a bound, not a measurement)
-
-
 @pytest.fixture
 def served() -> Iterator[str]:
     """A read-only dashboard over three schedules: one on time, one late, one paused."""
@@ -119,20 +113,8 @@ def served() -> Iterator[str]:
                            row("price-refresh", NOW - timedelta(minutes=12), every=300, catch_up=3),
                            row("newsletter", NOW - timedelta(days=1), cron="0 8 * * 1",
                                paused=NOW - timedelta(days=2))]
-    server = uvicorn.Server(uvicorn.Config(create_app(store, Settings()), host="127.0.0.1", port=free_port(),
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}"
-    finally:
-        server.should_exit = True
-        thread.join(WAIT_S)
+    with serving(create_app(store, Settings())) as url:
+        yield url
 
 
 def test_schedules_show_a_late_one_in_chromium(chromium, served: str, tmp_path: Path) -> None:
