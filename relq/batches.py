@@ -24,7 +24,8 @@ from relq import db
 from relq.errors import RelqError
 
 # What a job queue's Add_ takes, one item per element; wide (MAX) columns on purpose, so that
-# a value too long for the list type fails the call (8152) instead of being cut.
+# a value too long for the list type fails the call (8152, with the ANSI_WARNINGS every ODBC
+# driver sets) instead of being cut.
 _ADD_JOBS = """SET NOCOUNT ON;
 DECLARE @Items dbo.{queue}ItemList;
 INSERT INTO @Items (ItemNo, [Type], EntityKey, Payload, ScheduledFor, [Priority], GroupKey, DedupKey)
@@ -39,8 +40,17 @@ FROM OPENJSON(CAST(? AS NVARCHAR(MAX))) WITH (
     GroupKey NVARCHAR(MAX) '$.GroupKey',
     DedupKey NVARCHAR(MAX) '$.DedupKey'
 ) AS j;
-EXEC dbo.Add_{queue}_trx @Items = @Items, @BatchID = ?;
+EXEC dbo.Add_{queue}_trx @Items = @Items{batch};
 """
+
+
+def add_jobs_sql(queue: str, *, batch: bool = False) -> str:
+    """The batch that enqueues one call's jobs into the job queue ``queue`` through
+    dbo.Add_<queue>_trx: its parameter, the items' JSON (:func:`items_json`'s shape), then with
+    ``batch`` the BatchID they join. The pipeline's bulk enqueue sends it too."""
+    return _ADD_JOBS.format(queue=queue, batch=", @BatchID = ?" if batch else "")
+
+
 _QUEUE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}")
 # A call of Add_ takes at most this many items (a bigger insert would escalate to a table lock).
 MAX_ITEMS = 4000
@@ -136,7 +146,7 @@ def add_jobs(conn: Any, queue: str, jobs: Sequence[Job], *,
         raise ValueError(f"a call enqueues 1 to {MAX_ITEMS} jobs, not {len(jobs)}")
     cursor = conn.cursor()
     try:
-        return db.query(cursor, _ADD_JOBS.format(queue=queue), items_json(jobs), batch_id)
+        return db.query(cursor, add_jobs_sql(queue, batch=True), items_json(jobs), batch_id)
     finally:
         cursor.close()
 

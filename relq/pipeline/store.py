@@ -46,11 +46,12 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from relq import db
+from relq.batches import MAX_ITEMS, add_jobs_sql
 from relq.errors import Msg, RelqError
 from relq.pipeline.queues import JOB, spec
 
 FINISHED = ("Failed", "Completed", "Cancelled", "Terminated", "PartiallyCompleted")
-ENQUEUE_LIMIT = 4000  # items per call: the Add_ procedures' @MaxItems
+ENQUEUE_LIMIT = MAX_ITEMS  # items per call: the Add_ procedures' @MaxItems
 PURGE_LIMIT = 1000  # keys per call: one purge transaction (@BatchSize, at most 1500)
 QUERY_TIMEOUT_S = 600
 FETCH_ROWS = 1000  # rows a read fetches at a time: a key range is streamed, never held whole
@@ -152,25 +153,8 @@ class Store(Protocol):
 
 # -- SQL Server, through relq.db -----------------------------------------------------------------------------
 
-# Wide (MAX) columns on purpose: a value too long for the list type fails the call
-# (8152, with the ANSI_WARNINGS every ODBC driver sets) instead of being cut.
-_ENQUEUE_JOBS = """SET NOCOUNT ON;
-DECLARE @Items dbo.{queue}ItemList;
-INSERT INTO @Items (ItemNo, [Type], EntityKey, Payload, ScheduledFor, [Priority], GroupKey, DedupKey)
-SELECT j.ItemNo, j.[Type], j.EntityKey, j.Payload, j.ScheduledFor, j.[Priority], j.GroupKey, j.DedupKey
-FROM OPENJSON(CAST(? AS NVARCHAR(MAX))) WITH (
-    ItemNo INT '$.ItemNo',
-    [Type] NVARCHAR(MAX) '$.Type',
-    EntityKey NVARCHAR(MAX) '$.EntityKey',
-    Payload NVARCHAR(MAX) '$.Payload',
-    ScheduledFor DATETIME2(7) '$.ScheduledFor',
-    [Priority] INT '$.Priority',
-    GroupKey NVARCHAR(MAX) '$.GroupKey',
-    DedupKey NVARCHAR(MAX) '$.DedupKey'
-) AS j;
-EXEC dbo.Add_{queue}_trx @Items = @Items;
-"""
-
+# A job queue's enqueue is relq.batches.add_jobs_sql's; the notifications' is their own. Wide (MAX)
+# columns on purpose, as there: a value too long for the list type fails the call (8152).
 _ENQUEUE_RESET_PASSWORD = """SET NOCOUNT ON;
 DECLARE @Items dbo.Notification_ResetPasswordItemList;
 INSERT INTO @Items (
@@ -312,7 +296,7 @@ class SqlSession:
     def enqueue(self, queue: str, items: Sequence[dict[str, Any]]) -> list[tuple[int, bool]]:
         s = spec(queue)
         if s.kind == JOB:
-            sql, procedure = _ENQUEUE_JOBS.format(queue=s.name), f"dbo.Add_{s.name}_trx"
+            sql, procedure = add_jobs_sql(s.name), f"dbo.Add_{s.name}_trx"
         else:
             sql, procedure = _ENQUEUE_RESET_PASSWORD, "dbo.Add_Notification_ResetPassword_Batch_trx"
         listed = json.dumps(list(items))
