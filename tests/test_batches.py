@@ -11,74 +11,41 @@ import pytest
 
 from relq import batches, db
 from relq.batches import Batch, Job
-
-
-class Cursor:
-    """Result sets as (columns, rows), served in order; remembers what ran."""
-
-    def __init__(self, sets):
-        self.sets = list(sets)
-        self.executed: list[tuple[str, tuple]] = []
-        self.closed = False
-
-    def execute(self, sql, *params):
-        self.executed.append((sql, params))
-
-    @property
-    def description(self):
-        return [(name, None) for name in self.sets[0][0]] if self.sets else None
-
-    def fetchall(self):
-        return list(self.sets[0][1])
-
-    def nextset(self):
-        self.sets.pop(0)
-        return bool(self.sets)
-
-    def close(self):
-        self.closed = True
-
-
-class Conn:
-    def __init__(self, cursor):
-        self._cursor = cursor
-
-    def cursor(self):
-        return self._cursor
+from tests.test_db import FakeConnection, FakeCursor
 
 
 def test_open_batch_names_its_callback_and_returns_the_key():
-    cursor = Cursor([(["BatchID", "OpenedAt"], [(42, datetime(2026, 1, 1))]), (["return_code"], [(0,)])])
+    cursor = FakeCursor([(["BatchID", "OpenedAt"], [(42, datetime(2026, 1, 1))]), (["return_code"], [(0,)])])
 
-    batch = batches.open_batch(Conn(cursor), "SyncQueue", "ImportDone", payload={"import": 7},
+    batch = batches.open_batch(FakeConnection(cursor), "SyncQueue", "ImportDone", payload={"import": 7},
                                name="import 7")
 
     assert batch == 42
-    sql, params = cursor.executed[0]
+    sql, params = cursor.executed
     assert "EXEC @rc = dbo.Open_QueueBatch_trx @CallbackQueue = ?, @CallbackType = ?" in sql
     assert params == ("SyncQueue", "ImportDone", None, '{"import": 7}', "import 7")
 
 
 def test_open_batch_passes_a_json_text_as_it_is():
-    cursor = Cursor([(["BatchID", "OpenedAt"], [(1, None)]), (["return_code"], [(0,)])])
+    cursor = FakeCursor([(["BatchID", "OpenedAt"], [(1, None)]), (["return_code"], [(0,)])])
 
-    batches.open_batch(Conn(cursor), "SyncQueue", "ImportDone", payload='{"a": 1}')
+    batches.open_batch(FakeConnection(cursor), "SyncQueue", "ImportDone", payload='{"a": 1}')
 
-    assert cursor.executed[0][1][3] == '{"a": 1}'
+    assert cursor.executed[1][3] == '{"a": 1}'
 
 
 def test_add_jobs_sends_the_items_and_the_batch():
     columns = ["EnqueuedAt", "Type", "EntityKey", "ItemNo", "IsDuplicate"]
-    cursor = Cursor([(columns, [("k", "T", "C-1", 1, False)])])
+    cursor = FakeCursor([(columns, [("k", "T", "C-1", 1, False)])])
     due = datetime(2026, 1, 2, 3, 4, 5)
 
     jobs = [Job("CustomerSync", "C-1", {"n": 1}),
             Job("CustomerSync", "C-2", scheduled_for=due, priority=5, dedup_key="d")]
 
-    rows = batches.add_jobs(Conn(cursor), "SyncQueue", jobs, batch_id=9)
+    rows = batches.add_jobs(FakeConnection(cursor), "SyncQueue", jobs, batch_id=9)
 
     assert rows == [("k", "T", "C-1", 1, False)]
-    sql, (items, batch_id) = cursor.executed[0]
+    sql, (items, batch_id) = cursor.executed
     assert "DECLARE @Items dbo.SyncQueueItemList;" in sql
     assert "EXEC dbo.Add_SyncQueue_trx @Items = @Items, @BatchID = ?;" in sql
     assert batch_id == 9
@@ -94,21 +61,21 @@ def test_add_jobs_sends_the_items_and_the_batch():
 @pytest.mark.parametrize("queue", ["Sync Queue", "SyncQueue;DROP", "", "1Queue"])
 def test_add_jobs_refuses_a_queue_name_that_is_no_identifier(queue):
     with pytest.raises(ValueError, match="not a queue name"):
-        batches.add_jobs(Conn(Cursor([])), queue, [Job("T", "C")])
+        batches.add_jobs(FakeConnection(FakeCursor([])), queue, [Job("T", "C")])
 
 
 @pytest.mark.parametrize("count", [0, batches.MAX_ITEMS + 1])
 def test_add_jobs_refuses_a_call_of_no_jobs_or_too_many(count):
     with pytest.raises(ValueError, match="1 to 4000 jobs"):
-        batches.add_jobs(Conn(Cursor([])), "SyncQueue", [Job("T", "C")] * count)
+        batches.add_jobs(FakeConnection(FakeCursor([])), "SyncQueue", [Job("T", "C")] * count)
 
 
 def test_seal_batch_calls_the_seal():
-    cursor = Cursor([(["BatchID"], [(3,)]), (["return_code"], [(0,)])])
+    cursor = FakeCursor([(["BatchID"], [(3,)]), (["return_code"], [(0,)])])
 
-    batches.seal_batch(Conn(cursor), 3)
+    batches.seal_batch(FakeConnection(cursor), 3)
 
-    sql, params = cursor.executed[0]
+    sql, params = cursor.executed
     assert "EXEC @rc = dbo.Seal_QueueBatch_trx @BatchID = ?;" in sql
     assert params == (3,)
 
@@ -118,11 +85,11 @@ ROW = (5, "import 5", "Sealed", 10, 4, 1, 2, 1, 0, 8, 2, "SyncQueue", "ImportDon
 
 
 def test_recent_reads_the_view_newest_first():
-    cursor = Cursor([(list(batches.COLUMNS), [ROW])])
+    cursor = FakeCursor([(list(batches.COLUMNS), [ROW])])
 
-    [batch] = batches.recent(Conn(cursor), limit=7)
+    [batch] = batches.recent(FakeConnection(cursor), limit=7)
 
-    sql, params = cursor.executed[0]
+    sql, params = cursor.executed
     assert "FROM dbo.QueueBatch_V AS v ORDER BY v.BatchID DESC" in sql and params == (7,)
     assert batch == Batch(5, "import 5", "Sealed", 10, 4, 1, 2, 1, 0, 8, 2, "SyncQueue", "ImportDone",
                           datetime(2026, 1, 1), datetime(2026, 1, 1, 0, 1), None, None)
@@ -159,7 +126,7 @@ class Refusing:
     def cursor(self):
         number = self.number
 
-        class Failing(Cursor):
+        class Failing(FakeCursor):
             def execute(self, sql, *params):
                 raise db.SqlError([db.ServerMessage(number, "refused", "42S02")])
 
@@ -177,9 +144,9 @@ def test_status_line_of_raises_any_other_error():
 
 
 def test_status_line_of_reads_the_newest_twenty():
-    cursor = Cursor([(list(batches.COLUMNS), [ROW])])
+    cursor = FakeCursor([(list(batches.COLUMNS), [ROW])])
 
-    line = batches.status_line_of(Conn(cursor))
+    line = batches.status_line_of(FakeConnection(cursor))
 
     assert line == "batches (newest 1): 0 open, 1 sealed and running, 2 items left, 0 finished"
-    assert cursor.executed[0][1] == (20,)
+    assert cursor.executed[1] == (20,)
