@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -16,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 from starlette.testclient import TestClient
@@ -39,6 +36,7 @@ from relq.dashboard.store import (
 )
 from tests.browser import screenshot
 from tests.dashboard.fake_store import T0, FakeStore
+from tests.dashboard.serving import serving
 from tests.test_db import FakeConnection, FakeCursor
 
 KEY = datetime(2026, 11, 26, 9, 0, 0, 123456)
@@ -483,21 +481,8 @@ def served() -> Iterator[tuple[str, FakeStore]]:
         store.add("Notification", 1, "Failed" if n % 3 == 0 else "Completed",
                   error="SMTP 550 5.1.1 mailbox unavailable" if n % 3 == 0 else "",
                   DedupKey="reset:ann" if n % 2 else f"reset:{n}", GroupKey="tenant-7")
-    server = uvicorn.Server(uvicorn.Config(create_app(store, Settings()), host="127.0.0.1", port=0,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", store
-    finally:
-        server.should_exit = True
-        thread.join(WAIT_S)
+    with serving(create_app(store, Settings())) as url:
+        yield url, store
 
 
 def test_search_by_dedup_key_then_last_and_previous_in_chromium(chromium, served, tmp_path: Path) -> None:
