@@ -29,7 +29,7 @@ from relq.scaffold import (
     write,
 )
 from relq.scaffold.render import taken_aliases
-from tests.conftest import REPO
+from tests.conftest import REPO, project_copy
 
 QUEUES = load(REPO)
 RENDERS = renders(QUEUES)
@@ -79,16 +79,6 @@ def test_no_file_of_a_job_queue_is_written_by_hand() -> None:
         assert own <= rendered, f"written by hand: {sorted(own - rendered)}"
 
 
-def _project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    for name in ("database", "tests_tsqlt"):
-        shutil.copytree(REPO / name, root / name)
-    shutil.copy(REPO / ".sqlfluff", root / ".sqlfluff")
-    if (REPO / ".relq_cache").is_dir():  # `invoke test` builds first: parse only the new files
-        shutil.copytree(REPO / ".relq_cache", root / ".relq_cache")
-    return root
-
-
 LONGEST_TYPE = "Card" + "x" * 46  # 50 characters, as long as a job type may be
 SUBTYPES = (
     parse_subtype(f"{LONGEST_TYPE}: CardholderReferenceNumberXxxxx NVARCHAR(100), Amount decimal(19,4), "
@@ -99,7 +89,7 @@ SUBTYPES = (
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, NewQueue]:
-    root = _project(tmp_path_factory.mktemp("new-queue"))
+    root = project_copy(tmp_path_factory.mktemp("new-queue"))
     # the longest names and noun there may be, and two subtypes (a third type has none)
     return root, new_queue(root, CAPTURE, [LONGEST_TYPE, "BankPayment", "Refund"],
                            "card payment capture", subtypes=SUBTYPES)
@@ -227,7 +217,7 @@ def test_a_custom_queue_of_the_longest_names_keeps_its_tsqlt_names_within_sql_se
 @pytest.fixture(scope="module")
 def one_type(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """A job queue of one job type, the common case, whose names start with vowels."""
-    root = _project(tmp_path_factory.mktemp("one-type"))
+    root = project_copy(tmp_path_factory.mktemp("one-type"))
     pages = parse_subtype("InvoicePdf: Pages INT")
     return root, list(new_queue(root, INVOICE, ["InvoicePdf"], "invoice job", subtypes=(pages,)).written)
 
@@ -285,7 +275,7 @@ def test_an_article_fits_the_word_after_it(word: str, expected: str) -> None:
 
 
 def test_a_queues_history_names_migrations_the_project_has(tmp_path: Path) -> None:
-    root = _project(tmp_path)
+    root = project_copy(tmp_path)
     text = (root / CATALOGUE).read_text()
     (root / CATALOGUE).write_text(text.replace('history = ["V0001", "V0003"', 'history = ["V0001", "V0099"'))
     with pytest.raises(RelqError, match="queue 2: history: no migration V0099 in database/migrations"):
@@ -345,13 +335,13 @@ TYPE_RULE = "not 1 to 50 letters, digits and _, starting with a letter"
 ])
 def test_new_queue_refuses_bad_input_and_writes_nothing(tmp_path: Path, name: str, types: list[str],
                                                           noun: str | None, message: str) -> None:
-    root = _project(tmp_path)
+    root = project_copy(tmp_path)
     _assert_refused(root, message, lambda: new_queue(root, name, types, noun))
 
 
 def test_new_queue_refuses_a_name_whose_prefix_another_queues_settings_use(tmp_path: Path) -> None:
     """A new queue's settings prefix is its name in lower case: the user chose the name only."""
-    root = _project(tmp_path)
+    root = project_copy(tmp_path)
     text = (root / CATALOGUE).read_text()
     (root / CATALOGUE).write_text(text.replace('prefix = "syncqueue"', f'prefix = "{INVOICE.lower()}"'))
     _assert_refused(root, f"{NEW}: the queue SyncQueue has the settings prefix {INVOICE.lower()} already, "
@@ -397,7 +387,7 @@ TAKE = "is not one the templates take (dbo.<alias type>, NVARCHAR(n), INT, DECIM
 ])
 def test_new_queue_refuses_a_bad_subtype_and_writes_nothing(tmp_path: Path, subtypes: list[str],
                                                               message: str) -> None:
-    root = _project(tmp_path)
+    root = project_copy(tmp_path)
     _assert_refused(root, message, lambda: new_queue(root, INVOICE, ["InvoicePdf", "InvoiceXml"],
                                                      subtypes=tuple(map(parse_subtype, subtypes))))
 
@@ -438,7 +428,7 @@ def test_two_queues_of_the_catalogue_may_not_share_a_name_or_a_settings_prefix(
 
 def _assert_catalogue_refused(tmp_path: Path, old: str, new: str, message: str) -> None:
     """The project's catalogue with ``old`` (found once) made ``new`` is refused with ``message``."""
-    root = _project(tmp_path)
+    root = project_copy(tmp_path)
     text = (root / CATALOGUE).read_text()
     assert text.count(old) == 1
     (root / CATALOGUE).write_text(text.replace(old, new))
@@ -471,7 +461,7 @@ def test_a_catalogue_entry_is_told_what_of_it_is_wrong(tmp_path: Path, old: str,
 
 
 def test_new_queue_leaves_the_other_queues_files_alone(tmp_path: Path) -> None:
-    root = _project(tmp_path)
+    root = project_copy(tmp_path)
     sync = next(q for q in QUEUES if q.name == "SyncQueue")
     path, text = queue_renders(sync)[0]
     (root / path).write_text(text + "-- a change in progress\n")
@@ -490,7 +480,7 @@ def test_every_queue_has_the_lifecycle_defaults(scaffolded: tuple[Path, list[str
 
 
 def test_writing_the_templates_repairs_a_copy_that_drifted(tmp_path: Path) -> None:
-    root = _project(tmp_path)
+    root = project_copy(tmp_path)
     sync = next(q for q in QUEUES if q.name == "SyncQueue")
     path, text = next((p, t) for p, t in queue_renders(sync) if "BEGIN" in t)
     (root / path).write_text(text.replace("BEGIN", "BEGIN -- drifted", 1))
@@ -516,7 +506,7 @@ def test_writing_the_templates_repairs_a_copy_that_drifted(tmp_path: Path) -> No
     ("queue = [1]\n", "queue 1 is not a [[queue]] table"),
 ])
 def test_a_broken_catalogue_is_one_readable_line(tmp_path: Path, text: str, message: str) -> None:
-    root = _project(tmp_path)
+    root = project_copy(tmp_path)
     (root / CATALOGUE).write_text(text)
     with pytest.raises(RelqError) as refused:
         load(root)
@@ -688,7 +678,7 @@ def test_the_tsqlt_classes_fill_each_joined_column_with_a_value_of_its_type_and_
 
 
 def test_the_names_the_tests_scaffold_step_aside_for_a_users_queue_of_that_name(tmp_path: Path) -> None:
-    root = _project(tmp_path)
+    root = project_copy(tmp_path)
     new_queue(root, INVOICE, ["InvoicePdf"])  # the user's own queue, named as the tests' would be
     new_queue(root, CAPTURE, ["CardPayment"])
     invoice, capture = unused_name(root, INVOICE), unused_name(root, CAPTURE)

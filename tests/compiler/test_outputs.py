@@ -6,7 +6,6 @@ import hashlib
 import io
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from relq.compiler import KNOWN_CHECKS, build
 from relq.compiler.report import show
 from relq.errors import RelqError
 from relq.progress import per_file
-from tests.conftest import HEADER, Project
+from tests.conftest import HEADER, Project, project_copy
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -171,10 +170,7 @@ def test_the_report_names_each_problem_and_sums_up(project: Project, capsys) -> 
 
 
 def test_the_project_itself_builds_clean(tmp_path: Path) -> None:
-    root = tmp_path / "relq"
-    shutil.copytree(REPO / "database", root / "database")
-    if (REPO / "tests_tsqlt").exists():
-        shutil.copytree(REPO / "tests_tsqlt", root / "tests_tsqlt")
+    root = project_copy(tmp_path)
     result = build(root)
     assert [str(d) for d in result.diagnostics] == []
     assert (root / "dist" / "deploy.sql").exists()
