@@ -23,9 +23,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """``app`` served on http://127.0.0.1:<a free port> for the block; its address."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+def running(config: uvicorn.Config) -> Iterator[uvicorn.Server]:
+    """uvicorn serving ``config`` in a thread for the block, started (its sockets bound) when the
+    block begins, stopped after it (a test may stop it sooner: ``server.should_exit = True``)."""
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + WAIT_S
@@ -34,7 +35,19 @@ def serving(app: Any) -> Iterator[str]:
             pytest.fail("uvicorn did not start")
         time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{server.config.port}"
+        yield server
     finally:
         server.should_exit = True
         thread.join(WAIT_S)
+
+
+def port_of(server: uvicorn.Server) -> int:
+    """The port a started server listens on (its config may have asked for port 0)."""
+    return server.servers[0].sockets[0].getsockname()[1]
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` served on http://127.0.0.1:<a free port> for the block; its address."""
+    with running(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning")) as server:
+        yield f"http://127.0.0.1:{port_of(server)}"

@@ -6,7 +6,6 @@ stops answering, the page says so on its own. Screenshots go to RELQ_SCREENSHOTS
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from relq.dashboard.app import Settings, create_app
 from tests.browser import horizontal_overflow, screenshot
 from tests.dashboard.fake_store import FakeStore, FlakyStore
-from tests.dashboard.serving import free_port
+from tests.dashboard.serving import free_port, port_of, running
 from tests.dashboard.test_browser import WAIT_S, half_an_hour
 
 REFRESH_S = 1.0
@@ -35,19 +34,8 @@ def flaky_served() -> Iterator[tuple[str, FlakyStore, uvicorn.Server]]:
     store.add("SyncQueue", 40, "Completed", type="CustomerSync")
     store.add("SyncQueue", 5, "Error", type="InventorySync", error="HTTP 503 from the warehouse API")
     app = create_app(store, Settings(allow_actions=True, refresh_s=REFRESH_S), history=half_an_hour())
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{server.config.port}", store, server
-    finally:
-        server.should_exit = True
-        thread.join(WAIT_S)
+    with running(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning")) as server:
+        yield f"http://127.0.0.1:{port_of(server)}", store, server
 
 
 def banners(driver: Any) -> list[Any]:

@@ -7,7 +7,6 @@ a refusal shows in its own box. Screenshots go to RELQ_SCREENSHOTS when it is se
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -26,6 +25,7 @@ from relq.dashboard import serve
 from relq.dashboard.app import Settings, create_app
 from tests.browser import screenshot
 from tests.dashboard.fake_store import NOW, FakeStore
+from tests.dashboard.serving import port_of, running
 from tests.dashboard.test_browser import half_an_hour
 
 WAIT_S = 15
@@ -39,18 +39,6 @@ document.addEventListener('securitypolicyviolation', function (e) {
 """
 
 
-def start(app: Any) -> tuple[uvicorn.Server, threading.Thread, int]:
-    server = uvicorn.Server(uvicorn.Config(app, **serve.server_options("127.0.0.1", 0)))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    return server, thread, server.servers[0].sockets[0].getsockname()[1]
-
-
 @pytest.fixture
 def served() -> Iterator[tuple[str, FakeStore]]:
     """A dashboard with actions allowed, as serve.py serves it."""
@@ -62,13 +50,9 @@ def served() -> Iterator[tuple[str, FakeStore]]:
     store.add("SyncQueue", 40, "Completed", type="CustomerSync")
     store.add("SyncQueue", 5, "Error", type="InventorySync", error="HTTP 503 from the warehouse API",
               ScheduledFor=NOW + timedelta(minutes=5))
-    server, thread, port = start(create_app(store, Settings(allow_actions=True, refresh_s=1.0),
-                                            history=half_an_hour()))
-    try:
-        yield f"http://127.0.0.1:{port}", store
-    finally:
-        server.should_exit = True
-        thread.join(WAIT_S)
+    app = create_app(store, Settings(allow_actions=True, refresh_s=1.0), history=half_an_hour())
+    with running(uvicorn.Config(app, **serve.server_options("127.0.0.1", 0))) as server:
+        yield f"http://127.0.0.1:{port_of(server)}", store
 
 
 @pytest.fixture
@@ -88,12 +72,9 @@ def attacker(served) -> Iterator[str]:
     def own(request: Any) -> HTMLResponse:
         return HTMLResponse("<!doctype html><p id='hello'>a frame of this origin</p>")
 
-    server, thread, port = start(Starlette(routes=[Route("/", page), Route("/own", own)]))
-    try:
-        yield f"http://localhost:{port}/"
-    finally:
-        server.should_exit = True
-        thread.join(WAIT_S)
+    app = Starlette(routes=[Route("/", page), Route("/own", own)])
+    with running(uvicorn.Config(app, **serve.server_options("127.0.0.1", 0))) as server:
+        yield f"http://localhost:{port_of(server)}/"
 
 
 def test_a_page_of_another_origin_cannot_frame_the_dashboard(chromium, served, attacker,
